@@ -1,0 +1,1 @@
+"""cigri: a grid campaign toolkit (CiGri-compatible), on a local SQLite state file."""

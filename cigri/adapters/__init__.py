@@ -1,0 +1,140 @@
+"""Resource-manager adapters: the only code that talks to clusters.
+
+The contract every adapter implements (:class:`ResourceManager`):
+
+- ``capacity()``: total / used slots, and how many of them and of the queue are cigri's.
+- ``submit(batch_key, specs)``: submit a batch in one call; return the remote id of each spec, in order.
+  The batch key makes it idempotent: submitting a key the RM already holds returns the same ids, so a
+  pass killed between the RM's answer and cigri's commit never launches a job twice.
+- ``find_batch(batch_key)``: the remote ids of a batch the RM holds, or None.
+- ``states(remote_ids)``: every job's :class:`~cigri.model.RemoteStatus`, in one bulk query. A job the
+  RM does not know is UNKNOWN, never assumed done.
+- ``cancel(remote_ids)``: in bulk.
+- ``tail(remote_id, stream, lines)``: the end of a job's stdout or stderr.
+- ``check(settings, path)``: refuse (JdlError) a campaign setting the cluster cannot honour.
+- ``activity()``: a value that changes when something may have happened on the cluster (lets a looping
+  almighty wake early); adapters without a cheap signal return None.
+
+Adapters map their own failures (subprocess, ssh, HTTP) to :class:`~cigri.errors.AdapterError`
+subclasses once, at their edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..clock import Clock
+from ..errors import ConfigError
+from ..jdl import format_walltime
+from ..model import Capacity, Cluster, JobSpec, RemoteStatus
+
+
+@dataclass(frozen=True)
+class AdapterContext:
+    state_dir: Path
+    clock: Clock
+
+
+class ResourceManager(Protocol):
+    name: str
+    best_effort: bool  # does the cluster offer a preemptible mode
+
+    def capacity(self) -> Capacity: ...
+
+    def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]: ...
+
+    def find_batch(self, batch_key: str) -> list[str] | None: ...
+
+    def states(self, remote_ids: Sequence[str]) -> dict[str, RemoteStatus]: ...
+
+    def cancel(self, remote_ids: Sequence[str]) -> None: ...
+
+    def tail(self, remote_id: str, stream: str, lines: int) -> str: ...
+
+    def check(self, settings: dict, path: str) -> None: ...
+
+    def activity(self) -> object: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Option:
+    """A cluster setting accepted by ``gridclusters add/set`` for an adapter."""
+
+    name: str
+    type: type
+    help: str
+    default: object = None
+    minimum: int | None = None
+
+
+def job_environment(spec: JobSpec, workdir: str, nodefile: str) -> dict[str, str]:
+    """The CIGRI_* variables of a job, with the aliases of the 2009 design and OAR's habits."""
+    values = {
+        "CIGRI_CAMPAIGN_ID": str(spec.campaign_id),
+        "CIGRI_JOB_ID": str(spec.job_id),
+        "CIGRI_JOB_NAME": spec.name,
+        "CIGRI_USER": spec.user,
+        "CIGRI_WORKDIR": workdir,
+        "CIGRI_RESOURCES": spec.resources,
+        "CIGRI_WALLTIME": format_walltime(spec.walltime),
+        "CIGRI_WALLTIME_SECONDS": str(spec.walltime),
+        "CIGRI_NODE_FILE": nodefile,
+    }
+    aliases = {
+        "CIGRI_CAMPAIGNID": "CIGRI_CAMPAIGN_ID",
+        "CIGRI_JOBID": "CIGRI_JOB_ID",
+        "CIGRI_JOBNAME": "CIGRI_JOB_NAME",
+        "CIGRI_WORKING_DIRECTORY": "CIGRI_WORKDIR",
+        "CIGRI_NODEFILE": "CIGRI_NODE_FILE",
+    }
+    values.update({alias: values[name] for alias, name in aliases.items()})
+    return {**spec.env, **values}
+
+
+def expand_home(text: str, home: str) -> str:
+    """``{HOME}`` anywhere and a leading ``~`` or ``~/`` become the cluster's home directory."""
+    text = text.replace("{HOME}", home)
+    if text == "~" or text.startswith("~/"):
+        text = home + text[1:]
+    return text
+
+
+def registry() -> dict[str, type]:
+    from .local import LocalAdapter
+
+    return {"local": LocalAdapter}
+
+
+def adapter_class(name: str) -> type:
+    adapters = registry()
+    if name not in adapters:
+        raise ConfigError(f"unknown adapter {name!r} (valid: {', '.join(sorted(adapters))})")
+    return adapters[name]
+
+
+def adapter_for(cluster: Cluster, context: AdapterContext) -> ResourceManager:
+    return adapter_class(cluster.adapter)(cluster, context)
+
+
+def validate_config(adapter: str, given: dict) -> dict:
+    """Check ``gridclusters add/set`` options against the adapter's declared options."""
+    options = {o.name: o for o in adapter_class(adapter).options}
+    out = {}
+    for key, value in given.items():
+        if key not in options:
+            raise ConfigError(f"adapter {adapter!r} has no option {key!r} (valid: {', '.join(sorted(options))})")
+        option = options[key]
+        if option.type is int:
+            try:
+                value = int(value)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{key} must be a whole number, not {value!r}") from None
+            if option.minimum is not None and value < option.minimum:
+                raise ConfigError(f"{key} must be at least {option.minimum}")
+        out[key] = value
+    return out

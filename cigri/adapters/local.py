@@ -1,0 +1,130 @@
+"""The ``local`` adapter: the embedded resource manager (:mod:`cigri.adapters.local_rm`) on this machine."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import JdlError
+from ..jdl import parse_resources, resource_slots
+from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
+from . import AdapterContext, Option, expand_home, job_environment
+from .local_rm import Spool
+
+# the local RM's states, translated
+STATES = {
+    "queued": RemoteState.PENDING,
+    "running": RemoteState.RUNNING,
+    "exited": RemoteState.EXITED,
+    "killed": RemoteState.KILLED,
+    "cancelled": RemoteState.KILLED,
+    "lost": RemoteState.KILLED,
+}
+
+
+def default_slots() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+class LocalAdapter:
+    """Runs jobs as processes of this machine, ``slots`` at a time (default: the CPUs this process may use)."""
+
+    options = (
+        Option("slots", int, "job slots (default: the number of CPUs)", minimum=1),
+        Option(
+            "queue_depth",
+            int,
+            "jobs cigri may queue beyond the free slots (default: 4 x slots, at least 64)",
+            minimum=0,
+        ),
+        Option("idle_exit", int, "seconds the daemon waits without work before it exits (default 30)", minimum=1),
+    )
+    best_effort = False
+
+    def __init__(self, cluster: Cluster, context: AdapterContext):
+        self.name = cluster.name
+        self.config = cluster.config
+        self.clock = context.clock
+        self.slots = int(cluster.config.get("slots") or default_slots())
+        self.queue_depth = int(cluster.config.get("queue_depth", max(64, 4 * self.slots)))
+        self.spool = Spool(context.state_dir / "clusters" / cluster.name)
+        self.spool.set_meta({"slots": self.slots, "idle_exit": int(cluster.config.get("idle_exit", 30))})
+        self.home = os.path.expanduser("~")
+
+    def check(self, settings: dict, path: str) -> None:
+        nodes, per_node = resource_slots(parse_resources(settings["resources"], f"{path}.resources"))
+        if nodes > 1:
+            raise JdlError(f"{path}.resources", f"the local cluster {self.name!r} has one node, {nodes} were asked")
+        if per_node > self.slots:
+            raise JdlError(
+                f"{path}.resources", f"{per_node} cores asked, the local cluster {self.name!r} has {self.slots}"
+            )
+
+    def capacity(self) -> Capacity:
+        used, queued = self.spool.usage()
+        return Capacity(total=self.slots, used=used, grid_used=used, queued=queued)
+
+    def _nodefile(self, slots: int) -> str:
+        path = self.spool.dir / f"nodefile.{slots}"
+        if not path.exists():
+            path.write_text(f"{socket.gethostname()}\n" * slots)
+        return str(path)
+
+    def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:
+        jobs = []
+        for spec in specs:
+            cwd = expand_home(spec.directory, self.home)
+            argv = [expand_home(spec.argv[0], self.home), *spec.argv[1:]]
+            env = job_environment(spec, cwd, self._nodefile(spec.slots))
+            jobs.append({"argv": argv, "cwd": cwd, "env": env, "walltime": spec.walltime, "slots": spec.slots})
+        ids = self.spool.submit(batch_key, jobs, self.clock.now())
+        self.spool.ensure_daemon()
+        return [str(i) for i in ids]
+
+    def find_batch(self, batch_key: str) -> list[str] | None:
+        ids = self.spool.find_batch(batch_key)
+        return None if ids is None else [str(i) for i in ids]
+
+    def states(self, remote_ids: Sequence[str]) -> dict[str, RemoteStatus]:
+        self.spool.ensure_daemon()  # a daemon that died is restarted by the next pass
+        out = {rid: RemoteStatus(rid, RemoteState.UNKNOWN) for rid in remote_ids}
+        for job_id, state, code, started, ended, reason in self.spool.rows([int(r) for r in remote_ids]):
+            out[str(job_id)] = RemoteStatus(str(job_id), STATES[state], code, started, ended, reason or "")
+        return out
+
+    def cancel(self, remote_ids: Sequence[str]) -> None:
+        self.spool.cancel([int(r) for r in remote_ids], self.clock.now())
+        self.spool.ensure_daemon()
+
+    def tail(self, remote_id: str, stream: str, lines: int) -> str:
+        path = self.spool.out_path(int(remote_id), stream)
+        return tail_file(path, lines)
+
+    def output_path(self, remote_id: str, stream: str) -> Path:
+        return self.spool.out_path(int(remote_id), stream)
+
+    def activity(self) -> object:
+        return self.spool.data_version()
+
+    def stop(self) -> None:
+        self.spool.stop_daemon()
+
+    def close(self) -> None:
+        self.spool.close()
+
+
+def tail_file(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of a file, reading only its end."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 64 * 1024))
+            data = handle.read()
+    except FileNotFoundError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    return "\n".join(deque(text.splitlines(), maxlen=lines)) if lines else text

@@ -1,0 +1,187 @@
+"""What users do to campaigns: submit, add jobs, cancel, pause, resume, fix events.
+
+Each operation is one transaction: it happens whole or not at all.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+from dataclasses import dataclass
+
+from .adapters import AdapterContext, adapter_for
+from .clock import Clock
+from .errors import CigriError, JdlError, NotFound, PermissionDenied
+from .jdl import Jdl, jobs_of
+from .model import Campaign, CampaignState, CampaignType, EventClass, EventState, JobState
+from .store import Store
+
+
+def current_user() -> str:
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
+
+
+def check_owner(campaign: Campaign, user: str) -> None:
+    if campaign.user != user and user != "root" and os.geteuid() != 0:
+        raise PermissionDenied(f"campaign {campaign.id} belongs to {campaign.user}, not {user}")
+
+
+def check_clusters(store: Store, jdl: Jdl, clock: Clock) -> None:
+    """Every cluster the JDL names exists, and can honour the settings given for it."""
+    for name, settings in jdl.clusters.items():
+        if not store.has_cluster(name):
+            known = ", ".join(c.name for c in store.clusters())
+            raise JdlError(f"clusters.{name}", f"unknown cluster (known: {known}; add one with gridclusters add)")
+        adapter = adapter_for(store.cluster(name), AdapterContext(store.directory, clock))
+        try:
+            adapter.check(settings, f"clusters.{name}")
+        finally:
+            adapter.close()
+
+
+def submit(store: Store, jdl: Jdl, clock: Clock, *, user: str | None = None) -> tuple[int, int]:
+    """Record a campaign and its jobs; return (campaign id, number of jobs)."""
+    check_clusters(store, jdl, clock)
+    kind = CampaignType.TEST if jdl.test_mode else CampaignType.DEFAULT
+    with store.transaction():
+        campaign_id = store.create_campaign(
+            jdl.name, user or current_user(), kind, jdl.as_record(), jdl.clusters, clock.now()
+        )
+        count = store.add_jobs(campaign_id, jobs_of(jdl))
+    return campaign_id, count
+
+
+def add_jobs(store: Store, campaign_id: int, jdl: Jdl, *, user: str | None = None) -> int:
+    """Append the jobs of ``jdl``'s param source to an existing campaign."""
+    campaign = store.campaign(campaign_id)
+    check_owner(campaign, user or current_user())
+    if campaign.state not in (CampaignState.IN_TREATMENT, CampaignState.PAUSED):
+        raise CigriError(f"campaign {campaign_id} is {campaign.state.value}: jobs can no longer be added")
+    with store.transaction():
+        return store.add_jobs(campaign_id, jobs_of(jdl, store.job_names(campaign_id)))
+
+
+def _owned(store: Store, campaign_id: int, user: str | None) -> Campaign:
+    campaign = store.campaign(campaign_id)
+    check_owner(campaign, user or current_user())
+    return campaign
+
+
+def cancel(store: Store, campaign_id: int, clock: Clock, *, user: str | None = None) -> int:
+    """Cancel a campaign: waiting jobs are dropped, active ones are killed by nikita. Return how many to kill."""
+    campaign = _owned(store, campaign_id, user)
+    if campaign.state in (CampaignState.TERMINATED, CampaignState.CANCELLED):
+        raise CigriError(f"campaign {campaign_id} is already {campaign.state.value}")
+    with store.transaction():
+        store.set_campaign_state(campaign_id, CampaignState.CANCELLED, clock.now())
+        store.drop_waiting(campaign_id, JobState.CANCELLED)
+        to_kill = store.request_kill(campaign_id=campaign_id)
+        store.close_events([e.id for e in store.events(campaign_id=campaign_id)], clock.now())
+    return to_kill
+
+
+def pause(store: Store, campaign_id: int, *, user: str | None = None) -> None:
+    campaign = _owned(store, campaign_id, user)
+    if campaign.state != CampaignState.IN_TREATMENT:
+        raise CigriError(f"campaign {campaign_id} is {campaign.state.value}, not running: cannot pause")
+    with store.transaction():
+        store.set_campaign_state(campaign_id, CampaignState.PAUSED)
+
+
+def resume(store: Store, campaign_id: int, *, user: str | None = None) -> None:
+    campaign = _owned(store, campaign_id, user)
+    if campaign.state != CampaignState.PAUSED:
+        raise CigriError(f"campaign {campaign_id} is {campaign.state.value}, not paused: cannot resume")
+    with store.transaction():
+        store.set_campaign_state(campaign_id, CampaignState.IN_TREATMENT)
+
+
+def cancel_job(store: Store, job_id: int, *, user: str | None = None) -> str:
+    """Cancel one job; return what happened to it."""
+    job = store.job(job_id)
+    _owned(store, job.campaign_id, user)
+    with store.transaction():
+        if job.state in (JobState.TO_LAUNCH, JobState.EVENT):
+            store.set_job_state([job_id], JobState.CANCELLED, only_from=(job.state,))
+            return "cancelled"
+        if job.state.active:
+            store.request_kill(job_id=job_id)
+            return "will be killed by the next pass"
+    raise CigriError(f"job {job_id} is {job.state.value}: nothing to cancel")
+
+
+@dataclass(frozen=True)
+class FixResult:
+    closed: int
+    resubmitted: int
+
+
+def fix_events(
+    store: Store,
+    clock: Clock,
+    *,
+    campaign_id: int | None = None,
+    event_id: int | None = None,
+    resubmit: bool = False,
+    user: str | None = None,
+) -> FixResult:
+    """Close open events (of a campaign, or one event); with ``resubmit`` their jobs run again."""
+    user = user or current_user()
+    if event_id is not None:
+        events = store.events(event_id=event_id, open_only=False)
+        if not events:
+            raise NotFound(f"no event {event_id}")
+        if events[0].state != EventState.OPEN:
+            raise CigriError(f"event {event_id} is already closed")
+    elif campaign_id is not None:
+        store.campaign(campaign_id)
+        events = store.events(campaign_id=campaign_id)
+    else:
+        raise CigriError("say which events to fix: -c CAMPAIGN or -e EVENT")
+    for event in events:
+        if event.campaign_id is not None:
+            _owned(store, event.campaign_id, user)
+        elif event.cls == EventClass.CLUSTER and user != "root" and os.geteuid() != 0:
+            raise PermissionDenied(f"event {event.id} is a cluster event: it closes itself when the cluster answers")
+    jobs = [e.job_id for e in events if e.job_id is not None]
+    stages = [(e.campaign_id, e.cluster, e.code.value) for e in events if e.code.value.endswith("LOGUE_ERROR")]
+    with store.transaction():
+        store.close_events([e.id for e in events], clock.now())
+        resubmitted = 0
+        if resubmit:
+            failed = [j for j in jobs if store.job(j).state == JobState.EVENT]
+            store.requeue(failed, count_resubmit=False)
+            resubmitted = len(failed)
+            for cid, cluster, code in stages:
+                store.set_stage(
+                    cid,
+                    cluster,
+                    "prologue" if code.startswith("PROLOGUE") else "epilogue",
+                    "todo" if code.startswith("PROLOGUE") else "due",
+                )
+        else:
+            for cid, cluster, code in stages:
+                if code.startswith("PROLOGUE"):
+                    store.set_stage(cid, cluster, "prologue", "done")  # the user accepts it: jobs may run
+    return FixResult(len(events), resubmitted)
+
+
+def blocked_reason(store: Store, campaign: Campaign) -> str | None:
+    """Why a campaign that is not over cannot progress without the user, or None."""
+    if campaign.state == CampaignState.PAUSED:
+        return "paused"
+    if campaign.state != CampaignState.IN_TREATMENT:
+        return None
+    counts = store.counts(campaign.id)
+    if any(counts[s] for s in (JobState.LAUNCHING, JobState.SUBMITTED, JobState.RUNNING)):
+        return None
+    events = store.events(campaign_id=campaign.id)
+    if not events:
+        return None
+    usable = set(store.campaign_clusters(campaign.id)) - store.blocked_clusters(campaign.id)
+    if counts[JobState.TO_LAUNCH] and usable:
+        return None
+    return f"{len(events)} open event(s): see gridevents -c {campaign.id}"

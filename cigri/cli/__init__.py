@@ -1,0 +1,46 @@
+"""The ``grid`` command and the standalone gridsub, gridstat, griddel, gridevents, gridclusters scripts."""
+
+from __future__ import annotations
+
+import click
+
+from .app import GridGroup, common
+from .campaign_cmds import griddel, gridevents, gridstat, gridsub
+from .cluster_cmds import gridclusters
+from .cycle_cmds import STAGE_COMMANDS, almighty
+
+
+@click.group("grid", cls=GridGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="cigri")
+@common
+def grid():
+    """cigri: run campaigns of many independent jobs over clusters.
+
+    \b
+    Example:
+        gridsub jdl-examples/sweep.yaml      # prints CAMPAIGN_ID=1
+        grid almighty --until-done           # runs it on the local cluster
+        gridstat -c 1
+    """
+
+
+for command in (gridsub, gridstat, griddel, gridevents, gridclusters, almighty, *STAGE_COMMANDS):
+    grid.add_command(command)
+
+STANDALONE = {c.name: c for c in (gridsub, gridstat, griddel, gridevents, gridclusters)}
+
+
+def _standalone(name: str):
+    def main():
+        STANDALONE[name].main(prog_name=name, help_option_names=["-h", "--help"])
+
+    return main
+
+
+gridsub_main = _standalone("gridsub")
+gridstat_main = _standalone("gridstat")
+griddel_main = _standalone("griddel")
+gridevents_main = _standalone("gridevents")
+gridclusters_main = _standalone("gridclusters")
+
+__all__ = ["common", "grid"]

@@ -1,0 +1,436 @@
+"""gridsub, gridstat, griddel, gridevents."""
+
+from __future__ import annotations
+
+import json
+import sys
+from itertools import islice
+from pathlib import Path
+
+import click
+
+from .. import campaigns as ops
+from .. import jdl as jdl_mod
+from ..errors import CigriError, JdlError, NotFound
+from ..model import CampaignState, JobState
+from . import output
+from .app import GridCommand, app, common
+
+
+def _jdl_from_options(file: str | None, json_text: str | None, test: bool | None) -> jdl_mod.Jdl:
+    if file and json_text:
+        raise CigriError("give a JDL file or -j JSON, not both")
+    if json_text:
+        return jdl_mod.parse(jdl_mod.load_text(json_text, "-j JSON"), test=test)
+    if not file:
+        raise CigriError("no JDL given: gridsub FILE (or -f FILE, or -j JSON)")
+    return jdl_mod.load(file, test=test)
+
+
+def _extra_jobs(jobs_file: str | None, jobs_json: str | None) -> jdl_mod.Jdl:
+    """A JDL holding only the param lines of ``-F``/``-J`` (for gridsub -c)."""
+    if bool(jobs_file) == bool(jobs_json):
+        raise CigriError("with -c, give the new jobs with -F FILE or -J JSON_ARRAY")
+    if jobs_json:
+        try:
+            lines = json.loads(jobs_json)
+        except json.JSONDecodeError as exc:
+            raise JdlError("-J", f"not valid JSON: {exc.msg}") from exc
+        if not isinstance(lines, list) or not lines or not all(isinstance(x, str) for x in lines):
+            raise JdlError("-J", "expected a non-empty JSON array of param lines")
+        return jdl_mod.Jdl(name="", clusters={}, params=tuple(lines))
+    path = Path(jobs_file)
+    if not path.is_file():
+        raise JdlError("-F", f"cannot read {jobs_file}: no such file")
+    return jdl_mod.Jdl(name="", clusters={}, param_file=path)
+
+
+@click.command("gridsub", cls=GridCommand)
+@click.argument("jdl_file", required=False, type=click.Path(dir_okay=False))
+@click.option("-f", "--file", "file_opt", type=click.Path(dir_okay=False), help="JDL file (CiGri's spelling).")
+@click.option("-j", "--json", "json_text", help="The JDL itself, as JSON text.")
+@click.option(
+    "-t",
+    "--type",
+    "kind",
+    type=click.Choice(["default", "test"]),
+    help="test: one job per cluster, before every default campaign, then the campaign ends.",
+)
+@click.option("--dry-run", is_flag=True, help="Validate and show what would be submitted; write nothing.")
+@click.option("-c", "--campaign", type=int, help="Add jobs to this campaign instead (with -F or -J).")
+@click.option("-F", "--jobs-file", type=click.Path(dir_okay=False), help="With -c: a file of param lines.")
+@click.option("-J", "--jobs-json", help="With -c: a JSON array of param lines.")
+@common
+def gridsub(jdl_file, file_opt, json_text, kind, dry_run, campaign, jobs_file, jobs_json):
+    """Submit a campaign described by a JDL file (YAML or CiGri's JSON).
+
+    Prints CAMPAIGN_ID=<id>. The campaign's jobs run on the clusters the JDL names,
+    each job being exec_file followed by its param line.
+
+    \b
+    Example:
+        gridsub jdl-examples/sweep.yaml
+        gridsub -t test -f jdl-examples/sweep.yaml
+        gridsub -c 3 -F more_params.txt
+    """
+    a = app()
+    if campaign is not None:
+        extra = _extra_jobs(jobs_file, jobs_json)
+        if dry_run:
+            count = sum(1 for _ in jdl_mod.jobs_of(extra, a.store.job_names(campaign)))
+            click.echo(f"would add {count} jobs to campaign {campaign}")
+            return
+        count = ops.add_jobs(a.store, campaign, extra)
+        click.echo(f"{count} jobs added to campaign {campaign}")
+        return
+    if jobs_file or jobs_json:
+        raise CigriError("-F and -J add jobs to a campaign: give -c CAMPAIGN too")
+    test = None if kind is None else kind == "test"
+    jdl = _jdl_from_options(jdl_file or file_opt, json_text, test)
+    if dry_run:
+        ops.check_clusters(a.store, jdl, a.clock)
+        jobs = jdl_mod.jobs_of(jdl)
+        first = list(islice(jobs, 3))
+        count = len(first) + sum(1 for _ in jobs)
+        click.echo(f"campaign {jdl.name!r} ({'test' if jdl.test_mode else 'default'}): {count} jobs")
+        for name, settings in jdl.clusters.items():
+            click.echo(
+                f"  cluster {name}: exec_file={settings['exec_file']} exec_directory={settings['exec_directory']} "
+                f"resources={settings['resources']} walltime={jdl_mod.format_walltime(settings['walltime'])} "
+                f"type={settings['type']}"
+            )
+        for name, line in first:
+            exec_file = next(iter(jdl.clusters.values()))["exec_file"]
+            click.echo(f"  job {name}: {exec_file} {line}")
+        click.echo("nothing submitted (--dry-run)")
+        return
+    campaign_id, count = ops.submit(a.store, jdl, a.clock)
+    click.echo("Campaign successfully submitted")
+    click.echo(f"CAMPAIGN_ID={campaign_id}")
+    if count and sys.stderr.isatty():
+        click.echo(f"{count} jobs; they start at the next almighty pass (grid almighty)", err=True)
+
+
+def _progress(counts: dict, campaign_type) -> tuple[int, int]:
+    done = counts[JobState.TERMINATED]
+    total = sum(counts.values()) - counts[JobState.SKIPPED]
+    return done, total
+
+
+def _campaign_row(store, campaign, events: dict) -> dict:
+    counts = store.counts(campaign.id)
+    done, total = _progress(counts, campaign.type)
+    open_events = events.get(campaign.id, 0)
+    return {
+        "id": campaign.id,
+        "name": campaign.name,
+        "user": campaign.user,
+        "type": campaign.type.value,
+        "submitted_at": campaign.submitted_at,
+        "state": campaign.state.value,
+        "letter": campaign.state.letter + ("e" if open_events else ""),
+        "done": done,
+        "total": total,
+        "failed": counts[JobState.EVENT],
+        "running": counts[JobState.RUNNING],
+        "waiting": counts[JobState.TO_LAUNCH] + counts[JobState.LAUNCHING] + counts[JobState.SUBMITTED],
+        "open_events": open_events,
+    }
+
+
+def _pct(done: int, total: int) -> str:
+    return f"{done}/{total} ({100 * done // total if total else 100}%)"
+
+
+def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
+    campaign = store.campaign(campaign_id)
+    row = _campaign_row(store, campaign, store.open_event_counts())
+    stats = store.stats(campaign_id)
+    n = stats["duration_n"] or 0
+    mean = stats["duration_sum"] / n if n else None
+    std = max(0.0, stats["duration_sq"] / n - mean * mean) ** 0.5 if n else None
+    clusters = store.campaign_clusters(campaign_id)
+    per_cluster = []
+    for name, info in clusters.items():
+        active = store.active_count(name)
+        mine = store.active_by_campaign(name).get(campaign_id, 0)
+        per_cluster.append(
+            {
+                "cluster": name,
+                "launched": info["launched"],
+                "active": mine,
+                "prologue": info["prologue_state"],
+                "epilogue": info["epilogue_state"],
+                "cluster_active": sum(active.values()),
+            }
+        )
+    blocked = ops.blocked_reason(store, campaign)
+    data = {
+        **row,
+        "average_duration": mean,
+        "stddev_duration": std,
+        "throughput_per_hour": stats["throughput"] * 3600 if stats["throughput"] is not None else None,
+        "estimated_end": stats["eta"],
+        "ended_at": campaign.ended_at,
+        "clusters": per_cluster,
+        "blocked": blocked,
+        "resubmitted": None,
+    }
+    if as_json:
+        output.emit_json(data)
+        return
+    output.pairs(
+        [
+            ("Campaign", f"{campaign.id} {campaign.name}"),
+            ("User", campaign.user),
+            ("Type", campaign.type.value),
+            ("State", campaign.state.value + (f" (blocked: {blocked})" if blocked else "")),
+            ("Submitted", output.when(campaign.submitted_at)),
+            ("Progress", _pct(row["done"], row["total"])),
+            ("Running / waiting / failed", f"{row['running']} / {row['waiting']} / {row['failed']}"),
+            ("Open events", row["open_events"]),
+            ("Average job duration", f"{output.duration(mean)} (stddev {output.duration(std)})" if n else None),
+            (
+                "Throughput",
+                f"{data['throughput_per_hour']:.1f} jobs/h" if data["throughput_per_hour"] is not None else None,
+            ),
+            ("Estimated end", output.when(stats["eta"]) if campaign.state == CampaignState.IN_TREATMENT else None),
+            ("Ended", output.when(campaign.ended_at) if campaign.ended_at else None),
+        ]
+    )
+    output.table(
+        ["Cluster", "Jobs sent", "Active", "Prologue", "Epilogue"],
+        [[c["cluster"], c["launched"], c["active"], c["prologue"], c["epilogue"]] for c in per_cluster],
+    )
+
+
+def _show_job(store, job_id: int, stream: str | None, as_json: bool) -> None:
+    from ..adapters import AdapterContext, adapter_for
+
+    job = store.job(job_id)
+    ops.check_owner(store.campaign(job.campaign_id), ops.current_user())
+    if stream:
+        if not job.cluster or not job.remote_id:
+            raise CigriError(f"job {job_id} has not run yet: no {stream}")
+        adapter = adapter_for(store.cluster(job.cluster), AdapterContext(store.directory, app().clock))
+        click.echo(adapter.tail(job.remote_id, stream, 0), nl=False)
+        return
+    data = {
+        "id": job.id,
+        "campaign_id": job.campaign_id,
+        "name": job.name,
+        "params": job.params,
+        "state": job.state.value,
+        "cluster": job.cluster,
+        "remote_id": job.remote_id,
+        "exit_code": job.exit_code,
+        "submitted_at": job.submitted_at,
+        "started_at": job.started_at,
+        "ended_at": job.ended_at,
+        "resubmits": job.resubmits,
+    }
+    if as_json:
+        output.emit_json(data)
+        return
+    output.pairs([(k, output.when(v) if k.endswith("_at") else v) for k, v in data.items()])
+
+
+@click.command("gridstat", cls=GridCommand)
+@click.argument("campaign_arg", required=False, type=int, metavar="[CAMPAIGN]")
+@click.option("-c", "--campaign", type=int, help="Details of one campaign.")
+@click.option("-f", "--full", is_flag=True, help="One line per job: id: job_id,remote_id,state,cluster,name,params.")
+@click.option("-j", "--job", type=int, help="Details of one job.")
+@click.option("-O", "--stdout", "show_out", is_flag=True, help="With -j: the job's stdout.")
+@click.option("-E", "--stderr", "show_err", is_flag=True, help="With -j: the job's stderr.")
+@click.option("-u", "--user", help="Only this user's campaigns.")
+@click.option("-H", "--headerless", is_flag=True, help="No header line.")
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@common
+def gridstat(campaign_arg, campaign, full, job, show_out, show_err, user, headerless, as_json):
+    """Show campaigns, one campaign, its jobs, or one job.
+
+    The table's S column is R (running), P (paused), T (terminated) or C (cancelled), with
+    'e' appended while events are open.
+
+    \b
+    Example:
+        gridstat
+        gridstat -c 3
+        gridstat -c 3 -f
+        gridstat -j 42 -E
+    """
+    store = app().store
+    campaign = campaign if campaign is not None else campaign_arg
+    if (show_out or show_err) and job is None:
+        raise CigriError("-O and -E go with -j JOB")
+    if job is not None:
+        _show_job(store, job, "stdout" if show_out else "stderr" if show_err else None, as_json)
+        return
+    if full:
+        ids = [campaign] if campaign is not None else [c.id for c in store.campaigns(user=user)]
+        if campaign is not None:
+            store.campaign(campaign)
+        if as_json:
+            click.echo("[", nl=False)
+        first = True
+        for cid in ids:
+            for j in store.jobs(cid):
+                if as_json:
+                    click.echo(
+                        ("" if first else ",")
+                        + "\n"
+                        + json.dumps(
+                            {
+                                "id": j.id,
+                                "campaign_id": j.campaign_id,
+                                "remote_id": j.remote_id,
+                                "state": j.state.value,
+                                "cluster": j.cluster,
+                                "name": j.name,
+                                "params": j.params,
+                                "exit_code": j.exit_code,
+                            }
+                        ),
+                        nl=False,
+                    )
+                else:
+                    click.echo(f"id: {j.id},{j.remote_id or ''},{j.state.value},{j.cluster or ''},{j.name},{j.params}")
+                first = False
+        if as_json:
+            click.echo("\n]")
+        return
+    if campaign is not None:
+        _show_campaign(store, campaign, as_json)
+        return
+    events = store.open_event_counts()
+    rows = [_campaign_row(store, c, events) for c in store.campaigns(user=user)]
+    if as_json:
+        output.emit_json(rows)
+        return
+    output.table(
+        ["Campaign id", "Name", "User", "Submission time", "S", "Progress"],
+        [
+            [r["id"], r["name"], r["user"], output.when(r["submitted_at"]), r["letter"], _pct(r["done"], r["total"])]
+            for r in rows
+        ],
+        headers=not headerless,
+    )
+
+
+def _id_list(ids: tuple[int, ...], campaigns: str | None) -> list[int]:
+    out = list(ids)
+    if campaigns:
+        try:
+            out += [int(x) for x in campaigns.split(",") if x.strip()]
+        except ValueError:
+            raise CigriError(f"-c takes campaign ids separated by commas, not {campaigns!r}") from None
+    return out
+
+
+@click.command("griddel", cls=GridCommand)
+@click.argument("ids", nargs=-1, type=int)
+@click.option("-c", "--campaigns", help="Campaign ids, separated by commas.")
+@click.option("-p", "--pause", is_flag=True, help="Pause: no new jobs; running ones finish.")
+@click.option("-r", "--resume", is_flag=True, help="Resume paused campaigns.")
+@click.option("-j", "--job", type=int, help="Cancel this one job.")
+@common
+def griddel(ids, campaigns, pause, resume, job):
+    """Cancel campaigns (running jobs are killed, the rest dropped), or pause / resume them.
+
+    \b
+    Example:
+        griddel 3
+        griddel -p 3
+        griddel -r 3
+        griddel -j 42
+    """
+    a = app()
+    if pause and resume:
+        raise CigriError("-p and -r exclude each other")
+    if job is not None:
+        if ids or campaigns:
+            raise CigriError("-j cancels one job: give no campaign ids with it")
+        click.echo(f"job {job}: {ops.cancel_job(a.store, job)}")
+        return
+    targets = _id_list(ids, campaigns)
+    if not targets:
+        raise CigriError("which campaign? griddel ID [ID ...] or -c ID,ID")
+    for campaign_id in targets:
+        a.store.campaign(campaign_id)  # every id must exist before anything changes
+    for campaign_id in targets:
+        if pause:
+            ops.pause(a.store, campaign_id)
+            click.echo(f"campaign {campaign_id} paused")
+        elif resume:
+            ops.resume(a.store, campaign_id)
+            click.echo(f"campaign {campaign_id} resumed")
+        else:
+            to_kill = ops.cancel(a.store, campaign_id, a.clock)
+            click.echo(f"campaign {campaign_id} cancelled" + (f"; {to_kill} jobs will be killed" if to_kill else ""))
+
+
+@click.command("gridevents", cls=GridCommand)
+@click.option("-c", "--campaign", type=int, help="Events of this campaign.")
+@click.option("-e", "--event", "event_id", type=int, help="This event only.")
+@click.option("-a", "--all", "show_all", is_flag=True, help="Closed events too.")
+@click.option("-f", "--fix", is_flag=True, help="Fix (close) the events: the campaign may go on.")
+@click.option("-r", "--resubmit", is_flag=True, help="With -f: run the failed jobs again.")
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@common
+def gridevents(campaign, event_id, show_all, fix, resubmit, as_json):
+    """List events (failed jobs, cluster problems), or fix them.
+
+    A campaign whose remaining jobs all wait on open events is blocked until they are fixed.
+
+    \b
+    Example:
+        gridevents -c 3
+        gridevents -c 3 -f -r
+        gridevents -e 12 -f
+    """
+    a = app()
+    if resubmit and not fix:
+        raise CigriError("-r goes with -f (fix and resubmit)")
+    if fix:
+        result = ops.fix_events(a.store, a.clock, campaign_id=campaign, event_id=event_id, resubmit=resubmit)
+        click.echo(f"{result.closed} events fixed" + (f", {result.resubmitted} jobs resubmitted" if resubmit else ""))
+        return
+    if campaign is not None:
+        a.store.campaign(campaign)
+    events = a.store.events(campaign_id=campaign, event_id=event_id, open_only=not show_all)
+    if event_id is not None and not events:
+        raise NotFound(f"no event {event_id}")
+    rows = [
+        {
+            "id": e.id,
+            "class": e.cls.value,
+            "code": e.code.value,
+            "state": e.state.value,
+            "cluster": e.cluster,
+            "campaign_id": e.campaign_id,
+            "job_id": e.job_id,
+            "created_at": e.created_at,
+            "message": e.message,
+        }
+        for e in events
+    ]
+    if as_json:
+        output.emit_json(rows)
+        return
+    output.table(
+        ["Id", "Class", "Code", "State", "Cluster", "Campaign", "Job", "Date", "Message"],
+        [
+            [
+                r["id"],
+                r["class"],
+                r["code"],
+                r["state"],
+                r["cluster"],
+                r["campaign_id"],
+                r["job_id"],
+                output.when(r["created_at"]),
+                r["message"],
+            ]
+            for r in rows
+        ],
+    )

@@ -1,0 +1,118 @@
+"""gridclusters and its add / set / remove subcommands."""
+
+from __future__ import annotations
+
+import click
+
+from .. import clusters as ops
+from ..adapters import registry
+from . import output
+from .app import GridGroup, app, common
+
+
+def _adapter_options(command):
+    """One --option per setting any adapter declares; each adapter refuses the ones it does not take."""
+    seen = {}
+    for adapter in registry().values():
+        for option in adapter.options:
+            seen.setdefault(option.name, option)
+    for option in reversed(list(seen.values())):
+        command = click.option(f"--{option.name.replace('_', '-')}", option.name, type=option.type, help=option.help)(
+            command
+        )
+    return command
+
+
+def _given(options: dict) -> dict:
+    return {k: v for k, v in options.items() if v is not None}
+
+
+@click.group("gridclusters", cls=GridGroup, invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@common
+@click.pass_context
+def gridclusters(ctx, as_json):
+    """List clusters with their usage, or manage them (add, set, remove).
+
+    A new state file has one cluster, 'local': real processes on this machine,
+    as many at a time as it has CPUs.
+
+    \b
+    Example:
+        gridclusters
+        gridclusters add big --adapter local --slots 8
+        gridclusters set local --slots 4
+        gridclusters remove big
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    a = app()
+    rows = []
+    for u in ops.usage(a.store, a.clock):
+        cap = u.capacity
+        rows.append(
+            {
+                "name": u.name,
+                "adapter": u.adapter,
+                "reachable": u.reachable,
+                "slots": cap.total if cap else None,
+                "used": cap.used if cap else None,
+                "used_by_grid": cap.grid_used if cap else None,
+                "queued_by_grid": cap.queued if cap else None,
+                "best_effort": u.best_effort,
+                "problem": u.problem,
+            }
+        )
+    if as_json:
+        output.emit_json(rows)
+        return
+    output.table(
+        ["Cluster", "Adapter", "State", "Slots", "Used", "By grid", "Queued", "Best-effort", "Problem"],
+        [
+            [
+                r["name"],
+                r["adapter"],
+                "ok" if r["reachable"] and not r["problem"] else "PROBLEM",
+                r["slots"],
+                r["used"],
+                r["used_by_grid"],
+                r["queued_by_grid"],
+                "yes" if r["best_effort"] else "no (runs normally)",
+                r["problem"],
+            ]
+            for r in rows
+        ],
+    )
+
+
+@gridclusters.command("add")
+@click.argument("name")
+@click.option("--adapter", required=True, help=f"Resource-manager adapter ({', '.join(sorted(registry()))}).")
+@_adapter_options
+@common
+def add(name, adapter, **options):
+    """Add a cluster reached through an adapter."""
+    ops.add(app().store, name, adapter, _given(options), app().clock)
+    click.echo(f"cluster {name} added ({adapter})")
+
+
+@gridclusters.command("set")
+@click.argument("name")
+@_adapter_options
+@common
+def set_(name, **options):
+    """Change a cluster's settings."""
+    given = _given(options)
+    if not given:
+        raise click.UsageError("nothing to set: give at least one option")
+    config = ops.set_options(app().store, name, given)
+    click.echo(f"cluster {name}: " + ", ".join(f"{k}={v}" for k, v in sorted(config.items())))
+
+
+@gridclusters.command("remove")
+@click.argument("name")
+@common
+def remove(name):
+    """Remove a cluster no running campaign uses."""
+    ops.remove(app().store, name)
+    click.echo(f"cluster {name} removed")

@@ -1,0 +1,61 @@
+"""Rendering: rich tables on a terminal, plain aligned text when piped, JSON on request."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+import click
+
+
+def is_tty() -> bool:
+    return sys.stdout.isatty()
+
+
+def when(ts: float | None) -> str:
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = round(seconds)
+    days, rest = divmod(seconds, 86400)
+    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}d {text}" if days else text
+
+
+def emit_json(data) -> None:
+    click.echo(json.dumps(data, indent=2, default=str))
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence], *, headers: bool = True, title: str | None = None) -> None:
+    rows = [[("" if v is None else str(v)) for v in row] for row in rows]
+    if is_tty():
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title=title, show_header=headers, header_style="bold")
+        for column in columns:
+            t.add_column(column, overflow="fold")
+        for row in rows:
+            t.add_row(*row)
+        Console().print(t)
+        return
+    if title:
+        click.echo(title)
+    widths = [len(c) if headers else 0 for c in columns]
+    for row in rows:
+        widths = [max(w, len(v)) for w, v in zip(widths, row, strict=False)]
+    if headers:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=False)).rstrip())
+    for row in rows:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=False)).rstrip())
+
+
+def pairs(items: Sequence[tuple[str, object]]) -> None:
+    width = max(len(k) for k, _ in items)
+    for key, value in items:
+        click.echo(f"{key + ':':<{width + 1}} {'-' if value is None else value}")

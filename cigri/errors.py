@@ -1,0 +1,66 @@
+"""The one exception tree of cigri.
+
+Every error a user can cause or meet is a :class:`CigriError`. The CLI root turns it into one line on
+stderr and the class's ``exit_code``; nothing else in the library prints or exits.
+
+::
+
+    CigriError                 1   anything cigri refuses or cannot do
+    ├── JdlError               3   a JDL or param file is wrong (the message names the key path)
+    ├── ConfigError            4   a cluster or option is misconfigured (unknown name, bad value)
+    ├── NotFound               5   no such campaign, job, event or cluster
+    ├── PermissionDenied       6   the campaign belongs to another user
+    ├── StoreError             7   the state file cannot be opened or migrated
+    ├── Busy                  75   another almighty pass holds the lock (EX_TEMPFAIL: retry later)
+    └── AdapterError           8   a resource manager answered with an error
+        ├── TransportError     9   the cluster could not be reached (ssh, HTTP, process)
+        └── SubmitError       10   the resource manager rejected a submission
+
+Usage mistakes caught by click itself exit with 2.
+"""
+
+from __future__ import annotations
+
+
+class CigriError(Exception):
+    exit_code = 1
+
+
+class JdlError(CigriError):
+    exit_code = 3
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+class ConfigError(CigriError):
+    exit_code = 4
+
+
+class NotFound(CigriError):
+    exit_code = 5
+
+
+class PermissionDenied(CigriError):
+    exit_code = 6
+
+
+class StoreError(CigriError):
+    exit_code = 7
+
+
+class Busy(CigriError):
+    exit_code = 75
+
+
+class AdapterError(CigriError):
+    exit_code = 8
+
+
+class TransportError(AdapterError):
+    exit_code = 9
+
+
+class SubmitError(AdapterError):
+    exit_code = 10

@@ -1,0 +1,348 @@
+"""JDL: the campaign description, compatible with CiGri v3 (JSON), also accepted as YAML.
+
+Keys are case-insensitive. Global-only keys describe the campaign; every other top-level key is a
+default for each cluster that does not set it. Values may be given in CiGri's string forms
+(``"false"``, ``"300"``, ``"00:5:00"``). Every error names the key path (``clusters.luke.walltime``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .errors import JdlError
+
+GLOBAL_ONLY = ("name", "clusters", "param_file", "nb_jobs", "params", "jobs_type")
+
+# per-cluster keys and their defaults (CiGri v3's); None means "not set"
+CLUSTER_DEFAULTS: dict[str, object] = {
+    "exec_file": None,
+    "exec_directory": "{HOME}",
+    "resources": "/resource_id=1",
+    "walltime": "01:00:00",
+    "properties": "",
+    "project": "",
+    "type": "best-effort",
+    "test_mode": False,
+    "max_jobs": None,
+    "prologue": [],
+    "epilogue": [],
+    "prologue_walltime": None,
+    "epilogue_walltime": None,
+    "temporal_grouping": False,
+    "dimensional_grouping": False,
+    "checkpointing_type": None,
+    "output_gathering_method": None,
+    "output_file": None,
+    "output_destination": None,
+}
+
+RESOURCE_NAMES = ("nodes", "node", "host", "network_address", "cpu", "core", "resource_id")
+_RESOURCE = re.compile(r"^(?:/?[a-z_]+=\d+)+$")
+_WALLTIME = re.compile(r"^(\d+)(?::(\d+))?(?::(\d+))?$")
+
+
+def parse_walltime(value: object, path: str) -> int:
+    """Seconds from ``HH:MM:SS``, ``HH:MM``, plain seconds (int or string)."""
+    if isinstance(value, bool):
+        raise JdlError(path, f"walltime must be HH:MM:SS or seconds, not {value!r}")
+    if isinstance(value, int):
+        seconds = value
+    elif isinstance(value, str) and (m := _WALLTIME.match(value.strip())):
+        parts = [int(p) for p in m.groups() if p is not None]
+        if len(parts) == 1:
+            seconds = parts[0]
+        elif len(parts) == 2:
+            seconds = parts[0] * 3600 + parts[1] * 60
+        else:
+            seconds = parts[0] * 3600 + parts[1] * 60 + parts[2]
+    else:
+        raise JdlError(path, f"walltime must be HH:MM:SS or seconds, not {value!r}")
+    if seconds <= 0:
+        raise JdlError(path, "walltime must be positive")
+    return seconds
+
+
+def format_walltime(seconds: int) -> str:
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def parse_resources(value: object, path: str) -> dict[str, int]:
+    """OAR's ``/nodes=2/core=4`` hierarchy as ``{"nodes": 2, "core": 4}``."""
+    if not isinstance(value, str) or not _RESOURCE.match(value.replace(" ", "")):
+        raise JdlError(path, f"resources must look like /nodes=1/core=4 or core=2, not {value!r}")
+    out: dict[str, int] = {}
+    for part in value.replace(" ", "").strip("/").split("/"):
+        name, _, number = part.partition("=")
+        if name not in RESOURCE_NAMES:
+            raise JdlError(path, f"unknown resource {name!r} (known: {', '.join(RESOURCE_NAMES)})")
+        if int(number) < 1:
+            raise JdlError(path, f"{name} must be at least 1")
+        out[name] = int(number)
+    return out
+
+
+def resource_slots(resources: dict[str, int]) -> tuple[int, int]:
+    """(nodes, slots per node) of a parsed resource request."""
+    nodes = 1
+    for key in ("nodes", "node", "host", "network_address"):
+        nodes *= resources.get(key, 1)
+    per_node = resources.get("cpu", 1) * resources.get("core", 1)
+    return nodes, per_node
+
+
+def _bool(value: object, path: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no", "1", "0"):
+        return value.strip().lower() in ("true", "yes", "1")
+    raise JdlError(path, f"expected true or false, not {value!r}")
+
+
+def _int(value: object, path: str, minimum: int) -> int:
+    if isinstance(value, bool):
+        raise JdlError(path, f"expected a whole number, not {value!r}")
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int):
+        raise JdlError(path, f"expected a whole number, not {value!r}")
+    if value < minimum:
+        raise JdlError(path, f"must be at least {minimum}")
+    return value
+
+
+def _str(value: object, path: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise JdlError(path, f"expected a string, not {type(value).__name__}")
+    return str(value)
+
+
+def _lines(value: object, path: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise JdlError(path, "expected a list of shell lines")
+
+
+def _cluster_settings(raw: dict, path: str) -> dict:
+    """Validate and normalise one cluster's settings (defaults already merged)."""
+    out: dict = {}
+    for key, value in raw.items():
+        kpath = f"{path}.{key}"
+        if value is None:
+            out[key] = None
+        elif key in (
+            "exec_file",
+            "exec_directory",
+            "properties",
+            "project",
+            "checkpointing_type",
+            "output_gathering_method",
+            "output_file",
+            "output_destination",
+        ):
+            out[key] = _str(value, kpath)
+        elif key == "resources":
+            parse_resources(value, kpath)
+            out[key] = value.replace(" ", "")
+        elif key in ("walltime", "prologue_walltime", "epilogue_walltime"):
+            out[key] = parse_walltime(value, kpath)
+        elif key == "type":
+            kind = _str(value, kpath).strip().lower().replace("_", "-")
+            if kind in ("besteffort", "best-effort"):
+                kind = "best-effort"
+            if kind not in ("best-effort", "normal"):
+                raise JdlError(kpath, f"type must be best-effort or normal, not {value!r}")
+            out[key] = kind
+        elif key in ("test_mode", "temporal_grouping", "dimensional_grouping"):
+            out[key] = _bool(value, kpath)
+        elif key == "max_jobs":
+            out[key] = _int(value, kpath, 1)
+        elif key in ("prologue", "epilogue"):
+            out[key] = _lines(value, kpath)
+    if not out.get("exec_file"):
+        raise JdlError(f"{path}.exec_file", "required (globally or for this cluster)")
+    for stage in ("prologue", "epilogue"):
+        if out.get(f"{stage}_walltime") is None:
+            out[f"{stage}_walltime"] = out["walltime"]
+    return out
+
+
+@dataclass(frozen=True)
+class Jdl:
+    name: str
+    clusters: dict[str, dict]
+    jobs_type: str = "normal"
+    params: tuple[str, ...] | None = None
+    param_file: Path | None = None
+    nb_jobs: int | None = None
+    test_mode: bool = False
+    raw: dict = field(default_factory=dict)
+
+    def as_record(self) -> dict:
+        """What the state keeps of the JDL (the param lines live in the jobs table)."""
+        source = (
+            {"params": len(self.params)}
+            if self.params is not None
+            else ({"param_file": str(self.param_file)} if self.param_file else {"nb_jobs": self.nb_jobs})
+        )
+        return {"name": self.name, "jobs_type": self.jobs_type, "clusters": self.clusters, "source": source}
+
+    def param_lines(self) -> Iterator[tuple[str, str]]:
+        """(where, line) of every param line, streamed; blank lines in a param file are skipped."""
+        if self.params is not None:
+            for index, line in enumerate(self.params):
+                yield f"params[{index}]", line
+        elif self.nb_jobs is not None:
+            for index in range(self.nb_jobs):
+                yield f"nb_jobs[{index}]", str(index)
+        else:
+            try:
+                with open(self.param_file, encoding="utf-8", newline="\n") as handle:
+                    for number, line in enumerate(handle, 1):
+                        line = line.rstrip("\r\n")
+                        if line.strip():
+                            yield f"param_file line {number}", line
+            except OSError as exc:
+                raise JdlError("param_file", f"cannot read {self.param_file}: {exc.strerror}") from exc
+            except UnicodeDecodeError as exc:
+                raise JdlError("param_file", f"{self.param_file} is not UTF-8 text") from exc
+
+
+def split_params(line: str, where: str) -> list[str]:
+    """Words of a param line, as a POSIX shell would split it, with nothing expanded."""
+    try:
+        words = shlex.split(line, posix=True)
+    except ValueError as exc:
+        raise JdlError(where, f"cannot split {line!r}: {exc}") from exc
+    if not words:
+        raise JdlError(where, "empty param line")
+    return words
+
+
+def jobs_of(jdl: Jdl, taken: set[str] | None = None) -> Iterator[tuple[str, str]]:
+    """(name, param line) of each job, checking that names are unique (also against ``taken``)."""
+    seen = taken if taken is not None else set()
+    for where, line in jdl.param_lines():
+        name = split_params(line, where)[0]
+        if name in seen:
+            raise JdlError(where, f"job name {name!r} is used twice in the campaign")
+        seen.add(name)
+        yield name, line
+
+
+def _lower_keys(data: dict, path: str) -> dict:
+    out = {}
+    for key, value in data.items():
+        if not isinstance(key, str):
+            raise JdlError(path, f"key {key!r} is not a string")
+        low = key.lower()
+        if low in out:
+            raise JdlError(f"{path}.{low}" if path else low, "given twice (keys are case-insensitive)")
+        out[low] = value
+    return out
+
+
+def _check_keys(keys, allowed, path: str) -> None:
+    for key in keys:
+        if key not in allowed:
+            where = f"{path}.{key}" if path else key
+            raise JdlError(where, f"unknown key (valid keys: {', '.join(sorted(allowed))})")
+
+
+def load_text(text: str, origin: str = "JDL") -> dict:
+    stripped = text.lstrip()
+    try:
+        data = json.loads(text) if stripped.startswith("{") else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise JdlError("", f"{origin} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        raise JdlError("", f"{origin} is not valid YAML{where}") from exc
+    if not isinstance(data, dict):
+        raise JdlError("", f"{origin} must be a mapping of keys to values")
+    return data
+
+
+def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None) -> Jdl:
+    """Validate a JDL mapping. ``base_dir`` resolves a relative param_file; ``test`` forces the type."""
+    top = _lower_keys(data, "")
+    _check_keys(top, set(GLOBAL_ONLY) | set(CLUSTER_DEFAULTS), "")
+    if "name" not in top:
+        raise JdlError("name", "required")
+    name = _str(top["name"], "name").strip()
+    if not name:
+        raise JdlError("name", "must not be empty")
+    clusters_raw = top.get("clusters")
+    if not isinstance(clusters_raw, dict) or not clusters_raw:
+        raise JdlError("clusters", "required: a non-empty mapping of cluster names to settings")
+
+    defaults = {key: top[key] for key in CLUSTER_DEFAULTS if key in top}
+    clusters: dict[str, dict] = {}
+    for cluster_name, settings in clusters_raw.items():
+        path = f"clusters.{cluster_name}"
+        if settings is None:
+            settings = {}
+        if not isinstance(settings, dict):
+            raise JdlError(path, "expected a mapping of settings")
+        own = _lower_keys(settings, path)
+        _check_keys(own, set(CLUSTER_DEFAULTS), path)
+        merged = {**CLUSTER_DEFAULTS, **defaults, **own}
+        clusters[str(cluster_name)] = _cluster_settings(merged, path)
+
+    sources = [key for key in ("params", "param_file", "nb_jobs") if key in top]
+    if len(sources) != 1:
+        raise JdlError(
+            "params",
+            "give exactly one of params, param_file or nb_jobs" + (f" (found {', '.join(sources)})" if sources else ""),
+        )
+    params = param_file = nb_jobs = None
+    if "params" in top:
+        raw = top["params"]
+        if not isinstance(raw, list) or not raw:
+            raise JdlError("params", "expected a non-empty list of param lines")
+        for index, line in enumerate(raw):
+            if isinstance(line, bool) or not isinstance(line, (str, int, float)):
+                raise JdlError(f"params[{index}]", "expected a string")
+        params = tuple(str(line) for line in raw)
+    elif "param_file" in top:
+        text = _str(top["param_file"], "param_file")
+        path = Path(os.path.expanduser(text.replace("{HOME}", "~")))
+        param_file = path if path.is_absolute() else (base_dir or Path.cwd()) / path
+    else:
+        nb_jobs = _int(top["nb_jobs"], "nb_jobs", 1)
+
+    jobs_type = _str(top.get("jobs_type", "normal"), "jobs_type")
+    test_mode = any(s["test_mode"] for s in clusters.values()) if test is None else test
+    return Jdl(
+        name=name,
+        clusters=clusters,
+        jobs_type=jobs_type,
+        params=params,
+        param_file=param_file,
+        nb_jobs=nb_jobs,
+        test_mode=test_mode,
+        raw=data,
+    )
+
+
+def load(path: str | os.PathLike, *, test: bool | None = None) -> Jdl:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise JdlError("", f"cannot read {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise JdlError("", f"{path} is not UTF-8 text") from exc
+    return parse(load_text(text, str(path)), base_dir=path.resolve().parent, test=test)

@@ -1,0 +1,50 @@
+"""Repeating almighty passes: --loop and --until-done."""
+
+from __future__ import annotations
+
+import logging
+
+from . import campaigns as campaign_ops
+from .clock import Clock
+from .cycle import Cycle
+from .model import CampaignState
+
+log = logging.getLogger("cigri.loop")
+
+MIN_GAP = 0.1  # seconds between two passes, however busy the clusters
+POLL = 0.02  # how often a waiting loop looks for cluster activity
+
+
+def unfinished(cycle: Cycle) -> tuple[list[int], list[tuple[int, str]]]:
+    """(campaigns still progressing, (campaign, reason) of those blocked on the user)."""
+    store = cycle.store
+    going, blocked = [], []
+    for campaign in store.campaigns(states=[CampaignState.IN_TREATMENT, CampaignState.PAUSED]):
+        reason = campaign_ops.blocked_reason(store, campaign)
+        (blocked.append((campaign.id, reason)) if reason else going.append(campaign.id))
+    if store.jobs_to_kill():
+        going.append(0)  # cancelled jobs still to kill
+    return going, blocked
+
+
+def run_passes(cycle: Cycle, clock: Clock, *, loop: bool, until_done: bool, period: float) -> list[tuple[int, str]]:
+    """Run one pass, or repeat them; return the blocked campaigns when --until-done ends."""
+    while True:
+        started = clock.now()
+        cycle.run()
+        if until_done:
+            going, blocked = unfinished(cycle)
+            if not going:
+                return blocked
+        elif not loop:
+            return []
+        _wait(cycle, clock, started, period)
+
+
+def _wait(cycle: Cycle, clock: Clock, started: float, period: float) -> None:
+    """Sleep until the period is over, or sooner once a cluster shows activity."""
+    clock.sleep(max(0.0, started + MIN_GAP - clock.now()))
+    while clock.now() < started + period:
+        if cycle.news():
+            return
+        clock.sleep(POLL)

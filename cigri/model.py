@@ -1,0 +1,167 @@
+"""The model: enums and frozen dataclasses shared by every layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class CampaignState(StrEnum):
+    IN_TREATMENT = "in_treatment"
+    PAUSED = "paused"
+    TERMINATED = "terminated"
+    CANCELLED = "cancelled"
+
+    @property
+    def letter(self) -> str:
+        """CiGri's one-letter state in gridstat's S column."""
+        return {"in_treatment": "R", "paused": "P", "terminated": "T", "cancelled": "C"}[self.value]
+
+
+class CampaignType(StrEnum):
+    DEFAULT = "default"
+    TEST = "test"
+
+
+class JobState(StrEnum):
+    """A job's life in cigri (CiGri's names where it has one)."""
+
+    TO_LAUNCH = "to_launch"  # waiting for the metascheduler
+    LAUNCHING = "launching"  # chosen and recorded in a batch, submission in progress
+    SUBMITTED = "submitted"  # accepted by the resource manager, waiting there (CiGri: remote_waiting)
+    RUNNING = "running"
+    TERMINATED = "terminated"  # ended with exit status 0
+    EVENT = "event"  # failed; waits for the user on an open event
+    CANCELLED = "cancelled"  # griddel
+    SKIPPED = "skipped"  # a test campaign's jobs beyond its one job per cluster
+
+    @property
+    def active(self) -> bool:
+        return self in ACTIVE_JOB_STATES
+
+
+ACTIVE_JOB_STATES = (JobState.LAUNCHING, JobState.SUBMITTED, JobState.RUNNING)
+FINAL_JOB_STATES = (JobState.TERMINATED, JobState.CANCELLED, JobState.SKIPPED)
+
+
+class RemoteState(StrEnum):
+    """What a resource manager says of one of its jobs. Every adapter translates its own states into
+    these through an explicit table; a state it does not know is UNKNOWN, never "done"."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    EXITED = "exited"  # ended on its own; exit_code says how
+    KILLED = "killed"  # ended by the RM: walltime, preemption, admin cancel (cigri resubmits)
+    UNKNOWN = "unknown"  # not listed, or a state without a translation: ask again later
+
+
+class EventClass(StrEnum):
+    CLUSTER = "cluster"
+    CAMPAIGN = "campaign"
+    JOB = "job"
+
+
+class EventState(StrEnum):
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+class EventCode(StrEnum):
+    EXIT_ERROR = "EXIT_ERROR"  # job exited non-zero (not 66)
+    RESUBMIT_LIMIT = "RESUBMIT_LIMIT"  # killed or asked for resubmission too often
+    PROLOGUE_ERROR = "PROLOGUE_ERROR"
+    EPILOGUE_ERROR = "EPILOGUE_ERROR"
+    SUBMIT_ERROR = "SUBMIT_ERROR"  # the RM rejected the campaign's settings
+    CLUSTER_UNREACHABLE = "CLUSTER_UNREACHABLE"
+
+
+@dataclass(frozen=True)
+class Campaign:
+    id: int
+    name: str
+    user: str
+    type: CampaignType
+    state: CampaignState
+    submitted_at: float
+    ended_at: float | None
+    nb_jobs: int
+    jdl: dict
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    campaign_id: int
+    name: str
+    params: str
+    state: JobState
+    cluster: str | None
+    remote_id: str | None
+    exit_code: int | None
+    submitted_at: float | None
+    started_at: float | None
+    ended_at: float | None
+    resubmits: int
+
+
+@dataclass(frozen=True)
+class Event:
+    id: int
+    cls: EventClass
+    code: EventCode
+    state: EventState
+    cluster: str | None
+    campaign_id: int | None
+    job_id: int | None
+    message: str
+    created_at: float
+    closed_at: float | None
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    adapter: str
+    config: dict
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job as handed to a resource manager. Paths may hold ``{HOME}``/``~``: the adapter expands
+    them to the home directory on the cluster that runs the job."""
+
+    job_id: int
+    campaign_id: int
+    name: str
+    argv: tuple[str, ...]
+    directory: str
+    walltime: int
+    slots: int = 1
+    resources: str = "/resource_id=1"
+    properties: str = ""
+    project: str = ""
+    best_effort: bool = False
+    user: str = ""
+    env: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RemoteStatus:
+    remote_id: str
+    state: RemoteState
+    exit_code: int | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Capacity:
+    total: int  # slots the cluster has
+    used: int  # slots busy, by anyone
+    grid_used: int  # of which cigri's jobs
+    queued: int  # cigri's jobs waiting in the RM's queue
+
+    @property
+    def free(self) -> int:
+        return max(0, self.total - self.used)

@@ -1,0 +1,605 @@
+"""The state file. This package is the only code that writes SQL.
+
+One SQLite file per user (WAL, busy timeout, mode 0600), opened through sqlite-utils and migrated on
+open. Writes go through :meth:`Store.transaction` (``BEGIN IMMEDIATE``: a writer waits for the lock
+instead of failing half-way). Hot paths use the connection directly with ``executemany`` and indexes
+chosen so that a pass touches the rows it works on, not the whole table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import sqlite_utils
+
+from ..errors import NotFound, StoreError
+from ..model import (
+    Campaign,
+    CampaignState,
+    CampaignType,
+    Cluster,
+    Event,
+    EventClass,
+    EventCode,
+    EventState,
+    Job,
+    JobState,
+)
+from . import migrations
+
+CHUNK = 900  # stays under SQLite's default limit of host parameters per statement
+
+
+def default_state_path() -> Path:
+    env = os.environ.get("CIGRI_STATE")
+    if env:
+        return Path(env).expanduser()
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(data) / "cigri" / "state.db"
+
+
+def _chunks(items: Sequence, size: int = CHUNK) -> Iterator[Sequence]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class Store:
+    def __init__(self, path: str | os.PathLike, *, clock_now=None):
+        self.path = Path(path)
+        self.memory = str(path) == ":memory:"
+        try:
+            if not self.memory:
+                self._create_file()
+            conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=30, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout = 30000")
+            if not self.memory:
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self.conn = conn
+            self.db = sqlite_utils.Database(conn)
+            self.applied = migrations.apply(conn)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open state file {self.path}: {exc}") from exc
+        except OSError as exc:
+            raise StoreError(f"cannot create state file {self.path}: {exc.strerror}") from exc
+        self._depth = 0
+
+    @property
+    def instance(self) -> str:
+        return self._one("SELECT value FROM meta WHERE key = 'instance'")[0]
+
+    def _create_file(self) -> None:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
+        os.close(fd)
+
+    @property
+    def directory(self) -> Path:
+        """Where per-state files live (local clusters' spools, logs, the almighty lock)."""
+        if self.memory:
+            raise StoreError("an in-memory state has no directory")
+        return self.path.parent
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def transaction(self):
+        """A write transaction; nested calls join the outer one."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self._depth = 0
+            self.conn.execute("ROLLBACK")
+            raise
+        self._depth = 0
+        self.conn.execute("COMMIT")
+
+    def _one(self, sql: str, params: Sequence = ()) -> tuple | None:
+        return self.conn.execute(sql, params).fetchone()
+
+    # ---- clusters -------------------------------------------------------------------------------
+
+    def clusters(self) -> list[Cluster]:
+        rows = self.conn.execute("SELECT name, adapter, config FROM clusters ORDER BY name")
+        return [Cluster(name, adapter, json.loads(config)) for name, adapter, config in rows]
+
+    def cluster(self, name: str) -> Cluster:
+        row = self._one("SELECT name, adapter, config FROM clusters WHERE name = ?", (name,))
+        if row is None:
+            raise NotFound(f"no cluster named {name!r}")
+        return Cluster(row[0], row[1], json.loads(row[2]))
+
+    def has_cluster(self, name: str) -> bool:
+        return self._one("SELECT 1 FROM clusters WHERE name = ?", (name,)) is not None
+
+    def add_cluster(self, name: str, adapter: str, config: dict, now: float) -> None:
+        self.conn.execute(
+            "INSERT INTO clusters (name, adapter, config, created_at) VALUES (?, ?, ?, ?)",
+            (name, adapter, json.dumps(config, sort_keys=True), now),
+        )
+
+    def set_cluster_config(self, name: str, config: dict) -> None:
+        self.conn.execute("UPDATE clusters SET config = ? WHERE name = ?", (json.dumps(config, sort_keys=True), name))
+
+    def remove_cluster(self, name: str) -> None:
+        self.conn.execute("DELETE FROM clusters WHERE name = ?", (name,))
+
+    def cluster_in_use(self, name: str) -> bool:
+        """Does a campaign that is not over still name this cluster?"""
+        row = self._one(
+            "SELECT 1 FROM campaign_clusters cc JOIN campaigns c ON c.id = cc.campaign_id "
+            "WHERE cc.cluster = ? AND c.state IN ('in_treatment', 'paused') LIMIT 1",
+            (name,),
+        )
+        return row is not None
+
+    # ---- campaigns ------------------------------------------------------------------------------
+
+    _CAMPAIGN_COLUMNS = "id, name, user, type, state, submitted_at, ended_at, nb_jobs, jdl"
+
+    @staticmethod
+    def _campaign(row: tuple) -> Campaign:
+        return Campaign(
+            id=row[0],
+            name=row[1],
+            user=row[2],
+            type=CampaignType(row[3]),
+            state=CampaignState(row[4]),
+            submitted_at=row[5],
+            ended_at=row[6],
+            nb_jobs=row[7],
+            jdl=json.loads(row[8]),
+        )
+
+    def create_campaign(
+        self, name: str, user: str, type: CampaignType, jdl: dict, clusters: dict[str, dict], now: float
+    ) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO campaigns (name, user, type, state, submitted_at, jdl) VALUES (?, ?, ?, ?, ?, ?)",
+            (name, user, type.value, CampaignState.IN_TREATMENT.value, now, json.dumps(jdl)),
+        )
+        campaign_id = cur.lastrowid
+        self.conn.executemany(
+            "INSERT INTO campaign_clusters (campaign_id, cluster, settings, prologue_state, epilogue_state) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [
+                (
+                    campaign_id,
+                    cluster,
+                    json.dumps(settings),
+                    "todo" if settings.get("prologue") else "none",
+                    "todo" if settings.get("epilogue") else "none",
+                )
+                for cluster, settings in clusters.items()
+            ],
+        )
+        self.conn.execute("INSERT INTO campaign_stats (campaign_id, sample_at) VALUES (?, ?)", (campaign_id, now))
+        return campaign_id
+
+    def add_jobs(self, campaign_id: int, jobs: Iterable[tuple[str, str]], batch: int = 10_000) -> int:
+        """Insert ``(name, params)`` pairs as to_launch jobs, streaming in chunks; return how many."""
+        sql = "INSERT INTO jobs (campaign_id, name, params, state) VALUES (?, ?, ?, 'to_launch')"
+        total = 0
+        chunk: list[tuple] = []
+        for name, params in jobs:
+            chunk.append((campaign_id, name, params))
+            if len(chunk) >= batch:
+                self.conn.executemany(sql, chunk)
+                total += len(chunk)
+                chunk.clear()
+        if chunk:
+            self.conn.executemany(sql, chunk)
+            total += len(chunk)
+        self.conn.execute(
+            "INSERT INTO job_counts (campaign_id, state, n) VALUES (?, 'to_launch', ?) "
+            "ON CONFLICT (campaign_id, state) DO UPDATE SET n = n + excluded.n",
+            (campaign_id, total),
+        )
+        self.conn.execute("UPDATE campaigns SET nb_jobs = nb_jobs + ? WHERE id = ?", (total, campaign_id))
+        return total
+
+    def job_names(self, campaign_id: int) -> set[str]:
+        return {row[0] for row in self.conn.execute("SELECT name FROM jobs WHERE campaign_id = ?", (campaign_id,))}
+
+    def campaign(self, campaign_id: int) -> Campaign:
+        row = self._one(f"SELECT {self._CAMPAIGN_COLUMNS} FROM campaigns WHERE id = ?", (campaign_id,))
+        if row is None:
+            raise NotFound(f"no campaign {campaign_id}")
+        return self._campaign(row)
+
+    def campaigns(self, *, user: str | None = None, states: Sequence[CampaignState] | None = None) -> list[Campaign]:
+        sql = f"SELECT {self._CAMPAIGN_COLUMNS} FROM campaigns"
+        where, params = [], []
+        if user:
+            where.append("user = ?")
+            params.append(user)
+        if states:
+            where.append(f"state IN ({_marks(len(states))})")
+            params.extend(s.value for s in states)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return [self._campaign(row) for row in self.conn.execute(sql + " ORDER BY id", params)]
+
+    def set_campaign_state(self, campaign_id: int, state: CampaignState, now: float | None = None) -> None:
+        ended = now if state in (CampaignState.TERMINATED, CampaignState.CANCELLED) else None
+        self.conn.execute(
+            "UPDATE campaigns SET state = ?, ended_at = ? WHERE id = ?", (state.value, ended, campaign_id)
+        )
+
+    def counts(self, campaign_id: int) -> dict[JobState, int]:
+        rows = self.conn.execute("SELECT state, n FROM job_counts WHERE campaign_id = ?", (campaign_id,))
+        counts = {state: 0 for state in JobState}
+        for state, n in rows:
+            counts[JobState(state)] = n
+        return counts
+
+    def campaign_clusters(self, campaign_id: int) -> dict[str, dict]:
+        rows = self.conn.execute(
+            "SELECT cluster, settings, prologue_state, prologue_remote, epilogue_state, epilogue_remote, launched "
+            "FROM campaign_clusters WHERE campaign_id = ?",
+            (campaign_id,),
+        )
+        return {
+            cluster: {
+                "settings": json.loads(settings),
+                "prologue_state": ps,
+                "prologue_remote": pr,
+                "epilogue_state": es,
+                "epilogue_remote": er,
+                "launched": launched,
+            }
+            for cluster, settings, ps, pr, es, er, launched in rows
+        }
+
+    def set_stage(self, campaign_id: int, cluster: str, stage: str, state: str, remote: str | None = None) -> None:
+        """Record a prologue or epilogue's progress (stage is 'prologue' or 'epilogue')."""
+        if stage not in ("prologue", "epilogue"):
+            raise ValueError(stage)
+        self.conn.execute(
+            f"UPDATE campaign_clusters SET {stage}_state = ?, {stage}_remote = ? WHERE campaign_id = ? AND cluster = ?",
+            (state, remote, campaign_id, cluster),
+        )
+
+    def stages_in(self, states: Sequence[str]) -> list[tuple[int, str, str, str, str | None]]:
+        """(campaign, cluster, stage, state, remote) for prologues/epilogues in the given states."""
+        out = []
+        for stage in ("prologue", "epilogue"):
+            rows = self.conn.execute(
+                f"SELECT cc.campaign_id, cc.cluster, cc.{stage}_state, cc.{stage}_remote FROM campaign_clusters cc "
+                f"JOIN campaigns c ON c.id = cc.campaign_id WHERE c.state IN ('in_treatment', 'paused', 'cancelled') "
+                f"AND cc.{stage}_state IN ({_marks(len(states))})",
+                list(states),
+            )
+            out.extend((cid, cluster, stage, state, remote) for cid, cluster, state, remote in rows)
+        return out
+
+    # ---- jobs -----------------------------------------------------------------------------------
+
+    _JOB_COLUMNS = (
+        "id, campaign_id, name, params, state, cluster, remote_id, exit_code, submitted_at, started_at, "
+        "ended_at, resubmits"
+    )
+
+    @staticmethod
+    def _job(row: tuple) -> Job:
+        return Job(*row[:4], JobState(row[4]), *row[5:])
+
+    def job(self, job_id: int) -> Job:
+        row = self._one(f"SELECT {self._JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,))
+        if row is None:
+            raise NotFound(f"no job {job_id}")
+        return self._job(row)
+
+    def jobs(self, campaign_id: int, states: Sequence[JobState] | None = None) -> Iterator[Job]:
+        """Stream a campaign's jobs in id order."""
+        sql = f"SELECT {self._JOB_COLUMNS} FROM jobs WHERE campaign_id = ?"
+        params: list = [campaign_id]
+        if states:
+            sql += f" AND state IN ({_marks(len(states))})"
+            params.extend(s.value for s in states)
+        for row in self.conn.execute(sql + " ORDER BY id", params):
+            yield self._job(row)
+
+    def next_jobs(self, campaign_id: int, limit: int) -> list[tuple[int, str, str]]:
+        """(id, name, params) of the first ``limit`` to_launch jobs of a campaign."""
+        return self.conn.execute(
+            "SELECT id, name, params FROM jobs WHERE campaign_id = ? AND state = 'to_launch' ORDER BY id LIMIT ?",
+            (campaign_id, limit),
+        ).fetchall()
+
+    def has_jobs_in(self, campaign_id: int, state: JobState) -> bool:
+        return (
+            self._one("SELECT 1 FROM jobs WHERE campaign_id = ? AND state = ? LIMIT 1", (campaign_id, state.value))
+            is not None
+        )
+
+    def create_batch(self, cluster: str, campaign_id: int, job_ids: Sequence[int], now: float) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO batches (cluster, campaign_id, state, created_at) VALUES (?, ?, 'submitting', ?)",
+            (cluster, campaign_id, now),
+        )
+        batch_id = cur.lastrowid
+        self.conn.executemany(
+            "UPDATE jobs SET state = 'launching', cluster = ?, batch_id = ? WHERE id = ? AND state = 'to_launch'",
+            [(cluster, batch_id, job_id) for job_id in job_ids],
+        )
+        self.conn.execute(
+            "UPDATE campaign_clusters SET launched = launched + ? WHERE campaign_id = ? AND cluster = ?",
+            (len(job_ids), campaign_id, cluster),
+        )
+        return batch_id
+
+    def unfinished_batches(self) -> list[tuple[int, str, int]]:
+        """(batch, cluster, campaign) of submissions a pass began and did not record as done."""
+        return self.conn.execute(
+            "SELECT id, cluster, campaign_id FROM batches WHERE state = 'submitting' ORDER BY id"
+        ).fetchall()
+
+    def batch_jobs(self, batch_id: int) -> list[tuple[int, str, str]]:
+        return self.conn.execute(
+            "SELECT id, name, params FROM jobs WHERE batch_id = ? AND state = 'launching' ORDER BY id", (batch_id,)
+        ).fetchall()
+
+    def finish_batch(self, batch_id: int, remote_ids: dict[int, str], now: float) -> None:
+        self.conn.executemany(
+            "UPDATE jobs SET state = 'submitted', remote_id = ?, submitted_at = ? WHERE id = ? AND state = 'launching'",
+            [(remote, now, job_id) for job_id, remote in remote_ids.items()],
+        )
+        self.conn.execute("UPDATE batches SET state = 'done' WHERE id = ?", (batch_id,))
+
+    def abandon_batch(self, batch_id: int) -> None:
+        """The RM refused the batch: its jobs go back to to_launch."""
+        self.conn.execute(
+            "UPDATE jobs SET state = 'to_launch', cluster = NULL, batch_id = NULL "
+            "WHERE batch_id = ? AND state = 'launching'",
+            (batch_id,),
+        )
+        self.conn.execute("UPDATE batches SET state = 'abandoned' WHERE id = ?", (batch_id,))
+
+    def active_jobs(self, cluster: str) -> list[tuple[int, int, str, str | None, float | None]]:
+        """(id, campaign, state, remote_id, started_at) of the cluster's submitted and running jobs."""
+        return self.conn.execute(
+            "SELECT id, campaign_id, state, remote_id, started_at FROM jobs "
+            f"WHERE cluster = ? AND state IN {migrations.ACTIVE_STATES_SQL} AND state != 'launching'",
+            (cluster,),
+        ).fetchall()
+
+    def active_count(self, cluster: str) -> dict[str, int]:
+        rows = self.conn.execute(
+            "SELECT state, count(*) FROM jobs "
+            f"WHERE cluster = ? AND state IN {migrations.ACTIVE_STATES_SQL} GROUP BY state",
+            (cluster,),
+        )
+        return dict(rows.fetchall())
+
+    def active_by_campaign(self, cluster: str) -> dict[int, int]:
+        rows = self.conn.execute(
+            f"SELECT campaign_id, count(*) FROM jobs WHERE cluster = ? AND state IN {migrations.ACTIVE_STATES_SQL} "
+            "GROUP BY campaign_id",
+            (cluster,),
+        )
+        return dict(rows.fetchall())
+
+    def mark_running(self, rows: Sequence[tuple[int, float]]) -> None:
+        self.conn.executemany(
+            "UPDATE jobs SET state = 'running', started_at = ? WHERE id = ? AND state = 'submitted'",
+            [(started, job_id) for job_id, started in rows],
+        )
+
+    def mark_ended(self, rows: Sequence[tuple[int, JobState, int | None, float | None, float]]) -> None:
+        """(job, new state, exit code, started, ended) for jobs the RM says are over."""
+        self.conn.executemany(
+            "UPDATE jobs SET state = ?, exit_code = ?, started_at = coalesce(?, started_at), ended_at = ? WHERE id = ?",
+            [(state.value, code, started, ended, job_id) for job_id, state, code, started, ended in rows],
+        )
+
+    def requeue(self, job_ids: Sequence[int], *, count_resubmit: bool = True) -> None:
+        """Put jobs back to to_launch (resubmission)."""
+        inc = 1 if count_resubmit else 0
+        for chunk in _chunks(list(job_ids)):
+            # a job the user cancelled while it ran is not run again
+            self.conn.execute(
+                f"UPDATE jobs SET state = 'cancelled', kill_requested = 0 WHERE id IN ({_marks(len(chunk))}) "
+                "AND kill_requested = 1",
+                chunk,
+            )
+            self.conn.execute(
+                "UPDATE jobs SET state = 'to_launch', cluster = NULL, remote_id = NULL, batch_id = NULL, "
+                f"exit_code = NULL, started_at = NULL, ended_at = NULL, resubmits = resubmits + {inc} "
+                f"WHERE id IN ({_marks(len(chunk))}) AND kill_requested = 0",
+                chunk,
+            )
+
+    def resubmit_counts(self, job_ids: Sequence[int]) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for chunk in _chunks(list(job_ids)):
+            out.update(self.conn.execute(f"SELECT id, resubmits FROM jobs WHERE id IN ({_marks(len(chunk))})", chunk))
+        return out
+
+    def set_job_state(self, job_ids: Sequence[int], state: JobState, *, only_from: Sequence[JobState] = ()) -> int:
+        changed = 0
+        guard = f" AND state IN ({_marks(len(only_from))})" if only_from else ""
+        for chunk in _chunks(list(job_ids)):
+            cur = self.conn.execute(
+                f"UPDATE jobs SET state = ? WHERE id IN ({_marks(len(chunk))}){guard}",
+                [state.value, *chunk, *(s.value for s in only_from)],
+            )
+            changed += cur.rowcount
+        return changed
+
+    def drop_waiting(self, campaign_id: int, state: JobState) -> int:
+        """Every to_launch job of a campaign becomes ``state`` (cancelled or skipped)."""
+        cur = self.conn.execute(
+            "UPDATE jobs SET state = ? WHERE campaign_id = ? AND state = 'to_launch'", (state.value, campaign_id)
+        )
+        return cur.rowcount
+
+    def request_kill(self, *, campaign_id: int | None = None, job_id: int | None = None) -> int:
+        """Flag active jobs for nikita; return how many."""
+        if job_id is not None:
+            cur = self.conn.execute(
+                f"UPDATE jobs SET kill_requested = 1 WHERE id = ? AND state IN {migrations.ACTIVE_STATES_SQL}",
+                (job_id,),
+            )
+        else:
+            cur = self.conn.execute(
+                f"UPDATE jobs SET kill_requested = 1 WHERE campaign_id = ? AND state IN {migrations.ACTIVE_STATES_SQL}",
+                (campaign_id,),
+            )
+        return cur.rowcount
+
+    def jobs_to_kill(self) -> list[tuple[int, int, str, str, str | None]]:
+        """(id, campaign, cluster, state, remote_id) of jobs a user cancelled while they were active."""
+        return self.conn.execute(
+            "SELECT id, campaign_id, cluster, state, remote_id FROM jobs WHERE kill_requested = 1"
+        ).fetchall()
+
+    def clear_kill(self, job_ids: Sequence[int]) -> None:
+        for chunk in _chunks(list(job_ids)):
+            self.conn.execute(f"UPDATE jobs SET kill_requested = 0 WHERE id IN ({_marks(len(chunk))})", chunk)
+
+    def job_clusters(self, campaign_id: int) -> list[str]:
+        """Clusters on which a job of the campaign ran or runs."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT cluster FROM jobs WHERE campaign_id = ? AND state = 'terminated' AND cluster IS NOT NULL",
+            (campaign_id,),
+        )
+        return [r[0] for r in rows]
+
+    # ---- events ---------------------------------------------------------------------------------
+
+    _EVENT_COLUMNS = "id, class, code, state, cluster, campaign_id, job_id, message, created_at, closed_at"
+
+    @staticmethod
+    def _event(row: tuple) -> Event:
+        return Event(row[0], EventClass(row[1]), EventCode(row[2]), EventState(row[3]), *row[4:])
+
+    def open_event(
+        self,
+        cls: EventClass,
+        code: EventCode,
+        message: str,
+        now: float,
+        *,
+        cluster: str | None = None,
+        campaign_id: int | None = None,
+        job_id: int | None = None,
+    ) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO events (class, code, state, cluster, campaign_id, job_id, message, created_at) "
+            "VALUES (?, ?, 'open', ?, ?, ?, ?, ?)",
+            (cls.value, code.value, cluster, campaign_id, job_id, message, now),
+        )
+        return cur.lastrowid
+
+    def events(
+        self,
+        *,
+        campaign_id: int | None = None,
+        event_id: int | None = None,
+        open_only: bool = True,
+        cls: EventClass | None = None,
+        user: str | None = None,
+    ) -> list[Event]:
+        where, params = [], []
+        if open_only:
+            where.append("e.state = 'open'")
+        if campaign_id is not None:
+            where.append("e.campaign_id = ?")
+            params.append(campaign_id)
+        if event_id is not None:
+            where.append("e.id = ?")
+            params.append(event_id)
+        if cls is not None:
+            where.append("e.class = ?")
+            params.append(cls.value)
+        if user:
+            where.append("(e.campaign_id IS NULL OR c.user = ?)")
+            params.append(user)
+        sql = (
+            f"SELECT {', '.join('e.' + c for c in self._EVENT_COLUMNS.split(', '))} FROM events e "
+            "LEFT JOIN campaigns c ON c.id = e.campaign_id"
+        )
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return [self._event(row) for row in self.conn.execute(sql + " ORDER BY e.id", params)]
+
+    def open_event_counts(self) -> dict[int, int]:
+        rows = self.conn.execute(
+            "SELECT campaign_id, count(*) FROM events "
+            "WHERE state = 'open' AND campaign_id IS NOT NULL GROUP BY campaign_id"
+        )
+        return dict(rows.fetchall())
+
+    def close_events(self, event_ids: Sequence[int], now: float) -> None:
+        for chunk in _chunks(list(event_ids)):
+            self.conn.execute(
+                "UPDATE events SET state = 'closed', closed_at = ? "
+                f"WHERE id IN ({_marks(len(chunk))}) AND state = 'open'",
+                [now, *chunk],
+            )
+
+    def open_cluster_event(self, cluster: str) -> Event | None:
+        row = self._one(
+            f"SELECT {self._EVENT_COLUMNS} FROM events WHERE state = 'open' AND class = 'cluster' AND cluster = ? "
+            "ORDER BY id LIMIT 1",
+            (cluster,),
+        )
+        return self._event(row) if row else None
+
+    def blocked_clusters(self, campaign_id: int) -> set[str]:
+        """Clusters on which an open campaign event stops the campaign."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT cluster FROM events WHERE state = 'open' AND class = 'campaign' AND campaign_id = ?",
+            (campaign_id,),
+        )
+        return {r[0] for r in rows}
+
+    # ---- predictor figures ----------------------------------------------------------------------
+
+    def add_durations(self, rows: Iterable[tuple[int, float]]) -> None:
+        """(campaign, seconds) of jobs that just terminated."""
+        per: dict[int, list[float]] = {}
+        for campaign_id, seconds in rows:
+            per.setdefault(campaign_id, []).append(seconds)
+        self.conn.executemany(
+            "UPDATE campaign_stats SET duration_sum = duration_sum + ?, duration_n = duration_n + ?, "
+            "duration_sq = duration_sq + ? WHERE campaign_id = ?",
+            [(sum(v), len(v), sum(x * x for x in v), cid) for cid, v in per.items()],
+        )
+
+    def stats(self, campaign_id: int) -> dict:
+        row = self._one(
+            "SELECT duration_sum, duration_n, duration_sq, sample_at, sample_done, throughput, eta "
+            "FROM campaign_stats WHERE campaign_id = ?",
+            (campaign_id,),
+        )
+        keys = ("duration_sum", "duration_n", "duration_sq", "sample_at", "sample_done", "throughput", "eta")
+        return dict(zip(keys, row, strict=False)) if row else dict.fromkeys(keys)
+
+    def set_forecast(
+        self, campaign_id: int, sample_at: float, sample_done: int, throughput: float | None, eta: float | None
+    ) -> None:
+        self.conn.execute(
+            "UPDATE campaign_stats SET sample_at = ?, sample_done = ?, throughput = ?, eta = ? WHERE campaign_id = ?",
+            (sample_at, sample_done, throughput, eta, campaign_id),
+        )

@@ -1,0 +1,158 @@
+"""Named schema steps, applied in order inside one transaction and recorded in ``_migrations``."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+ACTIVE_STATES_SQL = "('launching', 'submitted', 'running')"
+
+
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Run each statement of ``script`` in the current transaction (``executescript`` would commit)."""
+    statement = ""
+    for piece in script.split(";"):
+        statement += piece + ";"
+        if sqlite3.complete_statement(statement):
+            if statement.strip(" \n;"):
+                conn.execute(statement)
+            statement = ""
+
+
+def _m001_initial(conn: sqlite3.Connection) -> None:
+    _run_script(
+        conn,
+        f"""
+        -- instance: a random id that makes this state's batch keys unique on shared clusters
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO meta VALUES ('instance', lower(hex(randomblob(4))));
+        CREATE TABLE clusters (
+            name TEXT PRIMARY KEY,
+            adapter TEXT NOT NULL,
+            config TEXT NOT NULL DEFAULT '{{}}',
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE campaigns (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            user TEXT NOT NULL,
+            type TEXT NOT NULL,
+            state TEXT NOT NULL,
+            submitted_at REAL NOT NULL,
+            ended_at REAL,
+            nb_jobs INTEGER NOT NULL DEFAULT 0,
+            jdl TEXT NOT NULL
+        );
+        CREATE INDEX campaigns_state ON campaigns(state);
+        -- one row per (campaign, cluster): the cluster's resolved settings and its prologue/epilogue
+        CREATE TABLE campaign_clusters (
+            campaign_id INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            settings TEXT NOT NULL,
+            prologue_state TEXT NOT NULL DEFAULT 'none',
+            prologue_remote TEXT,
+            epilogue_state TEXT NOT NULL DEFAULT 'none',
+            epilogue_remote TEXT,
+            launched INTEGER NOT NULL DEFAULT 0,  -- jobs ever sent there (a test campaign sends one)
+            PRIMARY KEY (campaign_id, cluster)
+        ) WITHOUT ROWID;
+        CREATE TABLE jobs (
+            id INTEGER PRIMARY KEY,
+            campaign_id INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            params TEXT NOT NULL,
+            state TEXT NOT NULL,
+            cluster TEXT,
+            remote_id TEXT,
+            batch_id INTEGER,
+            exit_code INTEGER,
+            submitted_at REAL,
+            started_at REAL,
+            ended_at REAL,
+            resubmits INTEGER NOT NULL DEFAULT 0,
+            kill_requested INTEGER NOT NULL DEFAULT 0
+        );
+        -- the metascheduler's seek: next to_launch jobs of a campaign, in order
+        CREATE INDEX jobs_campaign_state ON jobs(campaign_id, state, id);
+        -- the updator's and nikita's working sets stay small whatever the campaign sizes
+        CREATE INDEX jobs_active ON jobs(cluster, state) WHERE state IN {ACTIVE_STATES_SQL};
+        CREATE INDEX jobs_batch ON jobs(batch_id) WHERE batch_id IS NOT NULL;
+        CREATE INDEX jobs_kill ON jobs(kill_requested) WHERE kill_requested = 1;
+        -- counts per (campaign, state), kept by the trigger below, so nothing counts a million rows
+        CREATE TABLE job_counts (
+            campaign_id INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            PRIMARY KEY (campaign_id, state)
+        ) WITHOUT ROWID;
+        CREATE TRIGGER jobs_count_state AFTER UPDATE OF state ON jobs
+        WHEN old.state IS NOT new.state BEGIN
+            UPDATE job_counts SET n = n - 1 WHERE campaign_id = old.campaign_id AND state = old.state;
+            INSERT INTO job_counts (campaign_id, state, n) VALUES (new.campaign_id, new.state, 1)
+                ON CONFLICT (campaign_id, state) DO UPDATE SET n = n + 1;
+        END;
+        -- a submission in progress: recorded before the RM is called, so a killed pass can finish it
+        CREATE TABLE batches (
+            id INTEGER PRIMARY KEY,
+            cluster TEXT NOT NULL,
+            campaign_id INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX batches_state ON batches(state);
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            class TEXT NOT NULL,
+            code TEXT NOT NULL,
+            state TEXT NOT NULL,
+            cluster TEXT,
+            campaign_id INTEGER,
+            job_id INTEGER,
+            message TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            closed_at REAL
+        );
+        CREATE INDEX events_open ON events(state, campaign_id) WHERE state = 'open';
+        CREATE INDEX events_campaign ON events(campaign_id, id);
+        -- the predictor's figures, one row per campaign
+        CREATE TABLE campaign_stats (
+            campaign_id INTEGER PRIMARY KEY,
+            duration_sum REAL NOT NULL DEFAULT 0,
+            duration_n INTEGER NOT NULL DEFAULT 0,
+            duration_sq REAL NOT NULL DEFAULT 0,
+            sample_at REAL,
+            sample_done INTEGER NOT NULL DEFAULT 0,
+            throughput REAL,
+            eta REAL
+        );
+        """,
+    )
+
+
+MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
+    ("001_initial", _m001_initial),
+]
+
+
+def apply(conn: sqlite3.Connection) -> list[str]:
+    """Apply the migrations not yet recorded; return their names. Runs in one IMMEDIATE transaction
+    so that two processes opening a new state file at once do not both migrate it."""
+    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
+    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    if all(name in done for name, _ in MIGRATIONS):
+        return []
+    applied = []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+        for name, step in MIGRATIONS:
+            if name in done:
+                continue
+            step(conn)
+            conn.execute("INSERT INTO _migrations VALUES (?, datetime('now'))", (name,))
+            applied.append(name)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return applied
