@@ -25,7 +25,7 @@ def current_user() -> str:
 
 
 def check_owner(campaign: Campaign, user: str) -> None:
-    if campaign.user != user and user != "root" and os.geteuid() != 0:
+    if campaign.user != user and user != "root":
         raise PermissionDenied(f"campaign {campaign.id} belongs to {campaign.user}, not {user}")
 
 
@@ -144,7 +144,7 @@ def fix_events(
     for event in events:
         if event.campaign_id is not None:
             _owned(store, event.campaign_id, user)
-        elif event.cls == EventClass.CLUSTER and user != "root" and os.geteuid() != 0:
+        elif event.cls == EventClass.CLUSTER and user != "root":
             raise PermissionDenied(f"event {event.id} is a cluster event: it closes itself when the cluster answers")
     jobs = [e.job_id for e in events if e.job_id is not None]
     stages = [(e.campaign_id, e.cluster, e.code.value) for e in events if e.code.value.endswith("LOGUE_ERROR")]

@@ -14,7 +14,7 @@ import os
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .adapters import AdapterContext, ResourceManager, adapter_for
 from .clock import Clock
@@ -307,7 +307,9 @@ class Cycle:
                 continue
             launching = self.store.active_count(name).get(JobState.LAUNCHING.value, 0)
             depth = getattr(self.adapter(name), "queue_depth", 0)
-            budgets.append(ClusterView(name, max(0, capacity.free + depth - capacity.queued - launching)))
+            free = max(0, capacity.free - capacity.queued - launching)
+            queue = max(0, depth - max(0, capacity.queued + launching - capacity.free))
+            budgets.append(ClusterView(name, free, queue))
         views = [view for c in campaigns if (view := self._campaign_view(c, {b.name for b in budgets}))]
         plan = self.scheduler.plan(views, budgets)
         self._record(plan)
@@ -441,8 +443,13 @@ class Cycle:
         if not self._cluster_usable(cluster):
             return
         settings = self.store.campaign_clusters(campaign.id)[cluster]["settings"]
-        script = "\n".join(settings[stage]).replace("{CAMPAIGN_ID}", str(campaign.id))
-        spec = self._spec(campaign, settings, 0, stage, ["/bin/sh", "-c", script], settings[f"{stage}_walltime"])
+        # shell lines run on the cluster: {HOME} is its $HOME there
+        script = "\n".join(settings[stage]).replace("{CAMPAIGN_ID}", str(campaign.id)).replace("{HOME}", "$HOME")
+        # in the home directory: a prologue typically creates the exec_directory
+        spec = replace(
+            self._spec(campaign, settings, 0, stage, ["/bin/sh", "-c", script], settings[f"{stage}_walltime"]),
+            directory="{HOME}",
+        )
         try:
             key = self.batch_key(campaign.id, cluster, stage)
             remote = self.adapter(cluster).find_batch(key) or self.adapter(cluster).submit(key, [spec])

@@ -7,6 +7,7 @@ default for each cluster that does not set it. Values may be given in CiGri's st
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -257,7 +258,22 @@ def _check_keys(keys, allowed, path: str) -> None:
     for key in keys:
         if key not in allowed:
             where = f"{path}.{key}" if path else key
-            raise JdlError(where, f"unknown key (valid keys: {', '.join(sorted(allowed))})")
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"did you mean {close[0]}?" if close else f"valid keys: {', '.join(sorted(allowed))}"
+            raise JdlError(where, f"unknown key ({hint})")
+
+
+def _expand_jdl_dir(values: dict, jdl_dir: str) -> dict:
+    """cigri's ``{JDL_DIR}`` macro (the JDL file's folder, or the current one): lets an example JDL name
+    files beside it. Expanded at submission, in strings and lists of strings (not in params)."""
+    def expand(value):
+        if isinstance(value, str):
+            return value.replace("{JDL_DIR}", jdl_dir)
+        if isinstance(value, list):
+            return [expand(v) for v in value]
+        return value
+
+    return {k: (v if k in ("params", "clusters", "name") else expand(v)) for k, v in values.items()}
 
 
 def load_text(text: str, origin: str = "JDL") -> dict:
@@ -288,6 +304,8 @@ def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None)
     if not isinstance(clusters_raw, dict) or not clusters_raw:
         raise JdlError("clusters", "required: a non-empty mapping of cluster names to settings")
 
+    jdl_dir = str((base_dir or Path.cwd()).resolve())
+    top = _expand_jdl_dir(top, jdl_dir)
     defaults = {key: top[key] for key in CLUSTER_DEFAULTS if key in top}
     clusters: dict[str, dict] = {}
     for cluster_name, settings in clusters_raw.items():
@@ -296,7 +314,7 @@ def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None)
             settings = {}
         if not isinstance(settings, dict):
             raise JdlError(path, "expected a mapping of settings")
-        own = _lower_keys(settings, path)
+        own = _expand_jdl_dir(_lower_keys(settings, path), jdl_dir)
         _check_keys(own, set(CLUSTER_DEFAULTS), path)
         merged = {**CLUSTER_DEFAULTS, **defaults, **own}
         clusters[str(cluster_name)] = _cluster_settings(merged, path)
@@ -318,7 +336,7 @@ def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None)
         params = tuple(str(line) for line in raw)
     elif "param_file" in top:
         text = _str(top["param_file"], "param_file")
-        path = Path(os.path.expanduser(text.replace("{HOME}", "~")))
+        path = Path(os.path.expanduser(text.replace("{HOME}", "~")))  # the param file is read here, at submission
         param_file = path if path.is_absolute() else (base_dir or Path.cwd()) / path
     else:
         nb_jobs = _int(top["nb_jobs"], "nb_jobs", 1)

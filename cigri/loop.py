@@ -7,11 +7,12 @@ import logging
 from . import campaigns as campaign_ops
 from .clock import Clock
 from .cycle import Cycle
+from .errors import TimedOut
 from .model import CampaignState
 
 log = logging.getLogger("cigri.loop")
 
-MIN_GAP = 0.1  # seconds between two passes, however busy the clusters
+MIN_GAP = 0.05  # seconds between two passes, however busy the clusters
 POLL = 0.02  # how often a waiting loop looks for cluster activity
 
 
@@ -27,8 +28,12 @@ def unfinished(cycle: Cycle) -> tuple[list[int], list[tuple[int, str]]]:
     return going, blocked
 
 
-def run_passes(cycle: Cycle, clock: Clock, *, loop: bool, until_done: bool, period: float) -> list[tuple[int, str]]:
-    """Run one pass, or repeat them; return the blocked campaigns when --until-done ends."""
+def run_passes(
+    cycle: Cycle, clock: Clock, *, loop: bool, until_done: bool, period: float, timeout: float | None = None
+) -> list[tuple[int, str]]:
+    """Run one pass, or repeat them; return the blocked campaigns when --until-done ends.
+    With ``timeout``, give up (TimedOut) when passes are still needed after that many seconds."""
+    give_up = None if timeout is None else clock.now() + timeout
     while True:
         started = clock.now()
         cycle.run()
@@ -38,6 +43,8 @@ def run_passes(cycle: Cycle, clock: Clock, *, loop: bool, until_done: bool, peri
                 return blocked
         elif not loop:
             return []
+        if give_up is not None and clock.now() >= give_up:
+            raise TimedOut(f"still running after {timeout:g} s")
         _wait(cycle, clock, started, period)
 
 

@@ -169,9 +169,8 @@ class Spool:
         return used, queued
 
     def has_work(self) -> bool:
-        row = self.conn.execute(
-            "SELECT 1 FROM jobs WHERE state = 'queued' OR (state = 'running' AND cancel = 1) LIMIT 1"
-        ).fetchone()
+        # running jobs are work too: a daemon that died left them for a new one to watch
+        row = self.conn.execute("SELECT 1 FROM jobs WHERE state IN ('queued', 'running') LIMIT 1").fetchone()
         return row is not None
 
     def data_version(self) -> int:

@@ -36,7 +36,8 @@ class CampaignView:
 @dataclass(frozen=True)
 class ClusterView:
     name: str
-    budget: int  # slots cigri may fill now: free slots plus the queue allowance, minus what waits there
+    free: int  # idle slots not yet promised to jobs waiting there
+    queue: int  # jobs cigri may still queue there beyond its free slots
 
 
 @dataclass(frozen=True)
@@ -56,26 +57,29 @@ class TestFirstFifo:
     """CiGri's order: test campaigns first (one job per cluster each), then default campaigns by age.
 
     Each cluster's budget goes to the oldest campaign that can use it; a campaign whose jobs are all
-    placed leaves the rest of the budget to the next one."""
+    placed leaves the rest to the next one. Free slots on every cluster are filled before any queue
+    allowance, so that jobs do not wait in one cluster's queue while another has idle slots."""
 
     name = "fifo"
 
     def plan(self, campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> list[Assignment]:
         order = sorted(campaigns, key=lambda c: (c.type != CampaignType.TEST, c.submitted_at, c.id))
         waiting = {c.id: c.waiting for c in order}
-        out: list[Assignment] = []
-        for cluster in clusters:
-            budget = cluster.budget
-            for campaign in order:
-                demand = campaign.demands.get(cluster.name)
-                if demand is None or budget < demand.slots_per_job or waiting[campaign.id] <= 0:
-                    continue
-                n = min(waiting[campaign.id], demand.limit, budget // demand.slots_per_job)
-                if n > 0:
-                    out.append(Assignment(cluster.name, campaign.id, n))
-                    waiting[campaign.id] -= n
-                    budget -= n * demand.slots_per_job
-        return out
+        taken: dict[tuple[str, int], int] = {}
+        for budget_of in (lambda c: c.free, lambda c: c.queue):
+            for cluster in clusters:
+                budget = budget_of(cluster)
+                for campaign in order:
+                    demand = campaign.demands.get(cluster.name)
+                    if demand is None or budget < demand.slots_per_job or waiting[campaign.id] <= 0:
+                        continue
+                    key = (cluster.name, campaign.id)
+                    n = min(waiting[campaign.id], demand.limit - taken.get(key, 0), budget // demand.slots_per_job)
+                    if n > 0:
+                        taken[key] = taken.get(key, 0) + n
+                        waiting[campaign.id] -= n
+                        budget -= n * demand.slots_per_job
+        return [Assignment(cluster, campaign_id, n) for (cluster, campaign_id), n in taken.items()]
 
 
 def registry() -> dict[str, type]:

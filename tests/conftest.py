@@ -1,0 +1,130 @@
+"""Shared fixtures: a state file in tmp_path, the CLI on it, and local daemons stopped afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cigri import clusters
+from cigri.adapters.local_rm import Spool
+from cigri.cli import grid
+from cigri.clock import RealClock
+from cigri.cycle import Cycle
+from cigri.store import Store
+
+PYTHON = sys.executable
+
+
+def wait_for(condition, timeout: float = 20.0, interval: float = 0.02):
+    """Poll ``condition`` until it returns something true, or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(interval)
+
+
+class Grid:
+    """Runs ``grid`` commands in-process on one state file."""
+
+    def __init__(self, state: Path):
+        self.state = state
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, code: int = 0) -> str:
+        result = self.runner.invoke(grid, ["--state", str(self.state), *args], catch_exceptions=False)
+        assert result.exit_code == code, f"grid {' '.join(args)} -> {result.exit_code}: {result.output}"
+        return result.output
+
+    def json(self, *args: str):
+        return json.loads(self(*args, "--json"))
+
+    def submit(self, jdl: Path | str, *extra: str) -> int:
+        out = self("gridsub", str(jdl), *extra)
+        return int(out.strip().splitlines()[-1].split("=")[1])
+
+    def until_done(self, timeout: float = 60) -> str:
+        return self("almighty", "--until-done", "--period", "0.5", "--timeout", str(timeout))
+
+
+@pytest.fixture
+def state(tmp_path: Path):
+    path = tmp_path / "state" / "state.db"
+    store = Store(path)
+    clusters.ensure_default(store, RealClock())
+    clusters.set_options(store, "local", {"slots": 2, "idle_exit": 2})
+    store.close()
+    yield path
+    for spool in (path.parent / "clusters").glob("*"):
+        if (spool / "rm.db").exists():
+            s = Spool(spool)
+            s.stop_daemon()
+            s.close()
+
+
+@pytest.fixture
+def store(state: Path):
+    s = Store(state)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def cli(state: Path) -> Grid:
+    return Grid(state)
+
+
+@pytest.fixture
+def cycle(store: Store):
+    c = Cycle(store, RealClock())
+    yield c
+    c.close()
+
+
+def write_jdl(directory: Path, **fields) -> Path:
+    """A YAML JDL in ``directory`` (JSON is valid YAML, so dump as JSON)."""
+    data = {"name": "t", "walltime": "00:01:00", "exec_directory": str(directory), "clusters": {"local": {}}}
+    data.update(fields)
+    path = directory / f"jdl-{len(list(directory.glob('jdl-*')))}.yaml"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.fixture
+def job_script(tmp_path: Path) -> Path:
+    """A job that logs '<name> <args>' to runs.log, and behaves as its first argument says:
+    ok, fail (exit 3), sleep:S, once66 (exit 66 the first time only), env (dumps CIGRI_* variables)."""
+    script = tmp_path / "job.sh"
+    script.write_text(
+        """#!/bin/sh
+name=$1; shift
+echo "$name $*" >> "$(dirname "$0")/runs.log"
+case "$1" in
+  fail) echo "first line" >&2; echo "failure of $name" >&2; exit 3 ;;
+  sleep:*) sleep "${1#sleep:}" ;;
+  once66) if [ ! -e "$(dirname "$0")/$name.66" ]; then touch "$(dirname "$0")/$name.66"; exit 66; fi ;;
+  env) env | grep '^CIGRI_' | sort > "$(dirname "$0")/$name.env" ;;
+esac
+echo "done $name"
+"""
+    )
+    script.chmod(0o755)
+    return script
+
+
+def runs(tmp_path: Path) -> list[str]:
+    log = tmp_path / "runs.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+__all__ = ["PYTHON", "Grid", "runs", "wait_for", "write_jdl"]
+os.environ["CIGRI_STATE"] = "/dev/null/tests-must-use-the-state-fixture"

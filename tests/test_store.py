@@ -1,0 +1,67 @@
+"""The state file: creation, migrations, and the counts the trigger keeps."""
+
+from __future__ import annotations
+
+import stat
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cigri.model import CampaignType, JobState
+from cigri.store import Store, default_state_path
+from cigri.store.migrations import MIGRATIONS
+
+
+def test_new_state_is_private_migrated_and_wal(tmp_path):
+    path = tmp_path / "deep" / "state.db"
+    store = Store(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert store.applied == [name for name, _ in MIGRATIONS]
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
+    again = Store(path)
+    assert again.applied == []  # recorded, not applied twice
+    assert [r[0] for r in again.conn.execute("SELECT name FROM _migrations")] == [n for n, _ in MIGRATIONS]
+    again.close()
+
+
+def test_default_path_follows_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("CIGRI_STATE", str(tmp_path / "x.db"))
+    assert default_state_path() == tmp_path / "x.db"
+    monkeypatch.delenv("CIGRI_STATE")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    assert default_state_path() == tmp_path / ".local" / "share" / "cigri" / "state.db"
+
+
+def test_a_failed_transaction_writes_nothing(tmp_path):
+    store = Store(tmp_path / "s.db")
+    try:
+        with store.transaction():
+            cid = store.create_campaign("c", "u", CampaignType.DEFAULT, {}, {"local": {}}, 0.0)
+            store.add_jobs(cid, [("a", "a")])
+            raise RuntimeError("interrupted")
+    except RuntimeError:
+        pass
+    assert store.campaigns() == [] and store.conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 0
+
+
+STATES = [s for s in JobState]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 19), st.sampled_from(STATES)), max_size=60))
+def test_counts_always_match_the_jobs(moves):
+    store = Store(":memory:")
+    with store.transaction():
+        cid = store.create_campaign("c", "u", CampaignType.DEFAULT, {}, {"local": {}}, 0.0)
+        store.add_jobs(cid, [(f"j{i}", f"j{i}") for i in range(20)])
+    ids = [r[0] for r in store.conn.execute("SELECT id FROM jobs ORDER BY id")]
+    with store.transaction():
+        for index, state in moves:
+            store.set_job_state([ids[index]], state)
+    real = dict(store.conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
+    counted = {s.value: n for s, n in store.counts(cid).items() if n}
+    assert counted == real
+    store.close()
