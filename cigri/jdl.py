@@ -45,6 +45,9 @@ CLUSTER_DEFAULTS: dict[str, object] = {
     "output_destination": None,
 }
 
+MAX_WALLTIME = 366 * 86400
+MAX_NB_JOBS = 100_000_000  # beyond this, a param_file says better what the jobs are
+
 RESOURCE_NAMES = ("nodes", "node", "host", "network_address", "cpu", "core", "resource_id")
 _RESOURCE = re.compile(r"^(?:/?[a-z_]+=\d+)+$")
 _WALLTIME = re.compile(r"^(\d+)(?::(\d+))?(?::(\d+))?$")
@@ -68,6 +71,8 @@ def parse_walltime(value: object, path: str) -> int:
         raise JdlError(path, f"walltime must be HH:MM:SS or seconds, not {value!r}")
     if seconds <= 0:
         raise JdlError(path, "walltime must be positive")
+    if seconds > MAX_WALLTIME:
+        raise JdlError(path, f"walltime must be at most {format_walltime(MAX_WALLTIME)} (a year)")
     return seconds
 
 
@@ -203,6 +208,7 @@ class Jdl:
         """(where, line) of every param line, streamed; blank lines in a param file are skipped."""
         if self.params is not None:
             for index, line in enumerate(self.params):
+                _check_text(line, f"params[{index}]")
                 yield f"params[{index}]", line
         elif self.nb_jobs is not None:
             for index in range(self.nb_jobs):
@@ -291,8 +297,25 @@ def load_text(text: str, origin: str = "JDL") -> dict:
     return data
 
 
+def _check_text(value: object, path: str) -> None:
+    """Every string must be storable as UTF-8 (JSON can carry lone surrogates, SQLite cannot)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise JdlError(path, "holds characters that are not valid Unicode text") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(key, path or "JDL")
+            _check_text(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_text(item, f"{path}[{index}]")
+
+
 def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None) -> Jdl:
     """Validate a JDL mapping. ``base_dir`` resolves a relative param_file; ``test`` forces the type."""
+    _check_text(data, "")
     top = _lower_keys(data, "")
     _check_keys(top, set(GLOBAL_ONLY) | set(CLUSTER_DEFAULTS), "")
     if "name" not in top:
@@ -340,6 +363,8 @@ def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None)
         param_file = path if path.is_absolute() else (base_dir or Path.cwd()) / path
     else:
         nb_jobs = _int(top["nb_jobs"], "nb_jobs", 1)
+        if nb_jobs > MAX_NB_JOBS:
+            raise JdlError("nb_jobs", f"at most {MAX_NB_JOBS:,} jobs".replace(",", " "))
 
     jobs_type = _str(top.get("jobs_type", "normal"), "jobs_type")
     test_mode = any(s["test_mode"] for s in clusters.values()) if test is None else test

@@ -13,6 +13,8 @@ import click
 from ..clock import RealClock
 from ..errors import CigriError, StoreError
 
+SQLITE_MAX_INT = 2**63 - 1
+
 
 class App:
     """Built once per invocation; opens the state file on first use."""
@@ -52,6 +54,24 @@ def app() -> App:
     return ctx.find_root().ensure_object(App)
 
 
+class IdType(click.ParamType):
+    """A campaign, job or event id: a whole number SQLite can hold (a larger one would crash the query)."""
+
+    name = "id"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not an id (a whole number)", param, ctx)
+        if not 1 <= number <= SQLITE_MAX_INT:
+            self.fail(f"{value!r} is out of range for an id (1 to {SQLITE_MAX_INT})", param, ctx)
+        return number
+
+
+ID = IdType()
+
+
 def _set_state(ctx: click.Context, _param, value):
     if value is not None:
         app().state_path = Path(value).expanduser()
@@ -68,8 +88,8 @@ def common(command):
     """``--state`` and ``-v`` on every command, so that standalone gridsub etc. take them too."""
     command = click.option(
         "--state",
-        type=click.Path(dir_okay=False),
-        envvar="CIGRI_STATE",
+        type=click.Path(),  # a directory or unwritable path is the store's StoreError (exit 7), not a usage error
+        # no envvar here: $CIGRI_STATE is read by default_state_path(), so that it never overrides the group's --state
         expose_value=False,
         callback=_set_state,
         is_eager=True,
@@ -85,28 +105,41 @@ def _fail(exc: CigriError, ctx: click.Context) -> None:
     ctx.exit(exc.exit_code)
 
 
-class GridCommand(click.Command):
-    """Converts cigri's errors into one line on stderr and the error's exit code."""
+def _usage_error(exc: click.UsageError, command_path: str = "") -> None:
+    """Click's usage errors as one line too (click itself prints usage, a hint and the error)."""
+    if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+        raise exc  # `grid` alone shows the help
+    path = exc.ctx.command_path if exc.ctx else command_path
+    click.echo(f"{path}: error: {exc.format_message().rstrip('.')} (see {path} --help)", err=True)
+    raise click.exceptions.Exit(exc.exit_code)
+
+
+class _OneLineErrors:
+    """Turns cigri's errors and click's usage errors into one line on stderr and the error's exit code."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:  # the parser's errors may come without a context
+            _usage_error(exc, f"{parent.command_path} {info_name}" if parent else info_name)
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            _usage_error(exc)
         except CigriError as exc:
             _fail(exc, ctx)
         except sqlite3.Error as exc:
             _fail(StoreError(f"state file: {exc}"), ctx)
 
 
-class GridGroup(click.Group):
+class GridCommand(_OneLineErrors, click.Command):
+    pass
+
+
+class GridGroup(_OneLineErrors, click.Group):
     command_class = GridCommand
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except CigriError as exc:
-            _fail(exc, ctx)
-        except sqlite3.Error as exc:
-            _fail(StoreError(f"state file: {exc}"), ctx)
 
 
 GridGroup.group_class = GridGroup

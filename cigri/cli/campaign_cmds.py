@@ -14,7 +14,7 @@ from .. import jdl as jdl_mod
 from ..errors import CigriError, JdlError, NotFound
 from ..model import CampaignState, JobState
 from . import output
-from .app import GridCommand, app, common
+from .app import ID, GridCommand, app, common
 
 
 def _jdl_from_options(file: str | None, json_text: str | None, test: bool | None) -> jdl_mod.Jdl:
@@ -57,7 +57,7 @@ def _extra_jobs(jobs_file: str | None, jobs_json: str | None) -> jdl_mod.Jdl:
     help="test: one job per cluster, before every default campaign, then the campaign ends.",
 )
 @click.option("--dry-run", is_flag=True, help="Validate and show what would be submitted; write nothing.")
-@click.option("-c", "--campaign", type=int, help="Add jobs to this campaign instead (with -F or -J).")
+@click.option("-c", "--campaign", type=ID, help="Add jobs to this campaign instead (with -F or -J).")
 @click.option("-F", "--jobs-file", type=click.Path(dir_okay=False), help="With -c: a file of param lines.")
 @click.option("-J", "--jobs-json", help="With -c: a JSON array of param lines.")
 @common
@@ -75,8 +75,11 @@ def gridsub(jdl_file, file_opt, json_text, kind, dry_run, campaign, jobs_file, j
     """
     a = app()
     if campaign is not None:
+        if jdl_file or file_opt or json_text or kind:
+            raise CigriError("-c adds the jobs of -F or -J to a campaign: give no JDL (nor -t) with it")
         extra = _extra_jobs(jobs_file, jobs_json)
         if dry_run:
+            a.store.campaign(campaign)
             count = sum(1 for _ in jdl_mod.jobs_of(extra, a.store.job_names(campaign)))
             click.echo(f"would add {count} jobs to campaign {campaign}")
             return
@@ -174,7 +177,6 @@ def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
         "ended_at": campaign.ended_at,
         "clusters": per_cluster,
         "blocked": blocked,
-        "resubmitted": None,
     }
     if as_json:
         output.emit_json(data)
@@ -236,10 +238,10 @@ def _show_job(store, job_id: int, stream: str | None, as_json: bool) -> None:
 
 
 @click.command("gridstat", cls=GridCommand)
-@click.argument("campaign_arg", required=False, type=int, metavar="[CAMPAIGN]")
-@click.option("-c", "--campaign", type=int, help="Details of one campaign.")
+@click.argument("campaign_arg", required=False, type=ID, metavar="[CAMPAIGN]")
+@click.option("-c", "--campaign", type=ID, help="Details of one campaign.")
 @click.option("-f", "--full", is_flag=True, help="One line per job: id: job_id,remote_id,state,cluster,name,params.")
-@click.option("-j", "--job", type=int, help="Details of one job.")
+@click.option("-j", "--job", type=ID, help="Details of one job.")
 @click.option("-O", "--stdout", "show_out", is_flag=True, help="With -j: the job's stdout.")
 @click.option("-E", "--stderr", "show_err", is_flag=True, help="With -j: the job's stderr.")
 @click.option("-u", "--user", help="Only this user's campaigns.")
@@ -317,22 +319,17 @@ def gridstat(campaign_arg, campaign, full, job, show_out, show_err, user, header
     )
 
 
-def _id_list(ids: tuple[int, ...], campaigns: str | None) -> list[int]:
-    out = list(ids)
-    if campaigns:
-        try:
-            out += [int(x) for x in campaigns.split(",") if x.strip()]
-        except ValueError:
-            raise CigriError(f"-c takes campaign ids separated by commas, not {campaigns!r}") from None
-    return out
+def _comma_ids(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int]:
+    """``-c 3,4``: CiGri's spelling of several campaign ids."""
+    return [ID.convert(x.strip(), param, ctx) for x in (value or "").split(",") if x.strip()]
 
 
 @click.command("griddel", cls=GridCommand)
-@click.argument("ids", nargs=-1, type=int)
-@click.option("-c", "--campaigns", help="Campaign ids, separated by commas.")
+@click.argument("ids", nargs=-1, type=ID)
+@click.option("-c", "--campaigns", callback=_comma_ids, help="Campaign ids, separated by commas.")
 @click.option("-p", "--pause", is_flag=True, help="Pause: no new jobs; running ones finish.")
 @click.option("-r", "--resume", is_flag=True, help="Resume paused campaigns.")
-@click.option("-j", "--job", type=int, help="Cancel this one job.")
+@click.option("-j", "--job", type=ID, help="Cancel this one job.")
 @common
 def griddel(ids, campaigns, pause, resume, job):
     """Cancel campaigns (running jobs are killed, the rest dropped), or pause / resume them.
@@ -348,30 +345,33 @@ def griddel(ids, campaigns, pause, resume, job):
     if pause and resume:
         raise CigriError("-p and -r exclude each other")
     if job is not None:
-        if ids or campaigns:
-            raise CigriError("-j cancels one job: give no campaign ids with it")
+        if ids or campaigns or pause or resume:
+            raise CigriError("-j cancels one job: give no campaign ids, -p or -r with it")
         click.echo(f"job {job}: {ops.cancel_job(a.store, job)}")
         return
-    targets = _id_list(ids, campaigns)
+    targets = [*ids, *campaigns]
     if not targets:
         raise CigriError("which campaign? griddel ID [ID ...] or -c ID,ID")
-    for campaign_id in targets:
-        a.store.campaign(campaign_id)  # every id must exist before anything changes
-    for campaign_id in targets:
-        if pause:
-            ops.pause(a.store, campaign_id)
-            click.echo(f"campaign {campaign_id} paused")
-        elif resume:
-            ops.resume(a.store, campaign_id)
-            click.echo(f"campaign {campaign_id} resumed")
-        else:
-            to_kill = ops.cancel(a.store, campaign_id, a.clock)
-            click.echo(f"campaign {campaign_id} cancelled" + (f"; {to_kill} jobs will be killed" if to_kill else ""))
+    done = []
+    with a.store.transaction():  # all the campaigns change, or none (griddel 1 2 with 2 already over)
+        for campaign_id in targets:
+            if pause:
+                ops.pause(a.store, campaign_id)
+                done.append(f"campaign {campaign_id} paused")
+            elif resume:
+                ops.resume(a.store, campaign_id)
+                done.append(f"campaign {campaign_id} resumed")
+            else:
+                to_kill = ops.cancel(a.store, campaign_id, a.clock)
+                killed = f"; {to_kill} jobs will be killed" if to_kill else ""
+                done.append(f"campaign {campaign_id} cancelled{killed}")
+    for line in done:
+        click.echo(line)
 
 
 @click.command("gridevents", cls=GridCommand)
-@click.option("-c", "--campaign", type=int, help="Events of this campaign.")
-@click.option("-e", "--event", "event_id", type=int, help="This event only.")
+@click.option("-c", "--campaign", type=ID, help="Events of this campaign.")
+@click.option("-e", "--event", "event_id", type=ID, help="This event only.")
 @click.option("-a", "--all", "show_all", is_flag=True, help="Closed events too.")
 @click.option("-f", "--fix", is_flag=True, help="Fix (close) the events: the campaign may go on.")
 @click.option("-r", "--resubmit", is_flag=True, help="With -f: run the failed jobs again.")

@@ -29,6 +29,9 @@ def _cycle(policy: str = "fifo") -> cycle_mod.Cycle:
     help="Seconds between passes when looping; a pass comes sooner when a local job ends.",
 )
 @click.option(
+    "--timeout", type=click.FloatRange(min=0), help="With --until-done: give up (exit 12) after this many seconds."
+)
+@click.option(
     "--policy",
     type=click.Choice(sorted(schedulers())),
     default="fifo",
@@ -36,7 +39,7 @@ def _cycle(policy: str = "fifo") -> cycle_mod.Cycle:
     help="Metascheduler strategy.",
 )
 @common
-def almighty(loop, until_done, period, policy):
+def almighty(loop, until_done, period, timeout, policy):
     """Run the cycle: updator, spritz, metasched, runner, nikita.
 
     One pass and exit (for cron), or --loop, or --until-done. Two passes on the
@@ -54,7 +57,7 @@ def almighty(loop, until_done, period, policy):
     cycle = _cycle(policy)
     try:
         with cycle_mod.exclusive(a.store):
-            blocked = run_passes(cycle, a.clock, loop=loop, until_done=until_done, period=period)
+            blocked = run_passes(cycle, a.clock, loop=loop, until_done=until_done, period=period, timeout=timeout)
     finally:
         cycle.close()
     for campaign_id, reason in blocked:
