@@ -96,6 +96,11 @@ class Cycle:
     def _look(self, cluster: str) -> None:
         self._seen[cluster] = self.adapter(cluster).activity()
 
+    def _watch(self, cluster: str) -> None:
+        """Before submitting: what the cluster does next is news to a waiting loop."""
+        if cluster not in self._seen:
+            self._look(cluster)
+
     def news(self) -> bool:
         """Has a cluster changed since cigri last read it? (lets a looping almighty wake before its period)"""
         return any(self.adapter(name).activity() != token for name, token in self._seen.items() if token is not None)
@@ -410,8 +415,7 @@ class Cycle:
         ]
         adapter = self.adapter(cluster)
         key = self.batch_key(campaign.id, "b", batch_id)
-        if cluster not in self._seen:
-            self._look(cluster)
+        self._watch(cluster)
         try:
             remote = adapter.find_batch(key)
             if remote is None:
@@ -450,6 +454,7 @@ class Cycle:
             self._spec(campaign, settings, 0, stage, ["/bin/sh", "-c", script], settings[f"{stage}_walltime"]),
             directory="{HOME}",
         )
+        self._watch(cluster)
         try:
             key = self.batch_key(campaign.id, cluster, stage)
             remote = self.adapter(cluster).find_batch(key) or self.adapter(cluster).submit(key, [spec])

@@ -272,6 +272,7 @@ def _check_keys(keys, allowed, path: str) -> None:
 def _expand_jdl_dir(values: dict, jdl_dir: str) -> dict:
     """cigri's ``{JDL_DIR}`` macro (the JDL file's folder, or the current one): lets an example JDL name
     files beside it. Expanded at submission, in strings and lists of strings (not in params)."""
+
     def expand(value):
         if isinstance(value, str):
             return value.replace("{JDL_DIR}", jdl_dir)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from . import campaigns as campaign_ops
 from .clock import Clock
@@ -29,7 +30,14 @@ def unfinished(cycle: Cycle) -> tuple[list[int], list[tuple[int, str]]]:
 
 
 def run_passes(
-    cycle: Cycle, clock: Clock, *, loop: bool, until_done: bool, period: float, timeout: float | None = None
+    cycle: Cycle,
+    clock: Clock,
+    *,
+    loop: bool,
+    until_done: bool,
+    period: float,
+    timeout: float | None = None,
+    on_pass: Callable[[Cycle], None] | None = None,
 ) -> list[tuple[int, str]]:
     """Run one pass, or repeat them; return the blocked campaigns when --until-done ends.
     With ``timeout``, give up (TimedOut) when passes are still needed after that many seconds."""
@@ -37,6 +45,8 @@ def run_passes(
     while True:
         started = clock.now()
         cycle.run()
+        if on_pass:
+            on_pass(cycle)
         if until_done:
             going, blocked = unfinished(cycle)
             if not going:

@@ -252,3 +252,13 @@ def test_two_passes_never_overlap(store, state):
 
     with exclusive(store), pytest.raises(Busy, match="another almighty pass"), exclusive(store):
         pass
+
+
+def test_a_looping_almighty_hears_of_every_submission(store, cycle, tmp_path, job_script):
+    """--loop/--until-done wake early on news from a cluster cigri submitted to (a prologue too)."""
+    submit(store, write_jdl(tmp_path, exec_file=str(job_script), params=["a"], prologue=["true"]))
+    cycle.run()
+    assert store.stages_in(("submitted",))  # the pass submitted the prologue, and no job yet
+    wait_for(cycle.news)
+    cycle.run()
+    wait_for(cycle.news)

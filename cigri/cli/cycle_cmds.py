@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
+
 import click
 
 from .. import cycle as cycle_mod
 from ..loop import run_passes
+from ..model import CampaignState, JobState
 from ..scheduling import registry as schedulers
 from .app import GridCommand, app, common
 
@@ -55,13 +59,49 @@ def almighty(loop, until_done, period, timeout, policy):
     a = app()
     a.setup_logging(to_file=True)
     cycle = _cycle(policy)
+    progress = _Progress() if (loop or until_done) and sys.stderr.isatty() else None
     try:
-        with cycle_mod.exclusive(a.store):
-            blocked = run_passes(cycle, a.clock, loop=loop, until_done=until_done, period=period, timeout=timeout)
+        with cycle_mod.exclusive(a.store), progress or contextlib.nullcontext():
+            blocked = run_passes(
+                cycle,
+                a.clock,
+                loop=loop,
+                until_done=until_done,
+                period=period,
+                timeout=timeout,
+                on_pass=progress.update if progress else None,
+            )
     finally:
         cycle.close()
     for campaign_id, reason in blocked:
         click.echo(f"campaign {campaign_id} is blocked: {reason}", err=True)
+
+
+class _Progress:
+    """A live bar per running campaign, on a terminal, while almighty loops."""
+
+    def __init__(self):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        self.tasks: dict[int, int] = {}
+
+    def __enter__(self):
+        self.bars.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.bars.__exit__(*exc)
+
+    def update(self, cycle: cycle_mod.Cycle) -> None:
+        store = cycle.store
+        for campaign in store.campaigns(states=[CampaignState.IN_TREATMENT, CampaignState.PAUSED]):
+            if campaign.id not in self.tasks:
+                self.tasks[campaign.id] = self.bars.add_task(f"campaign {campaign.id} {campaign.name}")
+        for campaign_id, task in self.tasks.items():
+            counts = store.counts(campaign_id)
+            total = sum(counts.values()) - counts[JobState.SKIPPED]
+            self.bars.update(task, completed=counts[JobState.TERMINATED], total=total)
 
 
 def _stage_command(stage: str, doc: str):
