@@ -187,16 +187,13 @@ configure() {  # sets SLURM_CHANGED / SSHD_CHANGED
   if sshd_conf | write_if_changed "$SSHD_CONF" 0644; then SSHD_CHANGED=1; fi
   [[ -s $SSH_KEY ]] || ssh-keygen -q -t ed25519 -N '' -C cigri-ci -f "$SSH_KEY"
   ssh-keygen -A >/dev/null                             # host keys, if the postinst did not make them
-  local u
-  for u in root "$TEST_USER"; do
-    install -m 0644 "$SSH_KEY.pub" "$KEY_DIR/authorized_keys/$u"
-  done
+  local u; for u in root "$TEST_USER"; do write_if_changed "$KEY_DIR/authorized_keys/$u" 0644 <"$SSH_KEY.pub" || true; done
 }
 
 # --- daemons -----------------------------------------------------------------------------------------------------
 munge_ok() { munge -n 2>/dev/null | unmunge >/dev/null 2>&1; }
 ctld_ok() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
-node_ok() { [[ $( sinfo -h -N -n localhost -p debug -o %T 2>/dev/null) =~ ^(idle|mixed|allocated|completing)$ ]]; }
+node_ok() { [[ $(sinfo -h -N -n localhost -p debug -o %T 2>/dev/null) =~ ^(idle|mixed|allocated|completing)$ ]]; }
 openapi_version() {  # newest openapi/v0.0.x plugin offered (v0.0.38 on Debian 12's 22.05)
   runuser -u slurmrestd -- slurmrestd -s list 2>&1 | grep -o 'openapi/v0\.0\.[0-9]*' | sort -V | tail -n1 | cut -d/ -f2
 }
@@ -210,17 +207,17 @@ start_daemons() {
   if ((SSHD_CHANGED)); then stop_one sshd; fi
   # A munged that answers is fine even if someone else started it; we only record the one we start.
   if ! munge_ok; then
-    runuser -u munge -- /usr/sbin/munged --force
+    runuser -u munge -- /usr/sbin/munged --force 9>&-
     own_from_pidfile munged /run/munge/munged.pid
     wait_for munged /var/log/munge/munged.log munge_ok
   fi
   if ! alive slurmctld; then
-    /usr/sbin/slurmctld                              # daemonizes, writes SlurmctldPidFile
+    /usr/sbin/slurmctld 9>&-                         # daemonizes, writes SlurmctldPidFile
     own_from_pidfile slurmctld "$RUN/slurmctld.pid"
   fi
   wait_for slurmctld "$LOG/slurmctld.log" ctld_ok
   if ! alive slurmd; then
-    /usr/sbin/slurmd -N localhost                    # node name independent of `hostname`
+    /usr/sbin/slurmd -N localhost 9>&-               # node name independent of `hostname`
     own_from_pidfile slurmd "$RUN/slurmd.pid"
   fi
   wait_for "node localhost" "$LOG/slurmd.log" node_ok
@@ -230,12 +227,12 @@ start_daemons() {
     # SLURM_JWT=daemon makes rest_auth/jwt forward the clients' tokens (else every request is a 401).
     # Only the plain openapi plugin: the dbv0.0.x ones abort without slurmdbd. setsid keeps the pid (not a group leader).
     SLURM_JWT=daemon setsid /usr/sbin/slurmrestd -u slurmrestd -g slurmrestd -a rest_auth/jwt -s "openapi/$API" \
-      "$REST_HOST:$REST_PORT" </dev/null >>"$LOG/slurmrestd.log" 2>&1 &
+      "$REST_HOST:$REST_PORT" </dev/null >>"$LOG/slurmrestd.log" 2>&1 9>&- &
     own slurmrestd $!
   fi
   if ! alive sshd; then
     /usr/sbin/sshd -t -f "$SSHD_CONF" 2>"$LOG/sshd.log" || die "sshd config test failed" "$LOG/sshd.log"
-    /usr/sbin/sshd -f "$SSHD_CONF" -E "$LOG/sshd.log"   # absolute path: sshd re-execs itself
+    /usr/sbin/sshd -f "$SSHD_CONF" -E "$LOG/sshd.log" 9>&-   # absolute path: sshd re-execs itself
     own_from_pidfile sshd "$RUN/sshd.pid"
   fi
 }
@@ -310,7 +307,8 @@ cmd_status() {
 
 [[ $(id -u) == 0 ]] || die "must run as root"
 mkdir -p "$RUN"
-exec 9>"$RUN/.lock"; flock 9   # two concurrent starts would race on pid files
+# Two concurrent starts would race on pid files. Daemons are started with 9>&- so they do not inherit the lock.
+exec 9>"$RUN/.lock"; flock -w 120 9 || die "another slurm-local.sh holds $RUN/.lock"
 case ${1:-} in
   start) cmd_start ;;
   stop) cmd_stop ;;
