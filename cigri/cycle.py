@@ -348,8 +348,11 @@ class Cycle:
         with self.store.transaction():
             for assignment in plan:
                 jobs = self.store.next_jobs(assignment.campaign_id, assignment.jobs)
+                size = getattr(self.adapter(assignment.cluster), "max_batch", None) or len(jobs) or 1
+                for start in range(0, len(jobs), size):  # RMs cap array sizes
+                    chunk = [j[0] for j in jobs[start : start + size]]
+                    self.store.create_batch(assignment.cluster, assignment.campaign_id, chunk, now)
                 if jobs:
-                    self.store.create_batch(assignment.cluster, assignment.campaign_id, [j[0] for j in jobs], now)
                     self.report.add("scheduled", len(jobs))
                     log.info(
                         "metasched: %d jobs of campaign %d for %s",

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from cigri import campaigns, jdl
+from cigri.adapters import registry
 from cigri.cli import STANDALONE, grid
 from cigri.clock import RealClock
 from cigri.clusters import ensure_default
@@ -313,7 +314,7 @@ def test_gridevents_bad_input(state, args, code, message):
 @pytest.mark.parametrize(
     "args, code, message",
     [
-        (["add", "big", "--adapter", "pbs"], 4, "unknown adapter 'pbs' (valid: local)"),
+        (["add", "big", "--adapter", "pbs"], 4, f"unknown adapter 'pbs' (valid: {', '.join(sorted(registry()))})"),
         (["add", "bad name", "--adapter", "local"], 4, "cluster name 'bad name'"),
         (["add", "-dash", "--adapter", "local"], 2, "No such option"),
         (["add", "local", "--adapter", "local"], 4, "cluster 'local' exists already"),

@@ -106,8 +106,9 @@ def expand_home(text: str, home: str) -> str:
 
 def registry() -> dict[str, type]:
     from .local import LocalAdapter
+    from .slurm import SlurmSsh
 
-    return {"local": LocalAdapter}
+    return {"local": LocalAdapter, "slurm-ssh": SlurmSsh}
 
 
 def adapter_class(name: str) -> type:

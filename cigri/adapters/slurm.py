@@ -1,0 +1,369 @@
+"""Slurm: what both Slurm adapters share (state table, resource mapping, the array job script), and
+``slurm-ssh``, which drives Slurm's commands through a transport (ssh, or local on a login node).
+
+A batch is one ``sbatch --array=1-N`` job named after the batch key. Task *i* runs spec *i*: the job
+script reads line *i* of the batch's args file (staged on the cluster), whose words were quoted here,
+and ``exec``\\ s them, so nothing in a param line is ever expanded by a shell. Remote ids are
+``<array job id>_<i>``, recorded at submission: they map to jobs exactly.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from datetime import datetime
+
+from ..errors import AdapterError, ConfigError, JdlError, SubmitError, TransportError
+from ..jdl import format_walltime, parse_resources
+from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
+from . import AdapterContext, Option, expand_home
+from .transport import CommandRunner, runner_for, shell
+
+# Slurm job states (squeue %T / sacct State / REST job_state), translated. Anything else is UNKNOWN.
+STATES: dict[str, RemoteState] = {
+    "PENDING": RemoteState.PENDING,
+    "CONFIGURING": RemoteState.PENDING,
+    "REQUEUED": RemoteState.PENDING,
+    "REQUEUE_HOLD": RemoteState.PENDING,
+    "REQUEUE_FED": RemoteState.PENDING,
+    "RESV_DEL_HOLD": RemoteState.PENDING,
+    "RUNNING": RemoteState.RUNNING,
+    "COMPLETING": RemoteState.RUNNING,
+    "SUSPENDED": RemoteState.RUNNING,
+    "STOPPED": RemoteState.RUNNING,
+    "SIGNALING": RemoteState.RUNNING,
+    "STAGE_OUT": RemoteState.RUNNING,
+    "RESIZING": RemoteState.RUNNING,
+    "COMPLETED": RemoteState.EXITED,
+    "FAILED": RemoteState.EXITED,
+    "OUT_OF_MEMORY": RemoteState.EXITED,  # the job's own doing: an event for the user
+    "SPECIAL_EXIT": RemoteState.EXITED,
+    "CANCELLED": RemoteState.KILLED,  # admin or user scancel: resubmitted unless cigri asked for it
+    "TIMEOUT": RemoteState.KILLED,  # walltime
+    "PREEMPTED": RemoteState.KILLED,
+    "NODE_FAIL": RemoteState.KILLED,
+    "BOOT_FAIL": RemoteState.KILLED,
+    "DEADLINE": RemoteState.KILLED,
+    "REVOKED": RemoteState.KILLED,
+}
+
+# sbatch and squeue messages that mean "the controller is not there", not "your job is wrong"
+UNREACHABLE = re.compile(
+    r"Unable to contact slurm controller|Socket timed out|Connection refused|"
+    r"Zero Bytes were transmitted|Communication connection failure",
+    re.I,
+)
+_PROPERTY = re.compile(r"^\s*(\w+)\s*=\s*'([^']*)'\s*$")
+
+
+def exit_status(raw: int | None) -> int | None:
+    """A wait status (squeue exit_code, REST exit_code) as a shell would report it."""
+    if raw is None:
+        return None
+    signal = raw & 0x7F
+    return 128 + signal if signal else raw >> 8
+
+
+def translate(state: str, raw_exit: int | None = None, reason: str = "") -> tuple[RemoteState, int | None, str]:
+    """(RemoteState, exit code, reason) of a Slurm state; CANCELLED+ etc. lose their suffix."""
+    name = state.split()[0].rstrip("+").upper() if state else ""
+    remote = STATES.get(name, RemoteState.UNKNOWN)
+    code = exit_status(raw_exit) if remote == RemoteState.EXITED else None
+    if name == "OUT_OF_MEMORY" and not code:
+        code = 137
+    return remote, code, (name.lower() if remote == RemoteState.KILLED else reason)
+
+
+def resource_options(resources: str, path: str) -> list[str]:
+    """OAR-style resources as sbatch options (see grid-gridclusters(1))."""
+    parsed = parse_resources(resources, path)
+    nodes = parsed.get("nodes") or parsed.get("node") or parsed.get("host") or parsed.get("network_address")
+    cores = parsed.get("core", 1) * parsed.get("cpu", 1)
+    if nodes:
+        return [f"--nodes={nodes}", f"--ntasks-per-node={cores}"]
+    return ["--ntasks=1", f"--cpus-per-task={cores}"]
+
+
+def constraint(properties: str, path: str) -> str | None:
+    """OAR properties ``name='value' AND ...`` as a Slurm constraint ``value&...``; anything else is refused."""
+    if not properties or not properties.strip():
+        return None
+    features = []
+    for term in re.split(r"\s+AND\s+", properties.strip(), flags=re.I):
+        match = _PROPERTY.match(term)
+        if not match:
+            raise JdlError(path, f"Slurm takes properties of the form name='value' (joined by AND), not {term!r}")
+        features.append(match.group(2))
+    return "&".join(features)
+
+
+def batch_options(spec: JobSpec, config: dict, home: str, path: str) -> list[str]:
+    """sbatch options shared by every task of a batch (all its specs share these settings)."""
+    options = [
+        *resource_options(spec.resources, f"{path}.resources"),
+        f"--time={format_walltime(spec.walltime)}",
+        f"--chdir={expand_home(spec.directory, home)}",
+    ]
+    if spec.project:
+        options.append(f"--account={spec.project}")
+    features = constraint(spec.properties, f"{path}.properties")
+    if features:
+        options.append(f"--constraint={features}")
+    partition = config.get("partition")
+    if spec.best_effort and (config.get("besteffort_partition") or config.get("besteffort_qos")):
+        partition = config.get("besteffort_partition") or partition
+        if config.get("besteffort_qos"):
+            options.append(f"--qos={config['besteffort_qos']}")
+    if partition:
+        options.append(f"--partition={partition}")
+    return options
+
+
+def args_lines(specs: Sequence[JobSpec], home: str) -> str:
+    """Line i: the quoted words of task i (job id, job name, then the command and its arguments)."""
+    lines = []
+    for spec in specs:
+        argv = [expand_home(spec.argv[0], home), *spec.argv[1:]]
+        words = [str(spec.job_id), spec.name, *argv]
+        if any("\n" in w or "\r" in w for w in words):
+            raise SubmitError(f"job {spec.job_id}: a word holds a line break, which the job script cannot carry")
+        lines.append(" ".join(shlex.quote(w) for w in words))
+    return "\n".join(lines) + "\n"
+
+
+def job_script(spec: JobSpec, home: str, args: str) -> str:
+    """The array job script. ``args`` is a shell expression printing the args lines: ``cat FILE``,
+    or a here-document when the script must carry them (REST)."""
+    constants = {
+        "CIGRI_CAMPAIGN_ID": str(spec.campaign_id),
+        "CIGRI_CAMPAIGNID": str(spec.campaign_id),
+        "CIGRI_USER": spec.user,
+        "CIGRI_WORKDIR": expand_home(spec.directory, home),
+        "CIGRI_WORKING_DIRECTORY": expand_home(spec.directory, home),
+        "CIGRI_RESOURCES": spec.resources,
+        "CIGRI_WALLTIME": format_walltime(spec.walltime),
+        "CIGRI_WALLTIME_SECONDS": str(spec.walltime),
+    }
+    exports = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in constants.items())
+    return f"""#!/bin/sh
+# cigri array job: task N runs the Nth args line; its words were quoted by cigri, so eval only
+# undoes that quoting and nothing in them is expanded.
+line=$({args} | sed -n "${{SLURM_ARRAY_TASK_ID}}p")
+[ -n "$line" ] || {{ echo "cigri: no args line $SLURM_ARRAY_TASK_ID" >&2; exit 1; }}
+eval "set -- $line"
+CIGRI_JOB_ID=$1 CIGRI_JOB_NAME=$2
+shift 2
+export CIGRI_JOB_ID CIGRI_JOBID="$CIGRI_JOB_ID" CIGRI_JOB_NAME CIGRI_JOBNAME="$CIGRI_JOB_NAME"
+{exports}
+CIGRI_NODE_FILE="${{TMPDIR:-/tmp}}/cigri-nodes.$SLURM_JOB_ID"
+scontrol show hostnames "$SLURM_JOB_NODELIST" > "$CIGRI_NODE_FILE" 2>/dev/null || hostname > "$CIGRI_NODE_FILE"
+export CIGRI_NODE_FILE CIGRI_NODEFILE="$CIGRI_NODE_FILE"
+exec "$@"
+"""
+
+
+def epoch(text: str | None) -> float | None:
+    if not text or text in ("N/A", "Unknown", "None"):
+        return None
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None
+
+
+SLURM_OPTIONS = (
+    Option("partition", str, "Slurm partition for normal jobs (default: the cluster's default)"),
+    Option("besteffort_partition", str, "Slurm partition for best-effort (preemptible) jobs"),
+    Option("besteffort_qos", str, "Slurm QOS for best-effort jobs"),
+    Option("queue_depth", int, "jobs cigri may queue beyond the free slots (default 100)", minimum=0),
+    Option("max_batch", int, "tasks per array job at most (below the cluster's MaxArraySize; default 1000)", minimum=1),
+    Option("timeout", int, "seconds to wait for the cluster's answer (default 60)", minimum=1),
+    Option("accounting", str, "sacct: ask slurmdbd about jobs slurmctld forgot (default); none: never"),
+)
+
+
+class SlurmSsh:
+    """Slurm's commands (sbatch, squeue, scancel, sinfo) through ssh, or locally on a login node."""
+
+    options = (
+        Option("host", str, "ssh: the cluster's login host (an ~/.ssh/config alias works); none: run locally"),
+        Option("port", int, "ssh: port", minimum=1),
+        Option("user", str, "ssh: login name"),
+        Option("identity_file", str, "ssh: private key for cron, which has no agent"),
+        Option("bin_dir", str, "where the cluster's Slurm commands are (default: found on its PATH)"),
+        Option("remote_dir", str, "cigri's folder on the cluster for job scripts and outputs (default ~/.cigri)"),
+        *SLURM_OPTIONS,
+    )
+
+    def __init__(self, cluster: Cluster, context: AdapterContext, runner: CommandRunner | None = None):
+        self.name = cluster.name
+        self.config = cluster.config
+        self.clock = context.clock
+        self.runner = runner or runner_for(cluster.config)
+        self.queue_depth = int(cluster.config.get("queue_depth", 100))
+        self.max_batch = int(cluster.config.get("max_batch", 1000))
+        self.best_effort = bool(cluster.config.get("besteffort_partition") or cluster.config.get("besteffort_qos"))
+        self._home: str | None = None
+
+    # ---- plumbing -------------------------------------------------------------------------------
+
+    def _cmd(self, name: str) -> str:
+        bin_dir = self.config.get("bin_dir")
+        return f"{bin_dir.rstrip('/')}/{name}" if bin_dir else name
+
+    def _run(self, argv: Sequence[str], *, input: str | None = None):
+        result = self.runner.run(argv, input=input)
+        if not result.ok and UNREACHABLE.search(result.stderr):
+            raise TransportError(f"{self.name}: {result.describe()}")
+        return result
+
+    @property
+    def home(self) -> str:
+        if self._home is None:
+            result = self._run(shell('printf %s "$HOME"'))
+            if not result.ok or not result.stdout.startswith("/"):
+                raise TransportError(f"{self.name}: cannot read the home directory: {result.describe()}")
+            self._home = result.stdout
+        return self._home
+
+    @property
+    def remote_dir(self) -> str:
+        folder = self.config.get("remote_dir") or "~/.cigri"
+        folder = expand_home(folder, self.home)
+        return folder if folder.startswith("/") else f"{self.home}/{folder}"
+
+    def _our_jobs(self) -> list[list[str]]:
+        """Every task of this user's cigri jobs that Slurm still lists, one bulk query."""
+        fields = "JobArrayID:|,ArrayJobID:|,State:|,Reason:|,exit_code:|,StartTime:|,EndTime:|,NumCPUs:|,Name:"
+        result = self._run([self._cmd("squeue"), "--me", "-h", "-r", "-t", "all", "-O", fields])
+        if not result.ok:
+            raise AdapterError(f"{self.name}: {result.describe()}")
+        rows = [line.split("|") for line in result.stdout.splitlines() if line.strip()]
+        return [[c.strip() for c in row] for row in rows if len(row) >= 9 and row[8].strip().startswith("cigri.")]
+
+    # ---- the contract ---------------------------------------------------------------------------
+
+    def check(self, settings: dict, path: str) -> None:
+        resource_options(settings["resources"], f"{path}.resources")
+        constraint(settings.get("properties") or "", f"{path}.properties")
+
+    def capacity(self) -> Capacity:
+        argv = [self._cmd("sinfo"), "-h", "-o", "%C"]
+        if self.config.get("partition"):
+            argv += ["-p", self.config["partition"]]
+        result = self._run(argv)
+        if not result.ok:
+            raise AdapterError(f"{self.name}: {result.describe()}")
+        total = used = 0
+        for line in result.stdout.split():
+            allocated, _idle, other, all_cpus = (int(x) for x in line.split("/"))
+            total += all_cpus - other
+            used += allocated
+        grid_used = queued = 0
+        for row in self._our_jobs():
+            if row[2] == "RUNNING":
+                grid_used += int(row[7] or 1)
+            elif row[2] == "PENDING":
+                queued += 1
+        return Capacity(total=total, used=used, grid_used=grid_used, queued=queued)
+
+    def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:
+        if not specs:
+            return []
+        if len(specs) > self.max_batch:
+            raise ConfigError(f"{self.name}: a batch of {len(specs)} jobs exceeds max_batch {self.max_batch}")
+        folder = self.remote_dir
+        args_file, script_file, ids_file = (f"{folder}/{batch_key}.{ext}" for ext in ("args", "sh", "ids"))
+        script = job_script(specs[0], self.home, f"cat {shlex.quote(args_file)}")
+        sbatch = [
+            self._cmd("sbatch"),
+            "--parsable",
+            f"--array=1-{len(specs)}",
+            f"--job-name={batch_key}",
+            f"--output={folder}/out/%A_%a.out",
+            f"--error={folder}/out/%A_%a.err",
+            *batch_options(specs[0], self.config, self.home, f"clusters.{self.name}"),
+            script_file,
+        ]
+        # one round trip: stage the args and the script, submit, and record the array id on the cluster
+        # itself (HUP ignored), so that find_batch knows it even if cigri dies before reading the answer
+        steps = (
+            f"umask 077 && mkdir -p {shlex.quote(folder)}/out && cat > {shlex.quote(args_file)} && "
+            f"printf %s {shlex.quote(script)} > {shlex.quote(script_file)} && trap '' HUP && "
+            f"{shlex.join(sbatch)} > {shlex.quote(ids_file)}.tmp && "
+            f"mv {shlex.quote(ids_file)}.tmp {shlex.quote(ids_file)} && cat {shlex.quote(ids_file)}"
+        )
+        result = self._run(shell(steps), input=args_lines(specs, self.home))
+        if not result.ok:
+            raise SubmitError(f"{self.name} refused the batch: {result.describe()}")
+        array_id = result.stdout.strip().split(";")[0]
+        if not array_id.isdigit():
+            raise AdapterError(f"{self.name}: sbatch answered {result.stdout.strip()!r}")
+        return [f"{array_id}_{i}" for i in range(1, len(specs) + 1)]
+
+    def find_batch(self, batch_key: str) -> list[str] | None:
+        folder = self.remote_dir
+        quoted = shlex.quote(f"{folder}/{batch_key}")
+        result = self._run(shell(f"[ -e {quoted}.ids ] && cat {quoted}.ids && wc -l < {quoted}.args || true"))
+        words = result.stdout.split()
+        if len(words) < 2 or not words[0].split(";")[0].isdigit():
+            return None
+        return [f"{words[0].split(';')[0]}_{i}" for i in range(1, int(words[1]) + 1)]
+
+    def states(self, remote_ids: Sequence[str]) -> dict[str, RemoteStatus]:
+        out = {rid: RemoteStatus(rid, RemoteState.UNKNOWN) for rid in remote_ids}
+        for task_id, _array, state, reason, raw_exit, start, end, _cpus, _name in self._our_jobs():
+            if task_id in out:
+                remote, code, why = translate(state, int(raw_exit) if raw_exit.isdigit() else None, reason)
+                out[task_id] = RemoteStatus(task_id, remote, code, epoch(start), epoch(end), why)
+        unknown = [rid for rid, status in out.items() if status.state == RemoteState.UNKNOWN]
+        if unknown and self.config.get("accounting", "sacct") == "sacct":
+            out.update(self._accounting(unknown))
+        return out
+
+    def _accounting(self, remote_ids: Sequence[str]) -> dict[str, RemoteStatus]:
+        """What slurmdbd says of tasks slurmctld no longer lists; nothing when accounting is off."""
+        argv = [
+            self._cmd("sacct"),
+            "-n",
+            "-P",
+            "-X",
+            "-o",
+            "JobID,State,ExitCode,Start,End",
+            "-j",
+            ",".join(remote_ids),
+        ]
+        result = self._run(argv)
+        if not result.ok:
+            return {}
+        out = {}
+        for line in result.stdout.splitlines():
+            fields = line.split("|")
+            if len(fields) < 5 or fields[0] not in remote_ids:
+                continue
+            code, _, signal = fields[2].partition(":")
+            raw = (int(code) << 8 | int(signal)) if code.isdigit() and signal.isdigit() else None
+            remote, exit_code, why = translate(fields[1], raw)
+            if remote in (RemoteState.EXITED, RemoteState.KILLED):
+                out[fields[0]] = RemoteStatus(fields[0], remote, exit_code, epoch(fields[3]), epoch(fields[4]), why)
+        return out
+
+    def cancel(self, remote_ids: Sequence[str]) -> None:
+        if not remote_ids:
+            return
+        result = self._run([self._cmd("scancel"), *remote_ids])
+        if not result.ok and "Invalid job id" not in result.stderr:
+            raise AdapterError(f"{self.name}: {result.describe()}")
+
+    def tail(self, remote_id: str, stream: str, lines: int) -> str:
+        path = f"{self.remote_dir}/out/{remote_id}.{'out' if stream == 'stdout' else 'err'}"
+        argv = ["tail", "-n", str(lines), path] if lines else ["cat", path]
+        result = self._run(argv)
+        return result.stdout.rstrip("\n") if result.ok else ""
+
+    def activity(self) -> object:
+        return None
+
+    def close(self) -> None:
+        self.runner.close()

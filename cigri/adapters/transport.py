@@ -1,0 +1,168 @@
+"""How adapters run commands on a cluster: here (``local``) or through the system OpenSSH client.
+
+Every argument is quoted on the way, so what an adapter passes as one word reaches the remote
+program as one word, whatever it holds (``x; rm -rf ~``, ``$(touch pwned)``). Failures to *reach* the
+cluster (no such program, ssh refused, auth failure, timeout) become :class:`TransportError` here,
+once; a command that ran and failed is returned with its exit status for the adapter to judge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import TransportError
+
+
+@dataclass(frozen=True)
+class Result:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def describe(self) -> str:
+        """The command, its exit status and the last line it wrote on stderr (for error messages)."""
+        last = (self.stderr.strip().splitlines() or [""])[-1]
+        return f"{shlex.join(self.argv)} exited with {self.returncode}" + (f": {last}" if last else "")
+
+
+class CommandRunner(Protocol):
+    where: str  # for messages: "local" or "user@host:port"
+
+    def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float | None = None) -> Result: ...
+
+    def close(self) -> None: ...
+
+
+class LocalRunner:
+    """Commands on this machine (a login node, or tests)."""
+
+    where = "local"
+
+    def __init__(self, timeout: float = 60.0):
+        self.timeout = timeout
+
+    def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float | None = None) -> Result:
+        try:
+            done = subprocess.run(
+                list(argv),
+                input=input,
+                capture_output=True,
+                text=True,
+                timeout=timeout or self.timeout,
+                stdin=None if input is not None else subprocess.DEVNULL,
+            )
+        except FileNotFoundError as exc:
+            raise TransportError(f"{argv[0]}: command not found (set the cluster's bin_dir?)") from exc
+        except PermissionError as exc:
+            raise TransportError(f"{argv[0]}: permission denied") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise TransportError(f"{shlex.join(argv)}: no answer within {exc.timeout:g} s") from exc
+        return Result(tuple(argv), done.returncode, done.stdout, done.stderr)
+
+    def close(self) -> None:
+        pass
+
+
+class SshRunner:
+    """Commands through ``ssh`` (the user's ~/.ssh/config, agent and ProxyJump apply), one multiplexed
+    connection reused between calls (ControlMaster), BatchMode so that nothing ever prompts."""
+
+    def __init__(
+        self,
+        host: str,
+        *,
+        user: str | None = None,
+        port: int | None = None,
+        identity_file: str | None = None,
+        timeout: float = 60.0,
+        connect_timeout: float = 10.0,
+        control_dir: Path | None = None,
+        ssh: str = "ssh",
+    ):
+        self.host, self.user, self.port = host, user, port
+        self.timeout = timeout
+        target = f"{user}@{host}" if user else host
+        self.where = f"{target}:{port}" if port else target
+        control_dir = control_dir or Path(tempfile.gettempdir())
+        tag = hashlib.sha1(f"{self.where}|{identity_file}".encode()).hexdigest()[:12]
+        self.base = [
+            ssh,
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            f"ConnectTimeout={connect_timeout:g}",
+            "-o",
+            "ServerAliveInterval=15",
+            "-o",
+            "ServerAliveCountMax=2",
+            "-o",
+            "ControlMaster=auto",
+            "-o",
+            f"ControlPath={control_dir}/cigri-ssh-{os.getuid()}-{tag}",
+            "-o",
+            "ControlPersist=60",
+            "-o",
+            "StrictHostKeyChecking=accept-new",  # cron cannot answer a prompt; a changed key is still refused
+        ]
+        if port:
+            self.base += ["-p", str(port)]
+        if identity_file:
+            self.base += ["-i", os.path.expanduser(identity_file), "-o", "IdentitiesOnly=yes"]
+        if user:
+            self.base += ["-l", user]
+        self.base += [host, "--"]
+
+    def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float | None = None) -> Result:
+        remote = shlex.join(argv)  # the remote shell splits this back into exactly argv
+        try:
+            done = subprocess.run(
+                [*self.base, remote],
+                input=input,
+                capture_output=True,
+                text=True,
+                timeout=timeout or self.timeout,
+                stdin=None if input is not None else subprocess.DEVNULL,
+            )
+        except FileNotFoundError as exc:
+            raise TransportError("ssh: command not found (install openssh-client)") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise TransportError(f"ssh {self.where}: no answer within {exc.timeout:g} s") from exc
+        if done.returncode == 255:  # ssh's own failure: the command did not run
+            reason = (done.stderr.strip().splitlines() or ["connection failed"])[-1]
+            raise TransportError(f"ssh {self.where}: {reason}")
+        return Result(tuple(argv), done.returncode, done.stdout, done.stderr)
+
+    def close(self) -> None:
+        pass  # the master connection persists briefly (ControlPersist) for the next pass
+
+
+def shell(script: str) -> list[str]:
+    """argv running a POSIX shell script (clusters need only sh and their RM's commands)."""
+    return ["sh", "-c", script]
+
+
+def runner_for(config: dict) -> CommandRunner:
+    """The transport a cluster's config asks for: ssh when it names a host, else local commands."""
+    timeout = float(config.get("timeout") or 60)
+    if config.get("host"):
+        return SshRunner(
+            config["host"],
+            user=config.get("user"),
+            port=config.get("port"),
+            identity_file=config.get("identity_file"),
+            timeout=timeout,
+        )
+    return LocalRunner(timeout=timeout)
