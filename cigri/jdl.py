@@ -204,26 +204,34 @@ class Jdl:
         )
         return {"name": self.name, "jobs_type": self.jobs_type, "clusters": self.clusters, "source": source}
 
-    def param_lines(self) -> Iterator[tuple[str, str]]:
-        """(where, line) of every param line, streamed; blank lines in a param file are skipped."""
+    def param_lines(self) -> Iterator[tuple[int, str]]:
+        """(number, line) of every param line, streamed (:meth:`where` names a number in errors); blank
+        lines in a param file are skipped."""
         if self.params is not None:
             for index, line in enumerate(self.params):
                 _check_text(line, f"params[{index}]")
-                yield f"params[{index}]", line
+                yield index, line
         elif self.nb_jobs is not None:
             for index in range(self.nb_jobs):
-                yield f"nb_jobs[{index}]", str(index)
+                yield index, str(index)
         else:
             try:
                 with open(self.param_file, encoding="utf-8", newline="\n") as handle:
                     for number, line in enumerate(handle, 1):
                         line = line.rstrip("\r\n")
-                        if line.strip():
-                            yield f"param_file line {number}", line
+                        if line and not line.isspace():
+                            yield number, line
             except OSError as exc:
                 raise JdlError("param_file", f"cannot read {self.param_file}: {exc.strerror}") from exc
             except UnicodeDecodeError as exc:
                 raise JdlError("param_file", f"{self.param_file} is not UTF-8 text") from exc
+
+    def where(self, number: int) -> str:
+        if self.params is not None:
+            return f"params[{number}]"
+        if self.nb_jobs is not None:
+            return f"nb_jobs[{number}]"
+        return f"param_file line {number}"
 
 
 def split_params(line: str, where: str) -> list[str]:
@@ -237,13 +245,20 @@ def split_params(line: str, where: str) -> list[str]:
     return words
 
 
+_QUOTING = re.compile(r"[\"'\\]")
+_FIRST_WORD = re.compile(r"[ \t\r\n]*([^ \t\r\n]+)")  # a line without quotes or backslashes needs no more
+
+
 def jobs_of(jdl: Jdl, taken: set[str] | None = None) -> Iterator[tuple[str, str]]:
-    """(name, param line) of each job, checking that names are unique (also against ``taken``)."""
+    """(name, param line) of each job, checking that names are unique (also against ``taken``).
+    This loop runs once per job of a million-job campaign: it stays lean."""
     seen = taken if taken is not None else set()
-    for where, line in jdl.param_lines():
-        name = split_params(line, where)[0]
+    quoting, first_word = _QUOTING.search, _FIRST_WORD.match
+    for number, line in jdl.param_lines():
+        match = None if quoting(line) else first_word(line)
+        name = match.group(1) if match else split_params(line, jdl.where(number))[0]
         if name in seen:
-            raise JdlError(where, f"job name {name!r} is used twice in the campaign")
+            raise JdlError(jdl.where(number), f"job name {name!r} is used twice in the campaign")
         seen.add(name)
         yield name, line
 

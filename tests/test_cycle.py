@@ -150,7 +150,7 @@ def test_max_jobs_and_core_requests_are_respected(store, cycle, tmp_path, job_sc
     assert states(store, cid)[JobState.LAUNCHING] == 1
     big = submit(store, write_jdl(tmp_path, exec_file=str(job_script), resources="core=2", params=["x", "y"]))
     cycle.run(["metasched"])
-    # the local cluster has 2 slots and a queue allowance of 16: one job of 2 cores costs 2 slots
+    # the local cluster has 2 slots and a queue allowance of 64: one job of 2 cores costs 2 slots
     assert states(store, big)[JobState.LAUNCHING] == 2
 
 

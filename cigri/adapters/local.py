@@ -37,7 +37,7 @@ class LocalAdapter:
         Option(
             "queue_depth",
             int,
-            "jobs cigri may queue beyond the free slots (default: 4 x slots, at least 16)",
+            "jobs cigri may queue beyond the free slots (default: 32 x slots)",
             minimum=0,
         ),
         Option("idle_exit", int, "seconds the daemon waits without work before it exits (default 30)", minimum=1),
@@ -49,7 +49,9 @@ class LocalAdapter:
         self.config = cluster.config
         self.clock = context.clock
         self.slots = int(cluster.config.get("slots") or default_slots())
-        self.queue_depth = int(cluster.config.get("queue_depth", max(16, 4 * self.slots)))
+        # in proportion to the slots, so that several local clusters share a campaign by their size,
+        # and deep enough that the daemon does not starve between two passes of trivial jobs
+        self.queue_depth = int(cluster.config.get("queue_depth", 32 * self.slots))
         self.spool = Spool(context.state_dir / "clusters" / cluster.name)
         self.spool.set_meta({"slots": self.slots, "idle_exit": int(cluster.config.get("idle_exit", 30))})
         self.home = os.path.expanduser("~")

@@ -49,11 +49,14 @@ CREATE TABLE IF NOT EXISTS jobs (
     ended_at REAL
 );
 CREATE INDEX IF NOT EXISTS jobs_live ON jobs(state, id) WHERE state IN ('queued', 'running');
+-- queries on live jobs repeat this IN term (LIVE below) so that SQLite uses the index: their cost
+-- then follows the jobs queued and running, not the jobs the spool ever held
 CREATE INDEX IF NOT EXISTS jobs_batch ON jobs(batch);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
+LIVE = "state IN ('queued', 'running')"
 
 
 def _marks(n: int) -> str:
@@ -164,13 +167,15 @@ class Spool:
 
     def usage(self) -> tuple[int, int]:
         """(slots used by running jobs, jobs queued)."""
-        used = self.conn.execute("SELECT coalesce(sum(slots), 0) FROM jobs WHERE state = 'running'").fetchone()[0]
-        queued = self.conn.execute("SELECT count(*) FROM jobs WHERE state = 'queued'").fetchone()[0]
+        used = self.conn.execute(
+            f"SELECT coalesce(sum(slots), 0) FROM jobs WHERE {LIVE} AND state = 'running'"
+        ).fetchone()[0]
+        queued = self.conn.execute(f"SELECT count(*) FROM jobs WHERE {LIVE} AND state = 'queued'").fetchone()[0]
         return used, queued
 
     def has_work(self) -> bool:
         # running jobs are work too: a daemon that died left them for a new one to watch
-        row = self.conn.execute("SELECT 1 FROM jobs WHERE state IN ('queued', 'running') LIMIT 1").fetchone()
+        row = self.conn.execute(f"SELECT 1 FROM jobs WHERE {LIVE} LIMIT 1").fetchone()
         return row is not None
 
     def data_version(self) -> int:
@@ -243,19 +248,19 @@ class Spool:
     def live(self) -> list[tuple]:
         return self.conn.execute(
             "SELECT id, argv, cwd, env, walltime, slots, state, cancel, pid, pid_start, started_at FROM jobs "
-            "WHERE state IN ('queued', 'running') ORDER BY id"
+            f"WHERE {LIVE} ORDER BY id"
         ).fetchall()
 
     def queued(self, limit: int) -> list[tuple]:
         return self.conn.execute(
-            # the IN term repeats the partial index's WHERE so that SQLite uses the index
-            "SELECT id, argv, cwd, env, walltime, slots FROM jobs WHERE state IN ('queued', 'running') "
-            "AND state = 'queued' ORDER BY id LIMIT ?",
+            f"SELECT id, argv, cwd, env, walltime, slots FROM jobs WHERE {LIVE} AND state = 'queued' "
+            "ORDER BY id LIMIT ?",
             (limit,),
         ).fetchall()
 
     def cancel_requests(self) -> set[int]:
-        return {r[0] for r in self.conn.execute("SELECT id FROM jobs WHERE state = 'running' AND cancel = 1")}
+        rows = self.conn.execute(f"SELECT id FROM jobs WHERE {LIVE} AND state = 'running' AND cancel = 1")
+        return {r[0] for r in rows}
 
     def record(self, started: Sequence[tuple], ended: Sequence[tuple]) -> None:
         """started: (pid, pid_start, started_at, id); ended: (state, exit_code, reason, ended_at, id)."""

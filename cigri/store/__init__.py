@@ -195,20 +195,11 @@ class Store:
         self.conn.execute("INSERT INTO campaign_stats (campaign_id, sample_at) VALUES (?, ?)", (campaign_id, now))
         return campaign_id
 
-    def add_jobs(self, campaign_id: int, jobs: Iterable[tuple[str, str]], batch: int = 10_000) -> int:
+    def add_jobs(self, campaign_id: int, jobs: Iterable[tuple[str, str]]) -> int:
         """Insert ``(name, params)`` pairs as to_launch jobs, streaming in chunks; return how many."""
         sql = "INSERT INTO jobs (campaign_id, name, params, state) VALUES (?, ?, ?, 'to_launch')"
-        total = 0
-        chunk: list[tuple] = []
-        for name, params in jobs:
-            chunk.append((campaign_id, name, params))
-            if len(chunk) >= batch:
-                self.conn.executemany(sql, chunk)
-                total += len(chunk)
-                chunk.clear()
-        if chunk:
-            self.conn.executemany(sql, chunk)
-            total += len(chunk)
+        # one executemany over the stream: sqlite3 pulls the rows one by one, nothing is held in memory
+        total = self.conn.executemany(sql, ((campaign_id, name, params) for name, params in jobs)).rowcount
         self.conn.execute(
             "INSERT INTO job_counts (campaign_id, state, n) VALUES (?, 'to_launch', ?) "
             "ON CONFLICT (campaign_id, state) DO UPDATE SET n = n + excluded.n",
@@ -379,22 +370,20 @@ class Store:
         """(id, campaign, state, remote_id, started_at) of the cluster's submitted and running jobs."""
         return self.conn.execute(
             "SELECT id, campaign_id, state, remote_id, started_at FROM jobs "
-            f"WHERE cluster = ? AND state IN {migrations.ACTIVE_STATES_SQL} AND state != 'launching'",
+            f"WHERE cluster = ? AND {migrations.ACTIVE} AND state != 'launching'",
             (cluster,),
         ).fetchall()
 
     def active_count(self, cluster: str) -> dict[str, int]:
         rows = self.conn.execute(
-            "SELECT state, count(*) FROM jobs "
-            f"WHERE cluster = ? AND state IN {migrations.ACTIVE_STATES_SQL} GROUP BY state",
+            f"SELECT state, count(*) FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} GROUP BY state",
             (cluster,),
         )
         return dict(rows.fetchall())
 
     def active_by_campaign(self, cluster: str) -> dict[int, int]:
         rows = self.conn.execute(
-            f"SELECT campaign_id, count(*) FROM jobs WHERE cluster = ? AND state IN {migrations.ACTIVE_STATES_SQL} "
-            "GROUP BY campaign_id",
+            f"SELECT campaign_id, count(*) FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} GROUP BY campaign_id",
             (cluster,),
         )
         return dict(rows.fetchall())
@@ -457,12 +446,12 @@ class Store:
         """Flag active jobs for nikita; return how many."""
         if job_id is not None:
             cur = self.conn.execute(
-                f"UPDATE jobs SET kill_requested = 1 WHERE id = ? AND state IN {migrations.ACTIVE_STATES_SQL}",
+                f"UPDATE jobs SET kill_requested = 1 WHERE id = ? AND {migrations.ACTIVE}",
                 (job_id,),
             )
         else:
             cur = self.conn.execute(
-                f"UPDATE jobs SET kill_requested = 1 WHERE campaign_id = ? AND state IN {migrations.ACTIVE_STATES_SQL}",
+                f"UPDATE jobs SET kill_requested = 1 WHERE campaign_id = ? AND {migrations.ACTIVE}",
                 (campaign_id,),
             )
         return cur.rowcount

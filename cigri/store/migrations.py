@@ -5,7 +5,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-ACTIVE_STATES_SQL = "('launching', 'submitted', 'running')"
+# the partial index's condition, repeated word for word by the queries that must use the index;
+# the OR form costs less than IN (...) on each of a million inserted rows
+ACTIVE = "(state = 'launching' OR state = 'submitted' OR state = 'running')"
 
 
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
@@ -75,7 +77,7 @@ def _m001_initial(conn: sqlite3.Connection) -> None:
         -- the metascheduler's seek: next to_launch jobs of a campaign, in order
         CREATE INDEX jobs_campaign_state ON jobs(campaign_id, state, id);
         -- the updator's and nikita's working sets stay small whatever the campaign sizes
-        CREATE INDEX jobs_active ON jobs(cluster, state) WHERE state IN {ACTIVE_STATES_SQL};
+        CREATE INDEX jobs_active ON jobs(cluster, state) WHERE {ACTIVE};
         CREATE INDEX jobs_batch ON jobs(batch_id) WHERE batch_id IS NOT NULL;
         CREATE INDEX jobs_kill ON jobs(kill_requested) WHERE kill_requested = 1;
         -- counts per (campaign, state), kept by the trigger below, so nothing counts a million rows
