@@ -18,6 +18,8 @@ from cigri.clock import RealClock
 from cigri.cycle import Cycle
 from cigri.store import Store
 
+from .slurm import shared_dir, slurm  # noqa: F401 (fixtures for the tests that need the real Slurm)
+
 PYTHON = sys.executable
 
 

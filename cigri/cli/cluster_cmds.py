@@ -37,10 +37,21 @@ def gridclusters(ctx, as_json):
     A new state file has one cluster, 'local': real processes on this machine,
     as many at a time as it has CPUs.
 
+    Adapters: local (processes of this machine), slurm-ssh (Slurm's commands through
+    ssh, or locally without --host), slurm-rest (slurmrestd with a JWT).
+
+    On Slurm, a batch of jobs is one sbatch --array job, and the JDL maps as:
+    /nodes=N/core=C to --nodes=N --ntasks-per-node=C; core=C or /core=C to
+    --ntasks=1 --cpus-per-task=C; /resource_id=1 to one CPU; walltime to --time;
+    project to --account; properties name='value' (joined by AND) to --constraint
+    (other properties are refused); type best-effort to the cluster's
+    --besteffort-partition or --besteffort-qos (without them, jobs run normally).
+
     \b
     Example:
         gridclusters
         gridclusters add big --adapter local --slots 8
+        gridclusters add dahu --adapter slurm-ssh --host dahu --identity-file ~/.ssh/id_cigri
         gridclusters set local --slots 4
         gridclusters remove big
     """

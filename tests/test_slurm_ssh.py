@@ -1,0 +1,112 @@
+"""slurm-ssh against the real local Slurm: jobs run as the unprivileged user, through ssh."""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+
+import pytest
+
+from .conftest import wait_for, write_jdl
+from .slurm import job_script, runs, ssh_cluster_options
+
+pytestmark = pytest.mark.slurm
+
+
+@pytest.fixture
+def cluster(cli, slurm):
+    cli("gridclusters", "add", "slurm", "--adapter", "slurm-ssh", *ssh_cluster_options(slurm))
+    return "slurm"
+
+
+def campaign(cli, folder, params, **fields):
+    script = job_script(folder)
+    fields.setdefault("clusters", {"slurm": {}})
+    return cli.submit(write_jdl(folder, exec_file=str(script), exec_directory=str(folder), params=params, **fields))
+
+
+def test_a_200_job_campaign_completes_as_the_unprivileged_user(cli, cluster, shared_dir):
+    params = [f"j{i:03d} 'x; rm -rf ~' '$(touch pwned)' '*'" for i in range(200)]
+    cid = campaign(cli, shared_dir, params)
+    cli.until_done(timeout=300)
+    row = cli.json("gridstat", "-c", str(cid))
+    assert (row["state"], row["done"], row["total"]) == ("terminated", 200, 200)
+    lines = runs(shared_dir)
+    assert sorted(line.split()[0] for line in lines) == [f"j{i:03d}" for i in range(200)]  # each once
+    assert set(line.split(" ", 1)[1] for line in lines) == {"[x; rm -rf ~] [$(touch pwned)] [*]"}
+    assert not (shared_dir / "pwned").exists()
+    assert cli("gridstat", "-j", "1", "-O").strip() == "ok j000 as cigritest"
+
+
+def test_an_array_partly_failing_gives_events_with_stderr(cli, cluster, shared_dir):
+    cid = campaign(cli, shared_dir, [f"ok{i}" for i in range(4)] + ["bad1 fail", "bad2 fail"])
+    cli.until_done(timeout=120)
+    events = cli.json("gridevents", "-c", str(cid))
+    assert sorted(e["code"] for e in events) == ["EXIT_ERROR", "EXIT_ERROR"]
+    assert all("exited with status 3" in e["message"] and "failing on purpose: bad" in e["message"] for e in events)
+    row = cli.json("gridstat", "-c", str(cid))
+    assert (row["done"], row["failed"], row["blocked"] is not None) == (4, 2, True)
+
+
+def test_a_job_cancelled_from_outside_cigri_is_resubmitted(cli, cluster, shared_dir, state):
+    cid = campaign(cli, shared_dir, ["victim slow-once 120"])
+    cli("almighty")
+    job = wait_for(
+        lambda: (
+            (cli("almighty"), cli.json("gridstat", "-j", "1"))[1]["state"] == "running"
+            and cli.json("gridstat", "-j", "1")
+        ),
+        timeout=60,
+    )
+    subprocess.run(["scancel", job["remote_id"]], check=True)  # the admin, not cigri
+    cli.until_done(timeout=120)
+    assert runs(shared_dir) == ["victim [slow-once] [120]"] * 2
+    row = cli.json("gridstat", "-c", str(cid))
+    assert (row["state"], row["done"]) == ("terminated", 1)
+    assert cli.json("gridstat", "-j", "1")["resubmits"] == 1
+
+
+def test_a_walltime_overrun_is_killed_by_slurm_and_resubmitted(cli, cluster, shared_dir):
+    # Slurm kills in whole minutes: one such test only
+    cid = campaign(cli, shared_dir, ["long slow-once 150"], walltime="00:01:00")
+    cli.until_done(timeout=240)
+    assert runs(shared_dir) == ["long [slow-once] [150]"] * 2
+    assert cli.json("gridstat", "-c", str(cid))["state"] == "terminated"
+
+
+def test_a_stopped_controller_is_a_cluster_event_and_nothing_is_lost(cli, cluster, shared_dir, slurm):
+    cid = campaign(cli, shared_dir, [f"s{i} sleep 1" for i in range(12)])
+    cli("almighty")
+    subprocess.run(["pkill", "-x", "slurmctld"], check=True)
+    wait_for(lambda: "UP" not in subprocess.run(["scontrol", "ping"], capture_output=True, text=True).stdout)
+    cli("almighty")
+    [event] = [e for e in cli.json("gridevents", "-a") if e["class"] == "cluster"]
+    assert event["code"] == "CLUSTER_UNREACHABLE" and event["cluster"] == "slurm"
+    assert "Unable to contact slurm controller" in event["message"]
+    problem = {c["name"]: c for c in cli.json("gridclusters")}["slurm"]
+    assert problem["problem"]
+    subprocess.run(["scripts/slurm-local.sh", "start"], check=True, capture_output=True)
+    cli.until_done(timeout=180)
+    assert Counter(line.split()[0] for line in runs(shared_dir)) == {f"s{i}": 1 for i in range(12)}
+    assert cli.json("gridstat", "-c", str(cid))["state"] == "terminated"
+    assert [e["state"] for e in cli.json("gridevents", "-a") if e["class"] == "cluster"] == ["closed"]
+
+
+def test_a_refused_ssh_key_is_a_clear_cluster_event(cli, slurm, shared_dir, tmp_path):
+    key = tmp_path / "wrong_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    options = ssh_cluster_options({**slurm, "SSH_KEY": str(key)})
+    cli("gridclusters", "add", "slurm", "--adapter", "slurm-ssh", *options)
+    campaign(cli, shared_dir, ["never"])
+    out = cli("almighty")
+    assert "Traceback" not in out
+    [event] = cli.json("gridevents", "-a")
+    assert event["class"] == "cluster" and "Permission denied (publickey)" in event["message"]
+    assert cli.json("gridstat", "-j", "1")["state"] == "to_launch"  # nothing lost, nothing sent
+
+
+def test_unsupported_properties_are_a_jdl_error_for_that_cluster(cli, cluster, shared_dir):
+    script = job_script(shared_dir)
+    jdl = write_jdl(shared_dir, exec_file=str(script), params=["a"], clusters={"slurm": {"properties": "mem > 4"}})
+    out = cli("gridsub", str(jdl), code=3)
+    assert "clusters.slurm.properties: Slurm takes properties of the form name='value'" in out
