@@ -167,16 +167,17 @@ class Cycle:
                 durations.append((campaign_id, max(0.0, end - (start or end))))
             else:
                 ended.append((job_id, JobState.EVENT, status.exit_code, start, end))
-                failed.append((job_id, campaign_id, remote, status.exit_code))
+                how = f"exited with status {status.exit_code}" if status.exit_code is not None else status.reason
+                failed.append((job_id, campaign_id, remote, how))
         tails = {job_id: adapter.tail(remote, "stderr", STDERR_LINES) for job_id, _, remote, _ in failed}
         counts = self.store.resubmit_counts([job_id for job_id, _, _ in requeue]) if requeue else {}
         with self.store.transaction():
             self.store.mark_running(started)
             self.store.mark_ended(ended)
             self.store.add_durations(durations)
-            for job_id, campaign_id, _remote, code in failed:
+            for job_id, campaign_id, _remote, how in failed:
                 tail = tails[job_id]
-                message = f"job {job_id} exited with status {code}" + (f"; stderr ends with:\n{tail}" if tail else "")
+                message = f"job {job_id} {how}" + (f"; stderr ends with:\n{tail}" if tail else "")
                 self.store.open_event(
                     EventClass.JOB,
                     EventCode.EXIT_ERROR,

@@ -107,8 +107,9 @@ def expand_home(text: str, home: str) -> str:
 def registry() -> dict[str, type]:
     from .local import LocalAdapter
     from .slurm import SlurmSsh
+    from .slurm_rest import SlurmRest
 
-    return {"local": LocalAdapter, "slurm-ssh": SlurmSsh}
+    return {"local": LocalAdapter, "slurm-ssh": SlurmSsh, "slurm-rest": SlurmRest}
 
 
 def adapter_class(name: str) -> type:

@@ -59,7 +59,7 @@ _PROPERTY = re.compile(r"^\s*(\w+)\s*=\s*'([^']*)'\s*$")
 
 def exit_status(raw: int | None) -> int | None:
     """A wait status (squeue exit_code, REST exit_code) as a shell would report it."""
-    if raw is None:
+    if raw is None or raw > 0xFFFF:  # above 16 bits Slurm reports an error number (JobLaunchFailure: 4021)
         return None
     signal = raw & 0x7F
     return 128 + signal if signal else raw >> 8
@@ -72,6 +72,8 @@ def translate(state: str, raw_exit: int | None = None, reason: str = "") -> tupl
     code = exit_status(raw_exit) if remote == RemoteState.EXITED else None
     if name == "OUT_OF_MEMORY" and not code:
         code = 137
+    if remote == RemoteState.EXITED and code is None and not reason:
+        reason = f"{name.lower()} without an exit status"
     return remote, code, (name.lower() if remote == RemoteState.KILLED else reason)
 
 
@@ -133,8 +135,9 @@ def args_lines(specs: Sequence[JobSpec], home: str) -> str:
 
 
 def job_script(spec: JobSpec, home: str, args: str) -> str:
-    """The array job script. ``args`` is a shell expression printing the args lines: ``cat FILE``,
-    or a here-document when the script must carry them (REST)."""
+    """The array job script. ``args`` is a shell command printing the args lines: ``cat FILE``, or a
+    ``printf`` of them when the script must carry them itself (REST). It runs inside ``$(...)``, where
+    a here-document's end line would not be found."""
     constants = {
         "CIGRI_CAMPAIGN_ID": str(spec.campaign_id),
         "CIGRI_CAMPAIGNID": str(spec.campaign_id),

@@ -12,14 +12,15 @@ from .app import GridGroup, app, common
 
 def _adapter_options(command):
     """One --option per setting any adapter declares; each adapter refuses the ones it does not take."""
-    seen = {}
-    for adapter in registry().values():
+    seen: dict[str, tuple[type, dict[str, list[str]]]] = {}
+    for adapter_name, adapter in sorted(registry().items()):
         for option in adapter.options:
-            seen.setdefault(option.name, option)
-    for option in reversed(list(seen.values())):
-        command = click.option(f"--{option.name.replace('_', '-')}", option.name, type=option.type, help=option.help)(
-            command
-        )
+            kind, helps = seen.setdefault(option.name, (option.type, {}))
+            helps.setdefault(option.help, []).append(adapter_name)
+    for name, (kind, helps) in reversed(list(seen.items())):
+        # an option several adapters declare with different meanings says each, with its adapters
+        text = next(iter(helps)) if len(helps) == 1 else "; ".join(f"{', '.join(a)}: {h}" for h, a in helps.items())
+        command = click.option(f"--{name.replace('_', '-')}", name, type=kind, help=text)(command)
     return command
 
 

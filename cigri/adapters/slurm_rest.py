@@ -1,0 +1,485 @@
+"""``slurm-rest``: Slurm through slurmrestd (JSON over HTTP, JWT auth), for clusters that offer no ssh.
+
+It behaves as ``slurm-ssh`` and shares its helpers (:mod:`cigri.adapters.slurm`): a batch is one array
+job named after the batch key, task *i* runs spec *i*, remote ids are ``<array job id>_<i>``. What
+differs, because slurmrestd cannot touch files:
+
+- the args lines travel inside the job script (a ``printf`` of quoted lines) instead of a staged file;
+- the job's outputs go to ``output_dir`` (default: the home directory), which must already exist, as
+  ``cigri-<array>_<task>.out`` / ``.err``: slurmd creates the files, not their folder;
+- the home directory comes from the ``home`` option, or from ``$HOME`` read through ssh when ``host``
+  is set; ssh is also the only way to read a job's stderr tail (without it, ``tail`` says so);
+- the number of tasks of a batch is kept in the job's comment, so that ``find_batch`` answers right
+  even when slurmctld has forgotten some tasks;
+- the OpenAPI version is the newest of :data:`VERSIONS` the server answers a ping on (``api`` forces one).
+
+Every HTTP exchange goes through :meth:`SlurmRest._request`, which maps failures once: unreachable,
+timeout and authentication refusals (HTTP 401, or the HTTP 500 a bad token gets) become
+:class:`TransportError`, a submission refused for the job's own settings :class:`SubmitError`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from ..errors import AdapterError, ConfigError, SubmitError, TransportError
+from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
+from . import AdapterContext, Option, expand_home
+from .slurm import (
+    SLURM_OPTIONS,
+    UNREACHABLE,
+    args_lines,
+    batch_options,
+    constraint,
+    job_script,
+    resource_options,
+    translate,
+)
+from .transport import CommandRunner, SshRunner, shell
+
+VERSIONS = ("v0.0.39", "v0.0.38", "v0.0.37")  # newest first: the data formats this adapter reads and writes
+
+# what slurm.batch_options says as sbatch options, said as slurmrestd job fields (--time: see time_limit)
+FIELDS: dict[str, tuple[str, type]] = {
+    "--nodes": ("nodes", int),
+    "--ntasks-per-node": ("tasks_per_node", int),
+    "--ntasks": ("tasks", int),
+    "--cpus-per-task": ("cpus_per_task", int),
+    "--chdir": ("current_working_directory", str),
+    "--account": ("account", str),
+    "--constraint": ("constraints", str),
+    "--partition": ("partition", str),
+    "--qos": ("qos", str),
+}
+# the environment of the jobs: slurmrestd requires one, and passes nothing of the caller's
+PATH = "/bin:/usr/bin:/usr/local/bin"
+INVALID_JOB = 2017  # "Invalid job id specified": the job is gone, which a cancel does not mind
+_COMMENT = re.compile(r"cigri batch of (\d+) tasks")
+_UNAVAILABLE = "({stream} tail unavailable: slurmrestd cannot read files; configure ssh for this cluster)"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One array task as slurmrestd lists it."""
+
+    array_id: int
+    index: int
+    state: str
+    raw_exit: int | None
+    started: float | None
+    ended: float | None
+    cpus: int
+    name: str
+    comment: str
+    reason: str
+
+    @property
+    def remote_id(self) -> str:
+        return f"{self.array_id}_{self.index}"
+
+
+def number(value: object) -> int | None:
+    """An integer field: plain in v0.0.37/38, ``{"set": ..., "number": ...}`` in v0.0.39."""
+    if isinstance(value, dict):
+        settled = value.get("set", True) and not value.get("infinite")
+        return int(value["number"]) if settled and isinstance(value.get("number"), int) else None
+    return int(value) if isinstance(value, int | float) else None
+
+
+def first_word(value: object) -> str:
+    """A state: a string, or a list of flags whose first is the state (v0.0.39 node states)."""
+    if isinstance(value, list):
+        return str(value[0]) if value else ""
+    return str(value or "")
+
+
+def task_indices(text: str) -> list[int]:
+    """The indices of a pending array record's ``array_task_string``: ``9-12``, ``1,3,5-9:2``, ``2-7%4``."""
+    out: list[int] = []
+    for part in text.split("%")[0].split(","):
+        bounds, _, step = part.partition(":")
+        low, _, high = bounds.partition("-")
+        if low.strip().isdigit():
+            out.extend(range(int(low), int(high or low) + 1, int(step or 1)))
+    return out
+
+
+def args_printer(specs: Sequence[JobSpec], home: str) -> str:
+    """A shell command printing the args lines, for job_script: the script carries them, quoted once more.
+
+    Not a here-document: job_script pipes ``{args} | sed``, and ``cat <<EOF ... EOF | sed`` leaves the
+    here-document unterminated (the delimiter must stand alone on its line)."""
+    lines = args_lines(specs, home).rstrip("\n").split("\n")
+    return "printf '%s\\n' " + " ".join(shlex.quote(line) for line in lines)
+
+
+def read_token(path: str) -> str:
+    """The JWT in ``path``: the file's only content, or the value of its ``SLURM_JWT=`` line."""
+    try:
+        text = Path(path).expanduser().read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read token_file {path}: {exc.strerror or exc}") from None
+    lines = [line.strip().removeprefix("export ") for line in text.splitlines() if line.strip()]
+    assigned = [line.split("=", 1)[1].strip().strip("'\"") for line in lines if line.startswith("SLURM_JWT=")]
+    token = assigned[0] if assigned else (lines[0] if len(lines) == 1 else "")
+    if not token or any(c.isspace() for c in token):
+        raise ConfigError(f"token_file {path} holds no token (the token alone, or a SLURM_JWT=... line)")
+    return token
+
+
+def error_text(data: dict) -> str:
+    """The ``errors`` of a slurmrestd answer, as one line."""
+    texts = []
+    for item in data.get("errors") or []:
+        if isinstance(item, dict):
+            error, description = str(item.get("error") or ""), str(item.get("description") or "")
+            texts.append(f"{error} ({description})" if description and description != error else error)
+    return "; ".join(t for t in texts if t)
+
+
+def error_numbers(data: dict) -> set[int]:
+    return {
+        item.get("error_number", item.get("error_code", item.get("errno")))
+        for item in data.get("errors") or []
+        if isinstance(item, dict)
+    }
+
+
+class SlurmRest:
+    """Slurm through its REST daemon, slurmrestd (JWT authentication)."""
+
+    options = (
+        Option("url", str, "slurmrestd's base URL, e.g. https://slurm.example.org:6820 (required)"),
+        Option("user", str, "Slurm user the jobs run as, sent as X-SLURM-USER-NAME (required)"),
+        Option(
+            "token_file",
+            str,
+            "file holding the user's JWT (`scontrol token`: the token alone or a SLURM_JWT=... line; keep it 0600)",
+        ),
+        Option("api", str, f"OpenAPI version: {', '.join(VERSIONS)} (default: the newest the server offers)"),
+        Option("home", str, "the user's home directory on the cluster (default: $HOME through ssh; needed without)"),
+        Option(
+            "output_dir",
+            str,
+            "existing folder on the cluster for the jobs' cigri-<array>_<task>.out/.err (default: the home "
+            "directory; slurmd does not create folders)",
+        ),
+        Option("host", str, "ssh: login host, to read $HOME and the jobs' stderr (slurmrestd cannot read files)"),
+        Option("port", int, "ssh: port", minimum=1),
+        Option("ssh_user", str, "ssh: login name (default: user)"),
+        Option("identity_file", str, "ssh: private key for cron, which has no agent"),
+        *(option for option in SLURM_OPTIONS if option.name != "accounting"),
+    )
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        context: AdapterContext,
+        runner: CommandRunner | None = None,
+        transport: httpx.BaseTransport | None = None,  # tests: an httpx.MockTransport
+    ):
+        self.name = cluster.name
+        self.config = cluster.config
+        self.clock = context.clock
+        self.timeout = float(cluster.config.get("timeout") or 60)
+        self.queue_depth = int(cluster.config.get("queue_depth", 100))
+        self.max_batch = int(cluster.config.get("max_batch", 1000))
+        self.best_effort = bool(cluster.config.get("besteffort_partition") or cluster.config.get("besteffort_qos"))
+        self.runner = runner or self._ssh_runner()
+        self.transport = transport
+        self._client: httpx.Client | None = None
+        self._api: str | None = None
+        self._home: str | None = None
+
+    # ---- plumbing -------------------------------------------------------------------------------
+
+    def _setting(self, key: str) -> str:
+        value = self.config.get(key)
+        if not value:
+            raise ConfigError(f"cluster {self.name!r} (slurm-rest) needs the {key} option")
+        return str(value)
+
+    def _ssh_runner(self) -> SshRunner | None:
+        if not self.config.get("host"):
+            return None
+        return SshRunner(
+            self.config["host"],
+            user=self.config.get("ssh_user") or self.config.get("user"),
+            port=self.config.get("port"),
+            identity_file=self.config.get("identity_file"),
+            timeout=self.timeout,
+        )
+
+    @property
+    def user(self) -> str:
+        return self._setting("user")
+
+    @property
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            url = self._setting("url")
+            if not url.startswith(("http://", "https://")):
+                raise ConfigError(f"cluster {self.name!r}: url must start with http:// or https://, not {url!r}")
+            headers = {"X-SLURM-USER-NAME": self.user, "X-SLURM-USER-TOKEN": read_token(self._setting("token_file"))}
+            self._client = httpx.Client(
+                base_url=url.rstrip("/"), headers=headers, timeout=self.timeout, transport=self.transport
+            )
+        return self._client
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        payload: dict | None = None,
+        *,
+        refused: type[AdapterError] = TransportError,
+        what: str = "",
+        gone_ok: bool = False,
+        probing: bool = False,
+    ) -> dict | None:
+        """The one door to slurmrestd: the answer's JSON, or a CigriError (never the token in it).
+
+        ``refused``: raised when Slurm rejects the request itself (SubmitError for a submission), saying
+        it refused ``what``;
+        ``gone_ok``: "Invalid job id" is an answer, not an error; ``probing``: HTTP 404 gives None."""
+        url = self._setting("url")
+        try:
+            response = self.client.request(method, path, json=payload)
+        except httpx.TimeoutException as exc:
+            raise TransportError(f"{self.name}: slurmrestd at {url} gave no answer within {self.timeout:g} s") from exc
+        except httpx.HTTPError as exc:  # connection refused, unknown host, reset
+            cause = str(exc) or type(exc).__name__
+            raise TransportError(f"{self.name}: cannot reach slurmrestd at {url}: {cause}") from exc
+        try:
+            data = response.json()
+        except ValueError:
+            data = {}
+        data = data if isinstance(data, dict) else {}
+        status, text = response.status_code, error_text(data) or response.text.strip()[:200]
+        if status < 400:
+            return data
+        if status == 401:
+            raise TransportError(
+                f"{self.name}: slurmrestd authentication refused (HTTP 401) for user {self.user}: "
+                "check the user and token_file options"
+            )
+        if status == 404 and probing:
+            return None
+        numbers = error_numbers(data)
+        if gone_ok and numbers == {INVALID_JOB}:
+            return data
+        if status == 500 and -1 in numbers:  # how slurmrestd 22.05 answers a bad or expired token
+            raise TransportError(
+                f"{self.name}: slurmrestd authentication refused (HTTP 500: {text}; "
+                "the token is invalid or expired): renew the token in token_file"
+            )
+        if UNREACHABLE.search(text):
+            raise TransportError(
+                f"{self.name}: slurmrestd cannot reach slurmctld, or slurmctld refused the token "
+                f"(HTTP {status}: {text})"
+            )
+        if data.get("errors") and refused is not TransportError:
+            raise refused(f"{self.name} refused {what or f'{method} {path}'}: {text}")
+        if status >= 500:
+            raise TransportError(f"{self.name}: slurmrestd answered HTTP {status} to {method} {path}: {text}")
+        raise AdapterError(f"{self.name}: slurmrestd answered HTTP {status} to {method} {path}: {text}")
+
+    @property
+    def api(self) -> str:
+        """The OpenAPI version in use: forced by ``api`` (no probe), else the newest of VERSIONS that
+        answers a ping."""
+        forced = self.config.get("api")
+        if forced and forced not in VERSIONS:
+            raise ConfigError(f"cluster {self.name!r}: api {forced!r} is not one of {', '.join(VERSIONS)}")
+        if self._api is None and forced:
+            self._api = forced
+        if self._api is None:
+            for version in VERSIONS:
+                if self._request("GET", f"/slurm/{version}/ping", probing=True) is not None:
+                    self._api = version
+                    break
+            else:
+                raise TransportError(
+                    f"{self.name}: slurmrestd at {self.config['url']} offers none of {', '.join(VERSIONS)}"
+                )
+        return self._api
+
+    def _slurm(self, method: str, path: str, payload: dict | None = None, **kwargs) -> dict:
+        return self._request(method, f"/slurm/{self.api}/{path}", payload, **kwargs) or {}
+
+    @property
+    def home(self) -> str:
+        if self._home is None:
+            if self.config.get("home"):
+                self._home = str(self.config["home"]).rstrip("/") or "/"
+            elif self.runner is not None:
+                result = self.runner.run(shell('printf %s "$HOME"'))
+                if not result.ok or not result.stdout.startswith("/"):
+                    raise TransportError(f"{self.name}: cannot read the home directory: {result.describe()}")
+                self._home = result.stdout
+            else:
+                raise ConfigError(f"cluster {self.name!r} (slurm-rest) needs the home option, or ssh (host) to read it")
+        return self._home
+
+    @property
+    def output_dir(self) -> str:
+        folder = expand_home(self.config.get("output_dir") or "~", self.home).rstrip("/") or "/"
+        return folder if folder.startswith("/") else f"{self.home}/{folder}"
+
+    def _tasks(self) -> list[Task]:
+        """Every array task of this user's cigri jobs that slurmctld still lists, in one request."""
+        tasks = []
+        for job in self._slurm("GET", "jobs").get("jobs") or []:
+            name, user = str(job.get("name") or ""), str(job.get("user_name") or "")
+            array_id = number(job.get("array_job_id"))
+            if not array_id or user != self.user or not name.startswith("cigri."):
+                continue
+            index = number(job.get("array_task_id"))
+            # a pending array not yet split is one record for all its waiting tasks
+            indices = [index] if index is not None else task_indices(str(job.get("array_task_string") or ""))
+            reason = str(job.get("state_reason") or "")
+            common = {
+                "state": first_word(job.get("job_state")),
+                "raw_exit": number(job.get("exit_code")),
+                "started": number(job.get("start_time")) or None,
+                "ended": number(job.get("end_time")) or None,
+                "cpus": number(job.get("cpus")) or 1,
+                "name": name,
+                "comment": str(job.get("comment") or ""),
+                "reason": "" if reason == "None" else reason,
+            }
+            tasks.extend(Task(array_id, i, **common) for i in indices)
+        return tasks
+
+    def _job(self, batch_key: str, specs: Sequence[JobSpec]) -> dict:
+        """The ``job`` part of the submission: slurm.batch_options said as slurmrestd fields."""
+        spec = specs[0]
+        job: dict = {
+            "name": batch_key,
+            "array": f"1-{len(specs)}",
+            "comment": f"cigri batch of {len(specs)} tasks",
+            "time_limit": max(1, math.ceil(spec.walltime / 60)),
+            "standard_output": f"{self.output_dir}/cigri-%A_%a.out",
+            "standard_error": f"{self.output_dir}/cigri-%A_%a.err",
+        }
+        for option in batch_options(spec, self.config, self.home, f"clusters.{self.name}"):
+            flag, _, value = option.partition("=")
+            if flag == "--time":
+                continue
+            if flag not in FIELDS:
+                raise AdapterError(f"{self.name}: slurm-rest has no job field for the sbatch option {option}")
+            field, kind = FIELDS[flag]
+            job[field] = kind(value)
+        environment = {"PATH": PATH, "HOME": self.home, "USER": self.user, "LOGNAME": self.user}
+        # v0.0.37/38 take a dictionary, v0.0.39 a list of NAME=value
+        job["environment"] = [f"{k}={v}" for k, v in environment.items()] if self.api == "v0.0.39" else environment
+        return job
+
+    # ---- the contract ---------------------------------------------------------------------------
+
+    def check(self, settings: dict, path: str) -> None:
+        resource_options(settings["resources"], f"{path}.resources")
+        constraint(settings.get("properties") or "", f"{path}.properties")
+
+    def capacity(self) -> Capacity:
+        partition = self.config.get("partition")
+        total = used = 0
+        for node in self._slurm("GET", "nodes").get("nodes") or []:
+            if partition and partition not in (node.get("partitions") or []):
+                continue
+            cpus, allocated = number(node.get("cpus")) or 0, number(node.get("alloc_cpus")) or 0
+            state = first_word(node.get("state")).lower()
+            flags = {str(f).upper() for f in node.get("state_flags") or []}
+            if isinstance(node.get("state"), list):
+                flags |= {str(f).upper() for f in node["state"][1:]}
+            usable = state not in ("down", "error", "future", "unknown") and not flags & {"DRAIN", "FAIL"}
+            total += cpus if usable else allocated  # as sinfo's %C: all but "other" (down, drained)
+            used += allocated
+        grid_used = queued = 0
+        for task in self._tasks():
+            if task.state == "RUNNING":
+                grid_used += task.cpus
+            elif task.state == "PENDING":
+                queued += 1
+        return Capacity(total=total, used=used, grid_used=grid_used, queued=queued)
+
+    def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:
+        if not specs:
+            return []
+        if len(specs) > self.max_batch:
+            raise ConfigError(f"{self.name}: a batch of {len(specs)} jobs exceeds max_batch {self.max_batch}")
+        payload = {
+            "job": self._job(batch_key, specs),
+            "script": job_script(specs[0], self.home, args_printer(specs, self.home)),
+        }
+        answer = self._slurm("POST", "job/submit", payload, refused=SubmitError, what="the batch")
+        array_id = answer.get("job_id")
+        if not isinstance(array_id, int):
+            raise SubmitError(f"{self.name} refused the batch: {error_text(answer) or 'the answer holds no job id'}")
+        return [f"{array_id}_{i}" for i in range(1, len(specs) + 1)]
+
+    def find_batch(self, batch_key: str) -> list[str] | None:
+        tasks = [task for task in self._tasks() if task.name == batch_key]
+        if not tasks:
+            return None
+        array_id = min(task.array_id for task in tasks)  # the first submission, should there be two
+        tasks = [task for task in tasks if task.array_id == array_id]
+        counts = [int(m.group(1)) for m in (_COMMENT.search(task.comment) for task in tasks) if m]
+        count = counts[0] if counts else max(task.index for task in tasks)
+        return [f"{array_id}_{i}" for i in range(1, count + 1)]
+
+    def states(self, remote_ids: Sequence[str]) -> dict[str, RemoteStatus]:
+        out = {rid: RemoteStatus(rid, RemoteState.UNKNOWN) for rid in remote_ids}
+        for task in self._tasks():
+            if task.remote_id in out:
+                remote, code, why = translate(task.state, task.raw_exit, task.reason)
+                ended = remote in (RemoteState.EXITED, RemoteState.KILLED)
+                started = task.started if remote == RemoteState.RUNNING or ended else None
+                out[task.remote_id] = RemoteStatus(
+                    task.remote_id, remote, code, started, task.ended if ended else None, why
+                )
+        return out
+
+    def cancel(self, remote_ids: Sequence[str]) -> None:
+        """One DELETE per array all of whose live tasks go, else one per task; tasks already over are left."""
+        if not remote_ids:
+            return
+        live: dict[int, set[int]] = {}
+        for task in self._tasks():
+            if translate(task.state)[0] in (RemoteState.PENDING, RemoteState.RUNNING, RemoteState.UNKNOWN):
+                live.setdefault(task.array_id, set()).add(task.index)
+        wanted: dict[int, set[int]] = {}
+        for rid in remote_ids:
+            array_id, _, index = rid.partition("_")
+            if array_id.isdigit() and index.isdigit():
+                wanted.setdefault(int(array_id), set()).add(int(index))
+        for array_id, indices in wanted.items():
+            going = live.get(array_id, set())
+            whole = going and going <= indices
+            for target in [str(array_id)] if whole else [f"{array_id}_{i}" for i in sorted(going & indices)]:
+                self._slurm("DELETE", f"job/{target}", refused=AdapterError, what=f"to cancel {target}", gone_ok=True)
+
+    def tail(self, remote_id: str, stream: str, lines: int) -> str:
+        if self.runner is None:
+            return _UNAVAILABLE.format(stream=stream)
+        path = f"{self.output_dir}/cigri-{remote_id}.{'out' if stream == 'stdout' else 'err'}"
+        argv = ["tail", "-n", str(lines), path] if lines else ["cat", path]
+        result = self.runner.run(argv)
+        return result.stdout.rstrip("\n") if result.ok else ""
+
+    def activity(self) -> object:
+        return None
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self.runner is not None:
+            self.runner.close()

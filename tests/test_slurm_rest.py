@@ -1,0 +1,405 @@
+"""The slurm-rest adapter: error mapping and parsing against httpx.MockTransport, then the real slurmrestd
+of scripts/slurm-local.sh as the unprivileged user cigritest (outputs read back through ssh)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cigri.adapters import AdapterContext, adapter_class
+from cigri.adapters.slurm_rest import SlurmRest, args_printer, read_token, task_indices
+from cigri.clock import RealClock
+from cigri.errors import ConfigError, SubmitError, TransportError
+from cigri.model import Capacity, Cluster, JobSpec, RemoteState
+
+from .conftest import wait_for
+
+CI_ENV = Path("/run/slurm/ci.env")
+TOKEN = "eyJ.secret-token.XYZ"  # must never show in a message
+NASTY = ["a b; echo hacked", "$(touch {pwned})", "`id`", "it's", '"quoted" \\ *', "-n"]
+
+
+def spec(i: int, *argv: str, walltime: int = 60, resources: str = "core=1") -> JobSpec:
+    return JobSpec(
+        job_id=i,
+        campaign_id=7,
+        name=f"j{i}",
+        argv=argv,
+        directory="~",
+        walltime=walltime,
+        resources=resources,
+        user="alice",
+    )
+
+
+def finished(adapter, ids):
+    states = adapter.states(ids)
+    done = all(s.state in (RemoteState.EXITED, RemoteState.KILLED) for s in states.values())
+    return states if done else None
+
+
+# ---- without Slurm: httpx.MockTransport -----------------------------------------------------------
+
+
+def ok(**fields) -> httpx.Response:
+    return httpx.Response(200, json={"meta": {}, "errors": [], **fields})
+
+
+def failed(status: int, *errors: dict, **fields) -> httpx.Response:
+    return httpx.Response(status, json={"meta": {}, "errors": list(errors), **fields})
+
+
+def mocked(tmp_path: Path, handler, **config) -> SlurmRest:
+    """An adapter whose slurmrestd is ``handler``; v0.0.38 answers pings unless the handler says otherwise."""
+    token_file = tmp_path / "token"
+    token_file.write_text(f"SLURM_JWT={TOKEN}\n")
+
+    def serve(request: httpx.Request) -> httpx.Response:
+        assert request.headers["X-SLURM-USER-TOKEN"] == TOKEN and request.headers["X-SLURM-USER-NAME"] == "alice"
+        answer = handler(request)
+        if answer is None and request.url.path.endswith("/ping"):
+            return ok(pings=[{"ping": "UP"}]) if "v0.0.38" in request.url.path else httpx.Response(404, text="no")
+        return answer
+
+    settings = {
+        "url": "http://rest.example:6820",
+        "user": "alice",
+        "token_file": str(token_file),
+        "home": "/home/alice",
+    }
+    cluster = Cluster("rest", "slurm-rest", {**settings, **config})
+    return SlurmRest(cluster, AdapterContext(tmp_path, RealClock()), transport=httpx.MockTransport(serve))
+
+
+def refusal(adapter: SlurmRest, call, error: type[Exception]) -> str:
+    with pytest.raises(error) as caught:
+        call(adapter)
+    adapter.close()
+    message = str(caught.value)
+    assert TOKEN not in message and "Traceback" not in message
+    return message
+
+
+def test_http_401_is_an_authentication_failure(tmp_path):
+    adapter = mocked(tmp_path, lambda request: httpx.Response(401, text="Authentication failure"))
+    message = refusal(adapter, SlurmRest.capacity, TransportError)
+    assert message.startswith("rest:") and "authentication refused (HTTP 401)" in message
+
+
+def test_http_500_of_a_bad_token_is_an_authentication_failure(tmp_path):
+    bad_token = {"description": "slurmctld config is unable to load", "error_number": -1, "error": "Unspecified error"}
+    adapter = mocked(tmp_path, lambda request: failed(500, bad_token))
+    message = refusal(adapter, SlurmRest.capacity, TransportError)
+    assert "authentication refused (HTTP 500" in message and "token is invalid or expired" in message
+
+
+@pytest.mark.parametrize(
+    ("exc", "words"),
+    [
+        (httpx.ConnectError("[Errno 111] Connection refused"), "cannot reach slurmrestd at http://rest.example:6820"),
+        (httpx.ConnectError("[Errno -2] Name or service not known"), "Name or service not known"),
+        (httpx.ReadTimeout("timed out"), "no answer within 5 s"),
+    ],
+)
+def test_unreachable_slurmrestd_is_a_transport_error(tmp_path, exc, words):
+    def handler(request):
+        raise exc
+
+    message = refusal(mocked(tmp_path, handler, timeout=5), SlurmRest.capacity, TransportError)
+    assert message.startswith("rest:") and words in message
+
+
+def test_other_server_errors_are_transport_errors(tmp_path):
+    broken = {"error_number": 1, "error": "Unexpected error"}
+    adapter = mocked(tmp_path, lambda request: None if "ping" in request.url.path else failed(503, broken))
+    assert "HTTP 503 to GET /slurm/v0.0.38/nodes: Unexpected error" in refusal(
+        adapter, SlurmRest.capacity, TransportError
+    )
+
+
+def test_a_refused_submission_is_a_submit_error(tmp_path):
+    sent = []
+
+    def handler(request):
+        if request.url.path == "/slurm/v0.0.38/job/submit":
+            sent.append(json.loads(request.content))
+            return failed(500, {"error_code": 2000, "error": "Invalid partition name specified"})
+        return None
+
+    adapter = mocked(tmp_path, handler, partition="nope")
+    message = refusal(adapter, lambda a: a.submit("cigri.x.1.b.1", [spec(1, "true")]), SubmitError)
+    assert message == "rest refused the batch: Invalid partition name specified"
+    job = sent[0]["job"]
+    assert job["partition"] == "nope" and job["environment"]["PATH"] and job["array"] == "1-1"
+
+
+def test_submission_fields_follow_the_sbatch_mapping(tmp_path):
+    sent = []
+
+    def handler(request):
+        if request.url.path.endswith("/job/submit"):
+            sent.append(json.loads(request.content))
+            return ok(job_id=42, step_id="BATCH")
+        return None
+
+    adapter = mocked(tmp_path, handler, besteffort_partition="be", output_dir="~/out")
+    spec_one = JobSpec(
+        1, 7, "j1", ("true",), "{HOME}/run", 61, resources="nodes=2/core=4", project="p", best_effort=True
+    )
+    spec_two = JobSpec(
+        2, 7, "j2", ("true",), "{HOME}/run", 61, resources="nodes=2/core=4", project="p", best_effort=True
+    )
+    assert adapter.submit("cigri.x.1.b.2", [spec_one, spec_two]) == ["42_1", "42_2"]
+    adapter.close()
+    job = sent[0]["job"]
+    assert {k: job[k] for k in ("name", "array", "nodes", "tasks_per_node", "time_limit", "account", "partition")} == {
+        "name": "cigri.x.1.b.2",
+        "array": "1-2",
+        "nodes": 2,
+        "tasks_per_node": 4,
+        "time_limit": 2,
+        "account": "p",
+        "partition": "be",
+    }
+    assert job["current_working_directory"] == "/home/alice/run"
+    assert job["standard_error"] == "/home/alice/out/cigri-%A_%a.err"
+
+
+def test_the_newest_version_that_answers_is_used_and_api_forces_one(tmp_path):
+    seen = []
+
+    def handler(request):
+        seen.append(request.url.path)
+        return ok(jobs=[]) if request.url.path.endswith("/jobs") else None
+
+    adapter = mocked(tmp_path, handler)
+    assert adapter.find_batch("cigri.none") is None
+    assert seen == ["/slurm/v0.0.39/ping", "/slurm/v0.0.38/ping", "/slurm/v0.0.38/jobs"]
+    adapter.close()
+    seen.clear()
+    forced = mocked(tmp_path, handler, api="v0.0.37")
+    assert forced.states(["1_1"])["1_1"].state == RemoteState.UNKNOWN and seen == ["/slurm/v0.0.37/jobs"]
+    forced.close()
+    assert "v0.0.40" in refusal(mocked(tmp_path, handler, api="v0.0.40"), SlurmRest.capacity, ConfigError)
+
+
+def test_states_read_tasks_and_pending_array_records(tmp_path):
+    def job(job_id, array, index, state, exit_code=0, name="cigri.x.1.b.3", user="alice", rest=""):
+        return {
+            "job_id": job_id,
+            "array_job_id": array,
+            "array_task_id": index,
+            "array_task_string": rest,
+            "job_state": state,
+            "exit_code": exit_code,
+            "start_time": 1000,
+            "end_time": 1060,
+            "cpus": 2,
+            "name": name,
+            "user_name": user,
+            "state_reason": "None",
+            "comment": "cigri batch of 5 tasks",
+        }
+
+    listing = [
+        job(11, 10, 1, "COMPLETED"),
+        job(12, 10, 2, "FAILED", 1792),
+        job(13, 10, 3, "RUNNING"),
+        job(10, 10, None, "PENDING", rest="4-5"),
+        job(21, 20, 1, "RUNNING", name="cigri.other", user="bob"),
+        job(31, 30, 1, "CANCELLED", name="not-cigri"),
+    ]
+    nodes = [
+        {"cpus": 8, "alloc_cpus": 3, "state": "mixed", "state_flags": [], "partitions": ["debug"]},
+        {"cpus": 4, "alloc_cpus": 0, "state": "idle", "state_flags": ["DRAIN"], "partitions": ["debug"]},
+        {"cpus": 4, "alloc_cpus": 1, "state": "allocated", "state_flags": [], "partitions": ["other"]},
+    ]
+
+    def handler(request):
+        path = request.url.path
+        return ok(jobs=listing) if path.endswith("/jobs") else ok(nodes=nodes) if path.endswith("/nodes") else None
+
+    adapter = mocked(tmp_path, handler, partition="debug")
+    ids = [f"10_{i}" for i in range(1, 7)] + ["20_1", "30_1"]
+    states = adapter.states(ids)
+    assert [(states[i].state.value, states[i].exit_code) for i in ids] == [
+        ("exited", 0),
+        ("exited", 7),
+        ("running", None),
+        ("pending", None),
+        ("pending", None),
+        ("unknown", None),
+        ("unknown", None),  # another user's
+        ("unknown", None),  # not a cigri job
+    ]
+    assert (states["10_1"].started_at, states["10_1"].ended_at) == (1000, 1060)
+    assert (states["10_3"].started_at, states["10_3"].ended_at) == (1000, None)
+    assert adapter.find_batch("cigri.x.1.b.3") == [f"10_{i}" for i in range(1, 6)]
+    assert adapter.capacity() == Capacity(total=8, used=3, grid_used=2, queued=2)
+    adapter.close()
+
+
+def test_cancel_ignores_gone_jobs_and_deletes_whole_arrays(tmp_path):
+    listing = [
+        {"array_job_id": 10, "array_task_id": 1, "job_state": "RUNNING", "name": "cigri.k", "user_name": "alice"},
+        {"array_job_id": 10, "array_task_id": 2, "job_state": "COMPLETED", "name": "cigri.k", "user_name": "alice"},
+        {"array_job_id": 20, "array_task_id": None, "array_task_string": "1-3", "job_state": "PENDING"}
+        | {"name": "cigri.l", "user_name": "alice"},
+    ]
+    deleted = []
+
+    def handler(request):
+        if request.url.path.endswith("/jobs"):
+            return ok(jobs=listing)
+        if request.method == "DELETE":
+            deleted.append(request.url.path.rsplit("/", 1)[1])
+            return failed(500, {"error_number": 2017, "error": "Invalid job id specified"})
+        return None
+
+    adapter = mocked(tmp_path, handler)
+    adapter.cancel(["10_1", "10_2", "20_1", "20_3", "99_1"])
+    adapter.close()
+    assert deleted == ["10", "20_1", "20_3"]
+
+
+def test_token_files_and_tails_without_ssh(tmp_path):
+    env = tmp_path / "ci.env"
+    env.write_text(f"SLURM_JWT_USER=other\nexport SLURM_JWT={TOKEN}\nSSH_PORT=2222\n")
+    bare = tmp_path / "bare"
+    bare.write_text(f"{TOKEN}\n")
+    assert read_token(str(env)) == read_token(str(bare)) == TOKEN
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    with pytest.raises(ConfigError, match="holds no token"):
+        read_token(str(empty))
+    with pytest.raises(ConfigError, match="cannot read token_file"):
+        read_token(str(tmp_path / "missing"))
+    adapter = mocked(tmp_path, lambda request: None)
+    assert "unavailable" in adapter.tail("1_1", "stderr", 5)
+    assert adapter_class("slurm-rest") is SlurmRest
+    assert task_indices("1,3,5-9:2%4") == [1, 3, 5, 7, 9]
+
+
+def test_the_job_script_runs_the_args_line_of_its_task_literally(tmp_path):
+    from cigri.adapters.slurm import job_script
+
+    words = [w.format(pwned=tmp_path / "pwned") for w in NASTY]
+    specs = [spec(1, "/bin/false"), spec(2, "/bin/sh", "-c", 'printf "%s|" "$CIGRI_JOB_NAME" "$@"', "sh", *words)]
+    script = tmp_path / "job.sh"
+    script.write_text(job_script(specs[1], "/home/alice", args_printer(specs, "/home/alice")))
+    env = {"PATH": os.environ["PATH"], "SLURM_ARRAY_TASK_ID": "2", "SLURM_JOB_ID": "5", "TMPDIR": str(tmp_path)}
+    done = subprocess.run(["/bin/sh", str(script)], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout == "|".join(["j2", *words]) + "|"
+    assert not (tmp_path / "pwned").exists()
+
+
+# ---- with the local Slurm ---------------------------------------------------------------------------
+
+
+def absent(reason: str):
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"Slurm must run in CI ({reason}): .ci/run starts it with scripts/slurm-local.sh start")
+    pytest.skip("Slurm not running: scripts/slurm-local.sh start")
+
+
+@pytest.fixture(scope="module")
+def slurm_env() -> dict[str, str]:
+    """/run/slurm/ci.env, once slurmrestd answered a ping with the test user's token."""
+    try:
+        lines = CI_ENV.read_text().splitlines()
+    except OSError as exc:
+        absent(f"{CI_ENV}: {exc.strerror}")
+    env = dict(line.split("=", 1) for line in lines if "=" in line)
+    headers = {"X-SLURM-USER-NAME": env.get("SLURM_TEST_USER", ""), "X-SLURM-USER-TOKEN": env.get("SLURM_JWT_USER", "")}
+    try:
+        answer = httpx.get(f"{env['SLURMRESTD_URL']}/slurm/{env['SLURMRESTD_API']}/ping", headers=headers, timeout=5)
+        up = answer.status_code == 200
+    except (KeyError, httpx.HTTPError):
+        up = False
+    if not up:
+        absent("slurmrestd does not answer")
+    return env
+
+
+@pytest.fixture
+def rest(slurm_env, tmp_path):
+    """The adapter as cigritest, its outputs in a fresh folder made through ssh (removed afterwards)."""
+    token_file = tmp_path / "token"
+    token_file.write_text(f"SLURM_JWT={slurm_env['SLURM_JWT_USER']}\n")
+    token_file.chmod(0o600)
+    outputs = f"/tmp/cigri-rest-{uuid.uuid4().hex[:8]}"
+    config = {
+        "url": slurm_env["SLURMRESTD_URL"],
+        "user": slurm_env["SLURM_TEST_USER"],
+        "token_file": str(token_file),
+        "partition": slurm_env["SLURM_PARTITION"],
+        "output_dir": outputs,
+        "host": slurm_env["SSH_HOST"],
+        "port": int(slurm_env["SSH_PORT"]),
+        "identity_file": slurm_env["SSH_KEY"],
+        "timeout": 20,
+    }
+    adapter = SlurmRest(Cluster("rest", "slurm-rest", config), AdapterContext(tmp_path, RealClock()))
+    assert adapter.runner.run(["mkdir", "-p", outputs]).ok
+    yield adapter
+    adapter.runner.run(["rm", "-rf", outputs])
+    adapter.close()
+
+
+def key() -> str:
+    return f"cigri.resttest-{uuid.uuid4().hex[:8]}.b.1"
+
+
+@pytest.mark.slurm
+def test_a_batch_runs_with_exit_codes_literal_words_and_is_found_again(rest, tmp_path):
+    pwned = f"/tmp/cigri-pwned-{uuid.uuid4().hex[:8]}"
+    words = [w.format(pwned=pwned) for w in NASTY]
+    body = 'echo "$CIGRI_JOB_NAME" "$PWD"; printf "%s|" "$@"; echo; echo "err $CIGRI_JOB_ID" >&2; exit $CIGRI_JOB_ID'
+    specs = [spec(i, "/bin/sh", "-c", body, "sh", *words) for i in range(5)]
+    batch = key()
+    ids = rest.submit(batch, specs)
+    assert len(ids) == 5 and ids[0].endswith("_1")
+    assert rest.find_batch(batch) == ids and rest.find_batch(key()) is None
+    states = wait_for(lambda: finished(rest, ids), timeout=25, interval=0.3)
+    assert [states[i].exit_code for i in ids] == [0, 1, 2, 3, 4]
+    assert all(states[i].state == RemoteState.EXITED and states[i].ended_at for i in ids)
+    assert rest.tail(ids[3], "stdout", 5).splitlines() == ["j3 /home/cigritest", "|".join(words) + "|"]
+    assert rest.tail(ids[3], "stderr", 5) == "err 3"
+    assert rest.find_batch(batch) == ids
+    assert not Path(pwned).exists()
+
+
+@pytest.mark.slurm
+def test_cancel_kills_running_tasks_one_or_all(rest):
+    ids = rest.submit(key(), [spec(1, "sleep", "60"), spec(2, "sleep", "60")])
+    try:
+        wait_for(lambda: all(s.state == RemoteState.RUNNING for s in rest.states(ids).values()), 20, 0.3)
+        capacity = rest.capacity()
+        assert capacity.total == 8 and capacity.grid_used >= 2 and capacity.used >= 2
+        rest.cancel(ids[:1])  # one task of the array
+        states = wait_for(lambda: (s := rest.states(ids))[ids[0]].state == RemoteState.KILLED and s, 10, 0.2)
+        assert states[ids[0]].reason == "cancelled" and states[ids[1]].state == RemoteState.RUNNING
+        rest.cancel(ids)  # what is left: the whole array
+        states = wait_for(lambda: finished(rest, ids), 10, 0.2)
+        assert [states[i].state for i in ids] == [RemoteState.KILLED, RemoteState.KILLED]
+    finally:
+        rest.cancel(ids)
+
+
+@pytest.mark.slurm
+def test_live_refusals_map_to_submit_and_transport_errors(slurm_env, rest, tmp_path):
+    wrong = SlurmRest(
+        Cluster("rest", "slurm-rest", {**rest.config, "partition": "nope"}), AdapterContext(tmp_path, RealClock())
+    )
+    assert "Invalid partition name" in refusal(wrong, lambda a: a.submit(key(), [spec(1, "true")]), SubmitError)
+    bad = tmp_path / "bad-token"
+    bad.write_text(TOKEN)
+    config = {**rest.config, "token_file": str(bad)}
+    denied = SlurmRest(Cluster("rest", "slurm-rest", config), AdapterContext(tmp_path, RealClock()))
+    assert "authentication refused (HTTP 500" in refusal(denied, SlurmRest.capacity, TransportError)
