@@ -11,6 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import httpx
 import pytest
 
 ENV_FILE = Path("/run/slurm/ci.env")
@@ -26,12 +27,23 @@ def slurm_env() -> dict[str, str]:
         ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
         if "UP" not in ping.stdout:
             problem = f"slurmctld does not answer: {ping.stdout.strip() or ping.stderr.strip()}"
+        elif not rest_answers(env):
+            problem = "slurmrestd does not answer the test user's token"
     if problem:
         message = f"Slurm is not running ({problem}): run {START}"
         if os.environ.get("CI") == "true":
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
     return env
+
+
+def rest_answers(env: dict[str, str]) -> bool:
+    headers = {"X-SLURM-USER-NAME": env.get("SLURM_TEST_USER", ""), "X-SLURM-USER-TOKEN": env.get("SLURM_JWT_USER", "")}
+    try:
+        url = f"{env['SLURMRESTD_URL']}/slurm/{env['SLURMRESTD_API']}/ping"
+        return httpx.get(url, headers=headers, timeout=5).status_code == 200
+    except (KeyError, httpx.HTTPError):
+        return False
 
 
 @pytest.fixture
@@ -46,6 +58,28 @@ def shared_dir():
     path.chmod(0o777)
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+def rest_cluster_options(env: dict[str, str], token_file: Path) -> list[str]:
+    """slurm-rest as cigritest; ssh too, for $HOME and the jobs' stderr tails."""
+    token_file.write_text(f"SLURM_JWT={env['SLURM_JWT_USER']}\n")
+    token_file.chmod(0o600)
+    return [
+        "--url",
+        env["SLURMRESTD_URL"],
+        "--user",
+        env["SLURM_TEST_USER"],
+        "--token-file",
+        str(token_file),
+        "--partition",
+        env["SLURM_PARTITION"],
+        "--host",
+        env["SSH_HOST"],
+        "--port",
+        env["SSH_PORT"],
+        "--identity-file",
+        env["SSH_KEY"],
+    ]
 
 
 def ssh_cluster_options(env: dict[str, str]) -> list[str]:

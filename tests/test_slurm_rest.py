@@ -18,9 +18,9 @@ from cigri.clock import RealClock
 from cigri.errors import ConfigError, SubmitError, TransportError
 from cigri.model import Capacity, Cluster, JobSpec, RemoteState
 
-from .conftest import wait_for
+from .conftest import wait_for, write_jdl
+from .slurm import job_script, rest_cluster_options, runs
 
-CI_ENV = Path("/run/slurm/ci.env")
 TOKEN = "eyJ.secret-token.XYZ"  # must never show in a message
 NASTY = ["a b; echo hacked", "$(touch {pwned})", "`id`", "it's", '"quoted" \\ *', "-n"]
 
@@ -302,47 +302,22 @@ def test_the_job_script_runs_the_args_line_of_its_task_literally(tmp_path):
 # ---- with the local Slurm ---------------------------------------------------------------------------
 
 
-def absent(reason: str):
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"Slurm must run in CI ({reason}): .ci/run starts it with scripts/slurm-local.sh start")
-    pytest.skip("Slurm not running: scripts/slurm-local.sh start")
-
-
-@pytest.fixture(scope="module")
-def slurm_env() -> dict[str, str]:
-    """/run/slurm/ci.env, once slurmrestd answered a ping with the test user's token."""
-    try:
-        lines = CI_ENV.read_text().splitlines()
-    except OSError as exc:
-        absent(f"{CI_ENV}: {exc.strerror}")
-    env = dict(line.split("=", 1) for line in lines if "=" in line)
-    headers = {"X-SLURM-USER-NAME": env.get("SLURM_TEST_USER", ""), "X-SLURM-USER-TOKEN": env.get("SLURM_JWT_USER", "")}
-    try:
-        answer = httpx.get(f"{env['SLURMRESTD_URL']}/slurm/{env['SLURMRESTD_API']}/ping", headers=headers, timeout=5)
-        up = answer.status_code == 200
-    except (KeyError, httpx.HTTPError):
-        up = False
-    if not up:
-        absent("slurmrestd does not answer")
-    return env
-
-
 @pytest.fixture
-def rest(slurm_env, tmp_path):
+def rest(slurm, tmp_path):
     """The adapter as cigritest, its outputs in a fresh folder made through ssh (removed afterwards)."""
     token_file = tmp_path / "token"
-    token_file.write_text(f"SLURM_JWT={slurm_env['SLURM_JWT_USER']}\n")
+    token_file.write_text(f"SLURM_JWT={slurm['SLURM_JWT_USER']}\n")
     token_file.chmod(0o600)
     outputs = f"/tmp/cigri-rest-{uuid.uuid4().hex[:8]}"
     config = {
-        "url": slurm_env["SLURMRESTD_URL"],
-        "user": slurm_env["SLURM_TEST_USER"],
+        "url": slurm["SLURMRESTD_URL"],
+        "user": slurm["SLURM_TEST_USER"],
         "token_file": str(token_file),
-        "partition": slurm_env["SLURM_PARTITION"],
+        "partition": slurm["SLURM_PARTITION"],
         "output_dir": outputs,
-        "host": slurm_env["SSH_HOST"],
-        "port": int(slurm_env["SSH_PORT"]),
-        "identity_file": slurm_env["SSH_KEY"],
+        "host": slurm["SSH_HOST"],
+        "port": int(slurm["SSH_PORT"]),
+        "identity_file": slurm["SSH_KEY"],
         "timeout": 20,
     }
     adapter = SlurmRest(Cluster("rest", "slurm-rest", config), AdapterContext(tmp_path, RealClock()))
@@ -393,7 +368,7 @@ def test_cancel_kills_running_tasks_one_or_all(rest):
 
 
 @pytest.mark.slurm
-def test_live_refusals_map_to_submit_and_transport_errors(slurm_env, rest, tmp_path):
+def test_live_refusals_map_to_submit_and_transport_errors(slurm, rest, tmp_path):
     wrong = SlurmRest(
         Cluster("rest", "slurm-rest", {**rest.config, "partition": "nope"}), AdapterContext(tmp_path, RealClock())
     )
@@ -403,3 +378,32 @@ def test_live_refusals_map_to_submit_and_transport_errors(slurm_env, rest, tmp_p
     config = {**rest.config, "token_file": str(bad)}
     denied = SlurmRest(Cluster("rest", "slurm-rest", config), AdapterContext(tmp_path, RealClock()))
     assert "authentication refused (HTTP 500" in refusal(denied, SlurmRest.capacity, TransportError)
+
+
+@pytest.mark.slurm
+def test_a_200_job_campaign_completes_through_slurmrestd(cli, slurm, shared_dir, tmp_path):
+    cli(
+        "gridclusters",
+        "add",
+        "rest",
+        "--adapter",
+        "slurm-rest",
+        *rest_cluster_options(slurm, tmp_path / "token"),
+        "--output-dir",
+        str(shared_dir),
+    )
+    script = job_script(shared_dir)
+    params = [f"r{i:03d} 'x; rm -rf ~' '$(touch pwned)'" for i in range(198)] + ["bad1 fail", "bad2 fail"]
+    cid = cli.submit(
+        write_jdl(
+            shared_dir, exec_file=str(script), exec_directory=str(shared_dir), params=params, clusters={"rest": {}}
+        )
+    )
+    cli.until_done(timeout=300)
+    row = cli.json("gridstat", "-c", str(cid))
+    assert (row["done"], row["failed"], row["total"]) == (198, 2, 200)
+    lines = runs(shared_dir)
+    assert sorted(line.split()[0] for line in lines) == sorted(p.split()[0] for p in params)  # each once
+    assert {line.split(" ", 1)[1] for line in lines if line.startswith("r")} == {"[x; rm -rf ~] [$(touch pwned)]"}
+    events = cli.json("gridevents", "-c", str(cid))
+    assert all("exited with status 3" in e["message"] and "failing on purpose" in e["message"] for e in events)

@@ -27,8 +27,16 @@ def campaign(cli, folder, params, **fields):
 
 def test_a_200_job_campaign_completes_as_the_unprivileged_user(cli, cluster, shared_dir):
     params = [f"j{i:03d} 'x; rm -rf ~' '$(touch pwned)' '*'" for i in range(200)]
-    cid = campaign(cli, shared_dir, params)
+    stages = shared_dir / "stages.log"
+    cid = campaign(
+        cli,
+        shared_dir,
+        params,
+        prologue=[f"echo prologue $(id -un) >> {stages}"],
+        epilogue=[f"echo epilogue {{CAMPAIGN_ID}} >> {stages}"],
+    )
     cli.until_done(timeout=300)
+    assert stages.read_text().splitlines() == ["prologue cigritest", f"epilogue {cid}"]  # once each
     row = cli.json("gridstat", "-c", str(cid))
     assert (row["state"], row["done"], row["total"]) == ("terminated", 200, 200)
     lines = runs(shared_dir)
@@ -110,3 +118,46 @@ def test_unsupported_properties_are_a_jdl_error_for_that_cluster(cli, cluster, s
     jdl = write_jdl(shared_dir, exec_file=str(script), params=["a"], clusters={"slurm": {"properties": "mem > 4"}})
     out = cli("gridsub", str(jdl), code=3)
     assert "clusters.slurm.properties: Slurm takes properties of the form name='value'" in out
+
+
+def test_a_submission_slurm_rejects_blocks_that_cluster_for_that_campaign_only(cli, cluster, shared_dir):
+    bad = campaign(cli, shared_dir, ["b1", "b2"], clusters={"slurm": {"properties": "feature='no-such-feature'"}})
+    good = campaign(cli, shared_dir, ["g1", "g2"])
+    out = cli.until_done(timeout=120)
+    [event] = cli.json("gridevents", "-c", str(bad))
+    assert (event["class"], event["code"], event["cluster"]) == ("campaign", "SUBMIT_ERROR", "slurm")
+    assert "Invalid feature specification" in event["message"]
+    assert f"campaign {bad} is blocked" in out
+    assert cli.json("gridstat", "-c", str(bad))["waiting"] == 2  # nothing lost: the jobs wait for the user
+    assert cli.json("gridstat", "-c", str(good))["state"] == "terminated"
+
+
+def test_preempted_best_effort_jobs_are_requeued_and_complete(cli, cluster, shared_dir, slurm):
+    # JDL type defaults to best-effort (CiGri's default): the cluster sends such jobs to its preemptible partition
+    cid = campaign(cli, shared_dir, [f"p{i} slow-once 60" for i in range(8)])
+    wait_for(lambda: (cli("almighty"), cli.json("gridstat", "-c", str(cid)))[1]["running"] == 8, timeout=60)
+    blocker = subprocess.run(
+        [
+            "runuser",
+            "-u",
+            slurm["SLURM_TEST_USER"],
+            "--",
+            "sbatch",
+            "--parsable",
+            f"--partition={slurm['SLURM_PARTITION']}",
+            "--ntasks=8",
+            "--job-name=preemptor",
+            "--wrap",
+            "sleep 1",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd="/tmp",
+    )
+    try:
+        cli.until_done(timeout=180)
+    finally:
+        subprocess.run(["scancel", blocker.stdout.strip()], check=False)
+    assert Counter(line.split()[0] for line in runs(shared_dir)) == {f"p{i}": 2 for i in range(8)}
+    assert cli.json("gridstat", "-c", str(cid))["state"] == "terminated"
