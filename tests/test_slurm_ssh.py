@@ -161,3 +161,24 @@ def test_preempted_best_effort_jobs_are_requeued_and_complete(cli, cluster, shar
         subprocess.run(["scancel", blocker.stdout.strip()], check=False)
     assert Counter(line.split()[0] for line in runs(shared_dir)) == {f"p{i}": 2 for i in range(8)}
     assert cli.json("gridstat", "-c", str(cid))["state"] == "terminated"
+
+
+def test_without_a_host_slurm_ssh_runs_the_commands_here(cli, slurm, shared_dir):
+    """On a login node: the same adapter with the local transport (jobs run as cigri's own user)."""
+    cli(
+        "gridclusters",
+        "add",
+        "login",
+        "--adapter",
+        "slurm-ssh",
+        "--partition",
+        slurm["SLURM_PARTITION"],
+        "--accounting",
+        "none",
+        "--remote-dir",
+        str(shared_dir / "spool"),
+    )
+    cid = campaign(cli, shared_dir, [f"l{i} 'a b'" for i in range(5)], clusters={"login": {}})
+    cli.until_done(timeout=120)
+    assert cli.json("gridstat", "-c", str(cid))["state"] == "terminated"
+    assert sorted(runs(shared_dir)) == [f"l{i} [a b]" for i in range(5)]
