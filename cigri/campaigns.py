@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pwd
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .adapters import AdapterContext, adapter_for
@@ -29,12 +30,16 @@ def check_owner(campaign: Campaign, user: str) -> None:
         raise PermissionDenied(f"campaign {campaign.id} belongs to {campaign.user}, not {user}")
 
 
-def check_clusters(store: Store, jdl: Jdl, clock: Clock) -> None:
-    """Every cluster the JDL names exists, and can honour the settings given for it."""
+def check_clusters(store: Store, jdl: Jdl, clock: Clock, adapters: Callable[[str], object] | None = None) -> None:
+    """Every cluster the JDL names exists, and can honour the settings given for it. ``adapters`` gives
+    live adapters by cluster name (the simulator's); by default each is built from its configuration."""
     for name, settings in jdl.clusters.items():
         if not store.has_cluster(name):
             known = ", ".join(c.name for c in store.clusters())
             raise JdlError(f"clusters.{name}", f"unknown cluster (known: {known}; add one with gridclusters add)")
+        if adapters is not None:
+            adapters(name).check(settings, f"clusters.{name}")
+            continue
         adapter = adapter_for(store.cluster(name), AdapterContext(store.directory, clock))
         try:
             adapter.check(settings, f"clusters.{name}")
@@ -42,9 +47,16 @@ def check_clusters(store: Store, jdl: Jdl, clock: Clock) -> None:
             adapter.close()
 
 
-def submit(store: Store, jdl: Jdl, clock: Clock, *, user: str | None = None) -> tuple[int, int]:
+def submit(
+    store: Store,
+    jdl: Jdl,
+    clock: Clock,
+    *,
+    user: str | None = None,
+    adapters: Callable[[str], object] | None = None,
+) -> tuple[int, int]:
     """Record a campaign and its jobs; return (campaign id, number of jobs)."""
-    check_clusters(store, jdl, clock)
+    check_clusters(store, jdl, clock, adapters)
     kind = CampaignType.TEST if jdl.test_mode else CampaignType.DEFAULT
     with store.transaction():
         campaign_id = store.create_campaign(

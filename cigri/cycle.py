@@ -38,6 +38,7 @@ log = logging.getLogger("cigri.cycle")
 
 RESUBMIT_EXIT = (66, 67)  # CiGri: 66 resubmit, 67 resubmit at the end (both resubmitted here)
 MAX_RESUBMITS = 5  # a job killed or asking for resubmission more often opens an event
+LOST_AFTER = 3600  # seconds a job may stay unknown to its RM (and accounting) before it is run again
 STDERR_LINES = 5
 STAGES = ("updator", "spritz", "metasched", "runner", "nikita")
 
@@ -151,9 +152,18 @@ class Cycle:
         statuses = adapter.states([remote for _, _, _, remote, _ in active])
         now = self.clock.now()
         started, ended, requeue, failed, durations = [], [], [], [], []
-        for job_id, campaign_id, state, remote, _started in active:
+        unknown, known_again = [], []
+        for job_id, campaign_id, state, remote, unknown_since in active:
             status = statuses.get(remote)
-            if status is None or status.state in (RemoteState.UNKNOWN, RemoteState.PENDING):
+            if status is not None and status.state == RemoteState.UNKNOWN:
+                if unknown_since is None:
+                    unknown.append(job_id)
+                elif now - unknown_since > LOST_AFTER:  # never assumed done: taken as lost, run again
+                    requeue.append((job_id, campaign_id, f"unknown to {cluster} for {LOST_AFTER // 60} minutes"))
+                continue
+            if unknown_since is not None and status is not None:
+                known_again.append(job_id)
+            if status is None or status.state == RemoteState.PENDING:
                 continue
             if status.state == RemoteState.RUNNING:
                 if state == JobState.SUBMITTED.value:
@@ -172,6 +182,8 @@ class Cycle:
         tails = {job_id: adapter.tail(remote, "stderr", STDERR_LINES) for job_id, _, remote, _ in failed}
         counts = self.store.resubmit_counts([job_id for job_id, _, _ in requeue]) if requeue else {}
         with self.store.transaction():
+            self.store.set_unknown_since(unknown, now)
+            self.store.set_unknown_since(known_again, None)
             self.store.mark_running(started)
             self.store.mark_ended(ended)
             self.store.add_durations(durations)
@@ -411,10 +423,9 @@ class Cycle:
                 self.store.finish_batch(batch_id, {}, self.clock.now())
             return
         settings = self.store.campaign_clusters(campaign.id)[cluster]["settings"]
+        base = self._spec(campaign, settings, 0, "", [settings["exec_file"]])  # what the batch's jobs share
         specs = [
-            self._spec(
-                campaign, settings, job_id, name, [settings["exec_file"], *split_params(params, f"job {job_id}")]
-            )
+            replace(base, job_id=job_id, name=name, argv=(*base.argv, *split_params(params, f"job {job_id}")))
             for job_id, name, params in jobs
         ]
         adapter = self.adapter(cluster)

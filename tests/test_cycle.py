@@ -262,3 +262,20 @@ def test_a_looping_almighty_hears_of_every_submission(store, cycle, tmp_path, jo
     wait_for(cycle.news)
     cycle.run()
     wait_for(cycle.news)
+
+
+def test_a_job_its_rm_forgot_is_taken_as_lost_and_run_again(store, cycle, tmp_path, job_script, monkeypatch):
+    monkeypatch.setattr("cigri.cycle.LOST_AFTER", 0)
+    cid = submit(store, write_jdl(tmp_path, exec_file=str(job_script), params=["f"]))
+    cycle.run(["metasched", "runner"])
+    wait_for(lambda: runs(tmp_path))
+    [job] = store.jobs(cid)
+    spool = cycle.adapter("local").spool
+    with spool.conn:  # the RM forgets the job before cigri collected it (an admin purged its queue)
+        spool.conn.execute("DELETE FROM jobs WHERE id = ?", (int(job.remote_id),))
+    cycle.run(["updator"])
+    assert store.job(job.id).state == JobState.SUBMITTED  # unknown once: not assumed done, not yet lost
+    cycle.run(["updator"])
+    assert store.job(job.id).state == JobState.TO_LAUNCH and store.job(job.id).resubmits == 1
+    wait_for(lambda: (cycle.run(), store.campaign(cid).state == CampaignState.TERMINATED)[1])
+    assert runs(tmp_path) == ["f ", "f "]

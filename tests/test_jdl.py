@@ -141,3 +141,13 @@ def test_yaml_and_json_give_the_same_campaign(tmp_path):
 def test_any_words_quoted_reach_the_job_unchanged(words):
     line = " ".join(shlex.quote(w) for w in words)
     assert jdl.split_params(line, "p") == words
+
+
+@given(st.text(alphabet=st.characters(blacklist_characters="'\"\\", blacklist_categories=("Cs",))))
+def test_lines_without_quotes_split_as_shlex_does(line):
+    try:
+        expected = shlex.split(line)
+    except ValueError:
+        return
+    if expected:
+        assert jdl.split_params(line, "p") == expected

@@ -70,7 +70,7 @@ def translate(state: str, raw_exit: int | None = None, reason: str = "") -> tupl
     name = state.split()[0].rstrip("+").upper() if state else ""
     remote = STATES.get(name, RemoteState.UNKNOWN)
     code = exit_status(raw_exit) if remote == RemoteState.EXITED else None
-    if name == "OUT_OF_MEMORY" and not code:
+    if name == "OUT_OF_MEMORY":  # Slurm records 0:125 or 0:0 here: report it as the kernel's kill would
         code = 137
     if remote == RemoteState.EXITED and code is None and not reason:
         reason = f"{name.lower()} without an exit status"
@@ -318,7 +318,8 @@ class SlurmSsh:
         out = {rid: RemoteStatus(rid, RemoteState.UNKNOWN) for rid in remote_ids}
         for task_id, _array, state, reason, raw_exit, start, end, _cpus, _name in self._our_jobs():
             if task_id in out:
-                remote, code, why = translate(state, int(raw_exit) if raw_exit.isdigit() else None, reason)
+                why = "" if reason in ("None", "(null)") else reason  # squeue's placeholders
+                remote, code, why = translate(state, int(raw_exit) if raw_exit.isdigit() else None, why)
                 out[task_id] = RemoteStatus(task_id, remote, code, epoch(start), epoch(end), why)
         unknown = [rid for rid, status in out.items() if status.state == RemoteState.UNKNOWN]
         if unknown and self.config.get("accounting", "sacct") == "sacct":

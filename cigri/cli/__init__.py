@@ -8,6 +8,7 @@ from .app import GridGroup, common
 from .campaign_cmds import griddel, gridevents, gridstat, gridsub
 from .cluster_cmds import gridclusters
 from .cycle_cmds import STAGE_COMMANDS, almighty
+from .sim_cmds import simulate
 
 
 @click.group("grid", cls=GridGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,7 +25,7 @@ def grid():
     """
 
 
-for command in (gridsub, gridstat, griddel, gridevents, gridclusters, almighty, *STAGE_COMMANDS):
+for command in (gridsub, gridstat, griddel, gridevents, gridclusters, almighty, *STAGE_COMMANDS, simulate):
     grid.add_command(command)
 
 STANDALONE = {c.name: c for c in (gridsub, gridstat, griddel, gridevents, gridclusters)}

@@ -367,9 +367,9 @@ class Store:
         self.conn.execute("UPDATE batches SET state = 'abandoned' WHERE id = ?", (batch_id,))
 
     def active_jobs(self, cluster: str) -> list[tuple[int, int, str, str | None, float | None]]:
-        """(id, campaign, state, remote_id, started_at) of the cluster's submitted and running jobs."""
+        """(id, campaign, state, remote_id, unknown_since) of the cluster's submitted and running jobs."""
         return self.conn.execute(
-            "SELECT id, campaign_id, state, remote_id, started_at FROM jobs "
+            "SELECT id, campaign_id, state, remote_id, unknown_since FROM jobs "
             f"WHERE cluster = ? AND {migrations.ACTIVE} AND state != 'launching'",
             (cluster,),
         ).fetchall()
@@ -401,6 +401,10 @@ class Store:
             [(state.value, code, started, ended, job_id) for job_id, state, code, started, ended in rows],
         )
 
+    def set_unknown_since(self, job_ids: Sequence[int], since: float | None) -> None:
+        """Note when the RM stopped knowing jobs (None: it knows them again)."""
+        self.conn.executemany("UPDATE jobs SET unknown_since = ? WHERE id = ?", [(since, j) for j in job_ids])
+
     def requeue(self, job_ids: Sequence[int], *, count_resubmit: bool = True) -> None:
         """Put jobs back to to_launch (resubmission)."""
         inc = 1 if count_resubmit else 0
@@ -413,7 +417,8 @@ class Store:
             )
             self.conn.execute(
                 "UPDATE jobs SET state = 'to_launch', cluster = NULL, remote_id = NULL, batch_id = NULL, "
-                f"exit_code = NULL, started_at = NULL, ended_at = NULL, resubmits = resubmits + {inc} "
+                "exit_code = NULL, started_at = NULL, ended_at = NULL, unknown_since = NULL, "
+                f"resubmits = resubmits + {inc} "
                 f"WHERE id IN ({_marks(len(chunk))}) AND kill_requested = 0",
                 chunk,
             )

@@ -131,8 +131,14 @@ def _m001_initial(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m002_unknown_since(conn: sqlite3.Connection) -> None:
+    # since when the RM has not known an active job: past a limit the job is taken as lost and run again
+    conn.execute("ALTER TABLE jobs ADD COLUMN unknown_since REAL")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
+    ("002_unknown_since", _m002_unknown_since),
 ]
 
 

@@ -1,0 +1,175 @@
+"""The simulator: the real cycle on simulated clusters, deterministic, conserving, and measurable."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cigri.errors import ConfigError
+from cigri.scheduling import TestFirstFifo
+from cigri.sim.run import Simulation, jain, percentile, simulate
+from cigri.sim.scenario import parse, read_trace
+
+from .conftest import Grid
+
+
+def scenario(**overrides) -> dict:
+    data = {
+        "name": "t",
+        "period": 10,
+        "seed": 7,
+        "max_time": 20000,  # a regression fails fast instead of simulating 90 days
+        "clusters": [{"name": "a", "slots": 10, "delay": 2}, {"name": "b", "slots": 5, "speed": 2.0, "failure": 0.05}],
+        "users": {"alice": {"share": 2}, "bob": {}},
+        "campaigns": [
+            {"name": "c1", "user": "alice", "arrival": 0, "jobs": 60, "duration": {"dist": "exponential", "mean": 30}},
+            {
+                "name": "c2",
+                "user": "bob",
+                "arrival": 40,
+                "jobs": 30,
+                "duration": {"dist": "uniform", "min": 5, "max": 90},
+            },
+        ],
+    }
+    data.update(overrides)
+    return data
+
+
+def test_same_seed_same_result_and_another_seed_differs():
+    first = simulate(parse(scenario()))
+    second = simulate(parse(scenario()))
+    for result in (first, second):
+        result.pop("performance")
+    assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
+    other = simulate(parse(scenario()), seed=8)
+    other.pop("performance")
+    assert json.dumps(other, sort_keys=True) != json.dumps(first, sort_keys=True)
+
+
+def test_every_job_ends_exactly_once_despite_failures_preemption_and_outages():
+    data = scenario(
+        clusters=[
+            {"name": "a", "slots": 8, "failure": 0.1, "outages": [[100, 400]]},
+            {"name": "b", "slots": 8, "local_load": {"rate": 0.01, "duration": 30, "size": 8}},
+        ]
+    )
+    result = simulate(parse(data))
+    assert (result["jobs_done"], result["lost"], result["duplicated"]) == (90, 0, 0)
+    assert result["clusters"]["b"]["killed"] > 0 and result["failures_fixed"] > 0  # preempted, failed: run again
+    assert result["wasted_slot_seconds"] > 0
+
+
+def test_a_known_optimal_makespan_is_met_within_waves_times_period():
+    # 4 waves of 10 jobs of 100 s on 10 slots: optimal makespan 400 s; cigri may lose a period per wave
+    period = 10
+    data = {
+        "name": "waves",
+        "period": period,
+        "clusters": [{"name": "a", "slots": 10, "queue_depth": 0}],
+        "campaigns": [{"name": "w", "jobs": 40, "duration": {"dist": "fixed", "value": 100}}],
+    }
+    result = simulate(parse(data))
+    assert result["lower_bounds"]["work_over_slots"] == 400
+    assert 400 <= result["makespan"] <= 400 + 4 * period
+    assert result["makespan_over_bound"] <= 1.1
+
+
+def test_an_outage_shows_as_no_utilization_and_no_start_on_that_cluster():
+    data = {
+        "name": "outage",
+        "period": 10,
+        "clusters": [{"name": "a", "slots": 4, "outages": [[200, 500]]}, {"name": "b", "slots": 4}],
+        "campaigns": [{"name": "c", "jobs": 200, "duration": {"dist": "fixed", "value": 20}}],
+    }
+    simulation = Simulation(parse(data))
+    starts = []
+    simulation.run(lambda s: starts.append((s.clock.now(), s.clusters["a"].usage.started)))
+    during = [i for i, t in enumerate(simulation.trace.times) if 200 <= t < 500]
+    assert during and all(simulation.trace.utilization["a"][i] == 0 for i in during)
+    started = [n for t, n in starts if 200 <= t < 500]
+    assert len(set(started)) == 1  # no job started on a while it was down
+    assert any(simulation.trace.utilization["a"][i] > 0 for i, t in enumerate(simulation.trace.times) if t >= 510)
+
+
+def test_a_black_hole_shows_as_jobs_of_near_zero_duration_on_that_cluster():
+    data = {
+        "name": "sink",
+        "period": 10,
+        "clusters": [{"name": "hole", "slots": 4, "black_hole": True}, {"name": "good", "slots": 4}],
+        "campaigns": [{"name": "c", "jobs": 100, "duration": {"dist": "fixed", "value": 60}}],
+    }
+    result = simulate(parse(data))
+    assert result["clusters"]["hole"]["black_hole_ends"] == result["clusters"]["hole"]["started"] > 0
+    assert result["clusters"]["good"]["black_hole_ends"] == 0
+    assert result["jobs_done"] == 100
+
+
+class EverythingToTheSlowCluster(TestFirstFifo):
+    """A deliberately bad strategy: only cluster 'slow' gets jobs."""
+
+    name = "slow-only"
+
+    def plan(self, campaigns, clusters):
+        return super().plan(campaigns, [c for c in clusters if c.name == "slow"])
+
+
+def test_the_registered_metascheduler_drives_the_result():
+    data = {
+        "name": "policy",
+        "period": 10,
+        "clusters": [{"name": "slow", "slots": 2}, {"name": "fast", "slots": 20}],
+        "campaigns": [{"name": "c", "jobs": 100, "duration": {"dist": "fixed", "value": 30}}],
+    }
+    fifo = simulate(parse(data))
+    bad = simulate(parse(data), policy=EverythingToTheSlowCluster())
+    assert bad["policy"] == "slow-only" and bad["clusters"]["fast"]["started"] == 0
+    assert bad["makespan"] > 3 * fifo["makespan"]
+
+
+def test_eagle_traces_become_campaigns(tmp_path):
+    trace = tmp_path / "two.tr"
+    trace.write_text("7.5 3 2.0 1.0 2.0 3.0\n15.0 2 5.0 4.0 6.0\n")
+    plans = read_trace(trace)
+    assert [p.durations for p in plans] == [(1.0, 2.0, 3.0), (4.0, 6.0)]
+    assert len(plans) == 2 and all(len(p.durations) > 0 for p in plans)
+    assert plans[0].arrival <= plans[1].arrival
+
+
+def test_statistics():
+    assert percentile([5, 1, 3, 2, 4], 50) == 3 and percentile([1, 2, 3, 4], 99) == 4
+    assert jain([1, 1, 1]) == 1 and jain([1, 0, 0]) == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"clusters": []}, "scenario clusters: at least one cluster"),
+        ({"clusters": [{"name": "a", "slots": 0}]}, "scenario clusters[0].slots: must be at least 1"),
+        ({"clusters": [{"name": "a", "slots": 1, "colour": 2}]}, "scenario clusters[0].colour: unknown key"),
+        (
+            {"clusters": [{"name": "a", "slots": 1}], "campaigns": [{"durations": [1], "clusters": ["z"]}]},
+            "scenario campaigns[0].clusters: unknown cluster 'z'",
+        ),
+        (
+            {"clusters": [{"name": "a", "slots": 1}], "campaigns": [{"jobs": 1, "duration": {"dist": "zipf"}}]},
+            "unknown distribution 'zipf'",
+        ),
+    ],
+)
+def test_bad_scenarios_are_clear_errors(data, message):
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        parse(data)
+
+
+def test_grid_simulate_prints_the_figures_and_json(tmp_path, state):
+    path = tmp_path / "s.yaml"
+    path.write_text(json.dumps(scenario()))
+    cli = Grid(state)
+    text = cli("simulate", str(path))
+    assert "jobs 90/90 done, 0 lost" in text and "fairness (Jain" in text and "lower bounds" in text
+    data = json.loads(cli("simulate", str(path), "--json", "--seed", "3"))
+    assert data["seed"] == 3 and data["jobs_done"] == 90
+    missing = cli("simulate", str(tmp_path / "none.yaml"), code=4)
+    assert "scenario " in missing and "none.yaml: cannot read: No such file or directory" in missing
