@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -173,3 +174,12 @@ def test_grid_simulate_prints_the_figures_and_json(tmp_path, state):
     assert data["seed"] == 3 and data["jobs_done"] == 90
     missing = cli("simulate", str(tmp_path / "none.yaml"), code=4)
     assert "scenario " in missing and "none.yaml: cannot read: No such file or directory" in missing
+
+
+def test_the_ci_scenario_runs_and_plots(tmp_path, state):
+    small = Path(__file__).parent.parent / "bench" / "scenarios" / "small.yaml"
+    png = tmp_path / "small.png"
+    data = json.loads(Grid(state)("simulate", str(small), "--json", "--plot", str(png)))
+    assert (data["jobs_done"], data["lost"], data["duplicated"]) == (data["jobs"], 0, 0)
+    assert data["clusters"]["beta"]["killed"] > 0  # its outage killed what it ran
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000

@@ -84,8 +84,9 @@ def _plot(simulation, path: str) -> None:
         times = sorted(
             c["completion_time"] for c in m["campaigns"] if c["kind"] == kind and c["completion_time"] is not None
         )
-        if times:
-            cdf.step(times, [(i + 1) / len(times) for i in range(len(times))], where="post", label=kind)
+        if times:  # from (0, 0), so that a single campaign still draws its step
+            fractions = [(i + 1) / len(times) for i in range(len(times))]
+            cdf.step([0.0, *times], [0.0, *fractions], where="post", label=f"{kind} ({len(times)})")
     cdf.set(xlabel="completion time (s)", ylabel="fraction of campaigns", title="Completion time CDF")
     cdf.legend()
     for name, series in simulation.trace.utilization.items():

@@ -142,8 +142,8 @@ class SimCluster:
 
     def _on_end(self, payload: tuple[str, int]) -> None:
         remote_id, generation = payload
-        job = self.jobs[remote_id]
-        if job.state != RemoteState.RUNNING or job.generation != generation:
+        job = self.jobs.get(remote_id)
+        if job is None or job.state != RemoteState.RUNNING or job.generation != generation:
             return
         if job.walltime and job.duration > job.walltime:
             self._stop(job, RemoteState.KILLED, None, "walltime")
@@ -188,8 +188,8 @@ class SimCluster:
             self.local_used += size
             self._push(self.now + duration, "local_end", size)
         while self.pending:
-            job = self.jobs[self.pending[0]]
-            if job.state != RemoteState.PENDING:
+            job = self.jobs.get(self.pending[0])
+            if job is None or job.state != RemoteState.PENDING:
                 self.pending.popleft()
                 continue
             if job.eligible > self.now or total - self.grid_used - self.local_used < job.slots:
@@ -235,7 +235,7 @@ class SimCluster:
 
     def capacity(self) -> Capacity:
         self._reachable()
-        queued = sum(1 for rid in self.pending if self.jobs[rid].state == RemoteState.PENDING)
+        queued = sum(1 for rid in self.pending if (job := self.jobs.get(rid)) and job.state == RemoteState.PENDING)
         return Capacity(
             total=self.spec.slots, used=self.grid_used + self.local_used, grid_used=self.grid_used, queued=queued
         )
@@ -285,6 +285,8 @@ class SimCluster:
         for remote_id in asked:
             job = self.jobs[remote_id]
             out[remote_id] = RemoteStatus(remote_id, job.state, job.exit_code, job.started, job.ended, job.reason)
+            if job.state in (RemoteState.EXITED, RemoteState.KILLED):
+                del self.jobs[remote_id]  # reported: a week of millions of jobs need not stay in memory
         return out
 
     def cancel(self, remote_ids: Sequence[str]) -> None:
