@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from cigri import scheduling
 from cigri.errors import ConfigError
 from cigri.scheduling import TestFirstFifo
 from cigri.sim.run import Simulation, jain, percentile, simulate
@@ -116,7 +117,7 @@ class EverythingToTheSlowCluster(TestFirstFifo):
         return super().plan(campaigns, [c for c in clusters if c.name == "slow"])
 
 
-def test_the_registered_metascheduler_drives_the_result():
+def test_the_registered_metascheduler_drives_the_result(monkeypatch):
     data = {
         "name": "policy",
         "period": 10,
@@ -124,7 +125,9 @@ def test_the_registered_metascheduler_drives_the_result():
         "campaigns": [{"name": "c", "jobs": 100, "duration": {"dist": "fixed", "value": 30}}],
     }
     fifo = simulate(parse(data))
-    bad = simulate(parse(data), policy=EverythingToTheSlowCluster())
+    monkeypatch.setattr("cigri.scheduling._REGISTRY", dict(scheduling._REGISTRY))
+    scheduling.register(EverythingToTheSlowCluster)
+    bad = simulate(parse(data), policy="slow-only")
     assert bad["policy"] == "slow-only" and bad["clusters"]["fast"]["started"] == 0
     assert bad["makespan"] > 3 * fifo["makespan"]
 

@@ -82,8 +82,17 @@ class TestFirstFifo:
         return [Assignment(cluster, campaign_id, n) for (cluster, campaign_id), n in taken.items()]
 
 
+_REGISTRY: dict[str, type] = {TestFirstFifo.name: TestFirstFifo}
+
+
+def register(strategy: type) -> type:
+    """Make a metascheduler class available by its ``name`` (usable as a class decorator)."""
+    _REGISTRY[strategy.name] = strategy
+    return strategy
+
+
 def registry() -> dict[str, type]:
-    return {TestFirstFifo.name: TestFirstFifo}
+    return dict(_REGISTRY)
 
 
 def metascheduler(name: str = "fifo") -> MetaScheduler:
