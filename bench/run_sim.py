@@ -22,6 +22,7 @@ from pathlib import Path
 
 from sections import write_section
 
+from cigri.cli.output import duration
 from cigri.sim.run import Simulation
 from cigri.sim.scenario import load
 
@@ -49,12 +50,7 @@ BASELINE_HEADER = (
 
 
 def hms(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    seconds = round(seconds)
-    days, rest = divmod(seconds, 86400)
-    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
-    return f"{days}d {text}" if days else text
+    return duration(seconds)
 
 
 def growth(simulation: Simulation) -> list[tuple[str, int, float]]:

@@ -166,6 +166,13 @@ exec "$@"
 """
 
 
+def check_batch(cluster: str, specs: Sequence[JobSpec], max_batch: int) -> bool:
+    """False for an empty batch; refuses one larger than an array job may be."""
+    if len(specs) > max_batch:
+        raise ConfigError(f"{cluster}: a batch of {len(specs)} jobs exceeds max_batch {max_batch}")
+    return bool(specs)
+
+
 def epoch(text: str | None) -> float | None:
     if not text or text in ("N/A", "Unknown", "None"):
         return None
@@ -272,10 +279,8 @@ class SlurmSsh:
         return Capacity(total=total, used=used, grid_used=grid_used, queued=queued)
 
     def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:
-        if not specs:
+        if not check_batch(self.name, specs, self.max_batch):
             return []
-        if len(specs) > self.max_batch:
-            raise ConfigError(f"{self.name}: a batch of {len(specs)} jobs exceeds max_batch {self.max_batch}")
         folder = self.remote_dir
         args_file, script_file, ids_file = (f"{folder}/{batch_key}.{ext}" for ext in ("args", "sh", "ids"))
         script = job_script(specs[0], self.home, f"cat {shlex.quote(args_file)}")

@@ -37,6 +37,7 @@ from .slurm import (
     UNREACHABLE,
     args_lines,
     batch_options,
+    check_batch,
     constraint,
     job_script,
     resource_options,
@@ -411,10 +412,8 @@ class SlurmRest:
         return Capacity(total=total, used=used, grid_used=grid_used, queued=queued)
 
     def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:
-        if not specs:
+        if not check_batch(self.name, specs, self.max_batch):
             return []
-        if len(specs) > self.max_batch:
-            raise ConfigError(f"{self.name}: a batch of {len(specs)} jobs exceeds max_batch {self.max_batch}")
         payload = {
             "job": self._job(batch_key, specs),
             "script": job_script(specs[0], self.home, args_printer(specs, self.home)),

@@ -38,6 +38,12 @@ class Result:
         return f"{shlex.join(self.argv)} exited with {self.returncode}" + (f": {last}" if last else "")
 
 
+def _run(argv: list[str], input: str | None, timeout: float) -> subprocess.CompletedProcess:
+    """A command's exit status and outputs; nothing on stdin unless ``input`` is given."""
+    stdin = None if input is not None else subprocess.DEVNULL
+    return subprocess.run(argv, input=input, capture_output=True, text=True, timeout=timeout, stdin=stdin)
+
+
 class CommandRunner(Protocol):
     where: str  # for messages: "local" or "user@host:port"
 
@@ -56,14 +62,7 @@ class LocalRunner:
 
     def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float | None = None) -> Result:
         try:
-            done = subprocess.run(
-                list(argv),
-                input=input,
-                capture_output=True,
-                text=True,
-                timeout=timeout or self.timeout,
-                stdin=None if input is not None else subprocess.DEVNULL,
-            )
+            done = _run(list(argv), input, timeout or self.timeout)
         except FileNotFoundError as exc:
             raise TransportError(f"{argv[0]}: command not found (set the cluster's bin_dir?)") from exc
         except PermissionError as exc:
@@ -128,14 +127,7 @@ class SshRunner:
     def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float | None = None) -> Result:
         remote = shlex.join(argv)  # the remote shell splits this back into exactly argv
         try:
-            done = subprocess.run(
-                [*self.base, remote],
-                input=input,
-                capture_output=True,
-                text=True,
-                timeout=timeout or self.timeout,
-                stdin=None if input is not None else subprocess.DEVNULL,
-            )
+            done = _run([*self.base, remote], input, timeout or self.timeout)
         except FileNotFoundError as exc:
             raise TransportError("ssh: command not found (install openssh-client)") from exc
         except subprocess.TimeoutExpired as exc:

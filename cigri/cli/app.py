@@ -84,6 +84,19 @@ def _set_verbose(ctx: click.Context, _param, value):
     return value
 
 
+def policy_option(command):
+    """``--policy``: the metascheduler strategy, by its registered name."""
+    from ..scheduling import registry
+
+    return click.option(
+        "--policy",
+        type=click.Choice(sorted(registry())),
+        default="fifo",
+        show_default=True,
+        help="Metascheduler strategy.",
+    )(command)
+
+
 def common(command):
     """``--state`` and ``-v`` on every command, so that standalone gridsub etc. take them too."""
     command = click.option(

@@ -10,8 +10,7 @@ import click
 from .. import cycle as cycle_mod
 from ..loop import run_passes
 from ..model import CampaignState, JobState
-from ..scheduling import registry as schedulers
-from .app import GridCommand, app, common
+from .app import GridCommand, app, common, policy_option
 
 
 def _cycle(policy: str = "fifo") -> cycle_mod.Cycle:
@@ -35,13 +34,7 @@ def _cycle(policy: str = "fifo") -> cycle_mod.Cycle:
 @click.option(
     "--timeout", type=click.FloatRange(min=0), help="With --until-done: give up (exit 12) after this many seconds."
 )
-@click.option(
-    "--policy",
-    type=click.Choice(sorted(schedulers())),
-    default="fifo",
-    show_default=True,
-    help="Metascheduler strategy.",
-)
+@policy_option
 @common
 def almighty(loop, until_done, period, timeout, policy):
     """Run the cycle: updator, spritz, metasched, runner, nikita.

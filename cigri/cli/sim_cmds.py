@@ -8,9 +8,8 @@ import sys
 import click
 
 from ..errors import ConfigError
-from ..scheduling import registry as schedulers
 from . import output
-from .app import GridCommand, app, common
+from .app import GridCommand, app, common, policy_option
 
 
 def _fmt(seconds) -> str:
@@ -100,13 +99,7 @@ def _plot(simulation, path: str) -> None:
 
 @click.command("simulate", cls=GridCommand)
 @click.argument("scenario", type=click.Path(dir_okay=False))
-@click.option(
-    "--policy",
-    type=click.Choice(sorted(schedulers())),
-    default="fifo",
-    show_default=True,
-    help="Metascheduler strategy.",
-)
+@policy_option
 @click.option("--seed", type=int, help="Random seed (default: the scenario's).")
 @click.option("--json", "as_json", is_flag=True, help="All figures as JSON.")
 @click.option("--plot", type=click.Path(dir_okay=False), help="Draw completion-time CDFs and utilization to a PNG.")
