@@ -939,10 +939,8 @@ class Bench:
 
     def write(self) -> str:
         out = [
-            "# Benchmarks",
-            "",
             "Core costs of cigri measured against bare baselines, side by side in the same run, with real "
-            "processes. Regenerate this file with:",
+            "processes. Regenerate this section with:",
             "",
             "```",
             "python bench/run_core.py            # full sizes, several minutes",
@@ -992,9 +990,42 @@ class Bench:
             "",
         ]
         text = "\n".join(out)
-        self.output.parent.mkdir(parents=True, exist_ok=True)
-        self.output.write_text(text, encoding="utf-8")
+        write_section(self.output, "bench/run_core.py", text)
         return text
+
+
+# The report is shared: each bench script rewrites only its own section, between its marker lines.
+COMMON_HEADER = (
+    "# Benchmarks\n\n"
+    "Two scripts write this file, each only its own section (between its marker lines): `bench/run_core.py` "
+    "(cigri's core costs, local cluster) and `bench/run_slurm.py` (the Slurm adapters against a real Slurm). "
+    "Running one leaves the other's section as it is.\n"
+)
+
+
+def write_section(path: Path, script: str, body: str) -> str:
+    """Rewrite ``script``'s section of the shared report ``path`` (between its marker lines) and keep the
+    rest: the common header and the other scripts' sections. A report without markers is run_core.py's
+    whole output from before they existed: it becomes run_core.py's section, once. Returns the new file."""
+    begin, end = f"<!-- {script}: begin -->", f"<!-- {script}: end -->"
+    block = f"{begin}\n{body.strip()}\n{end}"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if not text.strip():
+        text = COMMON_HEADER
+    elif "<!-- bench/" not in text:
+        lines = text.strip().splitlines()
+        if lines[0].strip() == "# Benchmarks":
+            lines = lines[1:]
+        old = "\n".join(lines).strip().replace("Regenerate this file with:", "Regenerate this section with:")
+        text = f"{COMMON_HEADER}\n<!-- bench/run_core.py: begin -->\n{old}\n<!-- bench/run_core.py: end -->\n"
+    start, stop = text.find(begin), text.find(end)
+    if 0 <= start < stop:
+        text = text[:start] + block + text[stop + len(end) :]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return text
 
 
 def main() -> None:

@@ -72,6 +72,7 @@ class Cycle:
         self._factory = adapters or self._default_factory
         self.report = PassReport()
         self._seen: dict[str, object] = {}  # each cluster's activity token when cigri last looked
+        self._fresh: set[int] = set()  # batches recorded by this pass: no RM can hold them yet
 
     def _default_factory(self, name: str) -> ResourceManager:
         return adapter_for(self.store.cluster(name), AdapterContext(self.store.directory, self.clock))
@@ -90,6 +91,7 @@ class Cycle:
 
     def run(self, stages: Sequence[str] = STAGES) -> PassReport:
         self.report = PassReport()
+        self._fresh.clear()
         for stage in stages:
             getattr(self, stage)()
         return self.report
@@ -364,7 +366,7 @@ class Cycle:
                 size = getattr(self.adapter(assignment.cluster), "max_batch", None) or len(jobs) or 1
                 for start in range(0, len(jobs), size):  # RMs cap array sizes
                     chunk = [j[0] for j in jobs[start : start + size]]
-                    self.store.create_batch(assignment.cluster, assignment.campaign_id, chunk, now)
+                    self._fresh.add(self.store.create_batch(assignment.cluster, assignment.campaign_id, chunk, now))
                 if jobs:
                     self.report.add("scheduled", len(jobs))
                     log.info(
@@ -432,7 +434,8 @@ class Cycle:
         key = self.batch_key(campaign.id, "b", batch_id)
         self._watch(cluster)
         try:
-            remote = adapter.find_batch(key)
+            # only a batch an earlier (killed) pass recorded may already be on the cluster
+            remote = None if batch_id in self._fresh else adapter.find_batch(key)
             if remote is None:
                 remote = adapter.submit(key, specs)
         except SubmitError as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from ..errors import AdapterError, ConfigError, JdlError, SubmitError, TransportError
@@ -162,8 +162,30 @@ export CIGRI_JOB_ID CIGRI_JOBID="$CIGRI_JOB_ID" CIGRI_JOB_NAME CIGRI_JOBNAME="$C
 CIGRI_NODE_FILE="${{TMPDIR:-/tmp}}/cigri-nodes.$SLURM_JOB_ID"
 scontrol show hostnames "$SLURM_JOB_NODELIST" > "$CIGRI_NODE_FILE" 2>/dev/null || hostname > "$CIGRI_NODE_FILE"
 export CIGRI_NODE_FILE CIGRI_NODEFILE="$CIGRI_NODE_FILE"
-exec "$@"
+"$@"
+status=$?
+rm -f "$CIGRI_NODE_FILE"
+exit $status
 """
+
+
+class Listing:
+    """The cluster's listing of cigri's jobs, read at most once per ``ttl`` seconds: the updator and the
+    metascheduler of one pass share one read. Any change cigri makes (submit, cancel) drops it."""
+
+    def __init__(self, read: Callable[[], list], clock, ttl: float = 0.5):
+        self.read, self.clock, self.ttl = read, clock, ttl
+        self.value: list | None = None
+        self.at = 0.0
+
+    def get(self) -> list:
+        now = self.clock.now()
+        if self.value is None or now - self.at > self.ttl:
+            self.value, self.at = self.read(), now
+        return self.value
+
+    def drop(self) -> None:
+        self.value = None
 
 
 def check_batch(cluster: str, specs: Sequence[JobSpec], max_batch: int) -> bool:
@@ -215,6 +237,7 @@ class SlurmSsh:
         self.max_batch = int(cluster.config.get("max_batch", 1000))
         self.best_effort = bool(cluster.config.get("besteffort_partition") or cluster.config.get("besteffort_qos"))
         self._home: str | None = None
+        self._listing = Listing(self._read_our_jobs, context.clock)
 
     # ---- plumbing -------------------------------------------------------------------------------
 
@@ -244,6 +267,9 @@ class SlurmSsh:
         return folder if folder.startswith("/") else f"{self.home}/{folder}"
 
     def _our_jobs(self) -> list[list[str]]:
+        return self._listing.get()
+
+    def _read_our_jobs(self) -> list[list[str]]:
         """Every task of this user's cigri jobs that Slurm still lists, one bulk query."""
         fields = "JobArrayID:|,ArrayJobID:|,State:|,Reason:|,exit_code:|,StartTime:|,EndTime:|,NumCPUs:|,Name:"
         result = self._run([self._cmd("squeue"), "--me", "-h", "-r", "-t", "all", "-O", fields])
@@ -302,6 +328,7 @@ class SlurmSsh:
             f"{shlex.join(sbatch)} > {shlex.quote(ids_file)}.tmp && "
             f"mv {shlex.quote(ids_file)}.tmp {shlex.quote(ids_file)} && cat {shlex.quote(ids_file)}"
         )
+        self._listing.drop()
         result = self._run(shell(steps), input=args_lines(specs, self.home))
         if not result.ok:
             raise SubmitError(f"{self.name} refused the batch: {result.describe()}")
@@ -361,6 +388,7 @@ class SlurmSsh:
     def cancel(self, remote_ids: Sequence[str]) -> None:
         if not remote_ids:
             return
+        self._listing.drop()
         result = self._run([self._cmd("scancel"), *remote_ids])
         if not result.ok and "Invalid job id" not in result.stderr:
             raise AdapterError(f"{self.name}: {result.describe()}")

@@ -35,6 +35,7 @@ from . import AdapterContext, Option, expand_home
 from .slurm import (
     SLURM_OPTIONS,
     UNREACHABLE,
+    Listing,
     args_lines,
     batch_options,
     check_batch,
@@ -198,6 +199,7 @@ class SlurmRest:
         self._client: httpx.Client | None = None
         self._api: str | None = None
         self._home: str | None = None
+        self._listing = Listing(self._read_tasks, context.clock)
 
     # ---- plumbing -------------------------------------------------------------------------------
 
@@ -335,6 +337,9 @@ class SlurmRest:
         return folder if folder.startswith("/") else f"{self.home}/{folder}"
 
     def _tasks(self) -> list[Task]:
+        return self._listing.get()
+
+    def _read_tasks(self) -> list[Task]:
         """Every array task of this user's cigri jobs that slurmctld still lists, in one request."""
         tasks = []
         for job in self._slurm("GET", "jobs").get("jobs") or []:
@@ -418,6 +423,7 @@ class SlurmRest:
             "job": self._job(batch_key, specs),
             "script": job_script(specs[0], self.home, args_printer(specs, self.home)),
         }
+        self._listing.drop()
         answer = self._slurm("POST", "job/submit", payload, refused=SubmitError, what="the batch")
         array_id = answer.get("job_id")
         if not isinstance(array_id, int):
@@ -448,6 +454,7 @@ class SlurmRest:
 
     def cancel(self, remote_ids: Sequence[str]) -> None:
         """One DELETE per array all of whose live tasks go, else one per task; tasks already over are left."""
+        self._listing.drop()
         if not remote_ids:
             return
         live: dict[int, set[int]] = {}
