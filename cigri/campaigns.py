@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .adapters import AdapterContext, adapter_for
 from .clock import Clock
+from .cycle import RETRY, stage_remote
 from .errors import CigriError, JdlError, NotFound, PermissionDenied
 from .jdl import Jdl, jobs_of
 from .model import Campaign, CampaignState, CampaignType, EventClass, EventState, JobState
@@ -168,12 +169,11 @@ def fix_events(
             store.requeue(failed, count_resubmit=False)
             resubmitted = len(failed)
             for cid, cluster, code in stages:
-                store.set_stage(
-                    cid,
-                    cluster,
-                    "prologue" if code.startswith("PROLOGUE") else "epilogue",
-                    "todo" if code.startswith("PROLOGUE") else "due",
-                )
+                stage = "prologue" if code.startswith("PROLOGUE") else "epilogue"
+                failed_remote = store.campaign_clusters(cid)[cluster][f"{stage}_remote"] or "none"
+                # a new attempt needs a key of its own, or the RM would hand back the failed run
+                retry = f"{RETRY}0:{stage_remote(failed_remote)[0]}"
+                store.set_stage(cid, cluster, stage, "todo" if stage == "prologue" else "due", retry)
         else:
             for cid, cluster, code in stages:
                 if code.startswith("PROLOGUE"):

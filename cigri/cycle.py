@@ -38,6 +38,23 @@ log = logging.getLogger("cigri.cycle")
 
 RESUBMIT_EXIT = (66, 67)  # CiGri: 66 resubmit, 67 resubmit at the end (both resubmitted here)
 MAX_RESUBMITS = 5  # a job killed or asking for resubmission more often opens an event
+RETRY = "retry:"  # a stage to run again keeps "retry:<attempt>:<previous remote id>": the next key derives from it
+
+
+def stage_remote(value: str) -> tuple[str, int]:
+    """(remote id, attempt) of a submitted prologue/epilogue, stored as "<remote id>#<attempt>"."""
+    remote, _, attempt = value.partition("#")
+    return remote, int(attempt or 0)
+
+
+def stage_retry(value: str | None) -> tuple[int, str] | None:
+    """(attempt, previous remote id) of a stage waiting to run again, or None for a first run."""
+    if not value or not value.startswith(RETRY):
+        return None
+    attempt, _, previous = value.removeprefix(RETRY).partition(":")
+    return int(attempt), previous
+
+
 LOST_AFTER = 3600  # seconds a job may stay unknown to its RM (and accounting) before it is run again
 STDERR_LINES = 5
 STAGES = ("updator", "spritz", "metasched", "runner", "nikita")
@@ -236,23 +253,31 @@ class Cycle:
             return
         adapter = self.adapter(cluster)
         self._look(cluster)
-        statuses = adapter.states([remote for *_, remote in pending])
+        statuses = adapter.states([stage_remote(value)[0] for *_, value in pending])
         now = self.clock.now()
         with self.store.transaction():
-            for campaign_id, _, stage, _, remote in pending:
-                status = statuses[remote]
-                if status.state == RemoteState.KILLED:
-                    self.store.set_stage(campaign_id, cluster, stage, "due" if stage == "epilogue" else "todo")
+            for campaign_id, _, stage, _, value in pending:
+                remote, attempt = stage_remote(value)
+                status = statuses.get(remote)
+                if status is None or status.state in (RemoteState.PENDING, RemoteState.RUNNING, RemoteState.UNKNOWN):
+                    continue
+                if status.state == RemoteState.KILLED and attempt < MAX_RESUBMITS:  # again, under a key of its own
+                    again = "due" if stage == "epilogue" else "todo"
+                    self.store.set_stage(campaign_id, cluster, stage, again, f"{RETRY}{attempt + 1}:{remote}")
                 elif status.state == RemoteState.EXITED and status.exit_code == 0:
                     self.store.set_stage(campaign_id, cluster, stage, "done", remote)
-                elif status.state == RemoteState.EXITED:
+                else:  # exited non-zero, or killed too often
                     self.store.set_stage(campaign_id, cluster, stage, "failed", remote)
                     tail = adapter.tail(remote, "stderr", STDERR_LINES)
                     code = EventCode.PROLOGUE_ERROR if stage == "prologue" else EventCode.EPILOGUE_ERROR
                     self.store.open_event(
                         EventClass.CAMPAIGN,
                         code,
-                        f"{stage} exited with status {status.exit_code}"
+                        (
+                            f"{stage} exited with status {status.exit_code}"
+                            if status.state == RemoteState.EXITED
+                            else f"{stage} killed {MAX_RESUBMITS + 1} times, last: {status.reason}"
+                        )
                         + (f"; stderr ends with:\n{tail}" if tail else ""),
                         now,
                         cluster=cluster,
@@ -388,9 +413,9 @@ class Cycle:
             if campaign_id not in campaigns:
                 campaigns[campaign_id] = self.store.campaign(campaign_id)
             self._submit_batch(batch_id, cluster, campaigns[campaign_id])
-        for campaign_id, cluster, stage, state, _ in self.store.stages_in(("todo", "due")):
+        for campaign_id, cluster, stage, state, previous in self.store.stages_in(("todo", "due")):
             if (stage, state) == ("prologue", "todo") or (stage, state) == ("epilogue", "due"):
-                self._submit_stage(self.store.campaign(campaign_id), cluster, stage)
+                self._submit_stage(self.store.campaign(campaign_id), cluster, stage, previous)
 
     def _spec(
         self, campaign: Campaign, settings: dict, job_id: int, name: str, argv: list[str], walltime: int | None = None
@@ -461,7 +486,7 @@ class Cycle:
         self.report.add("submitted", len(jobs))
         log.info("runner: %d jobs of campaign %d submitted to %s", len(jobs), campaign.id, cluster)
 
-    def _submit_stage(self, campaign: Campaign, cluster: str, stage: str) -> None:
+    def _submit_stage(self, campaign: Campaign, cluster: str, stage: str, previous: str | None = None) -> None:
         if not self._cluster_usable(cluster):
             return
         settings = self.store.campaign_clusters(campaign.id)[cluster]["settings"]
@@ -475,6 +500,9 @@ class Cycle:
         self._watch(cluster)
         try:
             key = self.batch_key(campaign.id, cluster, stage)
+            retry = stage_retry(previous)
+            if retry:  # a new attempt: not the batch of the previous one
+                key += f".retry-{retry[0]}-{retry[1]}"
             remote = self.adapter(cluster).find_batch(key) or self.adapter(cluster).submit(key, [spec])
         except TransportError as exc:
             self._cluster_failed(cluster, exc)
@@ -488,7 +516,7 @@ class Cycle:
                 )
             return
         with self.store.transaction():
-            self.store.set_stage(campaign.id, cluster, stage, "submitted", remote[0])
+            self.store.set_stage(campaign.id, cluster, stage, "submitted", f"{remote[0]}#{retry[0] if retry else 0}")
         log.info("runner: %s of campaign %d submitted to %s", stage, campaign.id, cluster)
 
     # ---- nikita ---------------------------------------------------------------------------------

@@ -279,3 +279,45 @@ def test_a_job_its_rm_forgot_is_taken_as_lost_and_run_again(store, cycle, tmp_pa
     assert store.job(job.id).state == JobState.TO_LAUNCH and store.job(job.id).resubmits == 1
     wait_for(lambda: (cycle.run(), store.campaign(cid).state == CampaignState.TERMINATED)[1])
     assert runs(tmp_path) == ["f ", "f "]
+
+
+def test_a_failed_prologue_blocks_then_runs_again_when_fixed(cli, tmp_path, job_script):
+    flag = tmp_path / "prologue-may-pass"
+    cid = cli.submit(
+        write_jdl(
+            tmp_path,
+            exec_file=str(job_script),
+            params=["a"],
+            prologue=[f"test -e {flag} || {{ echo no flag >&2; exit 4; }}"],
+        )
+    )
+    cli.until_done()
+    [event] = cli.json("gridevents", "-c", str(cid))
+    assert (
+        event["code"] == "PROLOGUE_ERROR"
+        and "exited with status 4" in event["message"]
+        and "no flag" in event["message"]
+    )
+    assert runs(tmp_path) == []  # no job ran on a cluster whose prologue failed
+    flag.touch()
+    cli("gridevents", "-c", str(cid), "-f", "-r")
+    cli.until_done()
+    assert cli.json("gridstat", "-c", str(cid))["state"] == "terminated" and runs(tmp_path) == ["a "]
+
+
+def test_a_killed_prologue_is_run_again_then_fails_after_the_limit(store, cycle, tmp_path, job_script, monkeypatch):
+    monkeypatch.setattr("cigri.cycle.MAX_RESUBMITS", 1)
+    cid = submit(
+        store,
+        write_jdl(
+            tmp_path,
+            exec_file=str(job_script),
+            params=["a"],
+            prologue_walltime=1,
+            prologue=[f"echo try >> {tmp_path}/tries; sleep 30"],
+        ),
+    )
+    wait_for(lambda: (cycle.run(), store.events(campaign_id=cid))[1], timeout=40)
+    [event] = store.events(campaign_id=cid)
+    assert event.code.value == "PROLOGUE_ERROR" and "killed 2 times" in event.message
+    assert (tmp_path / "tries").read_text().splitlines() == ["try", "try"]
