@@ -14,7 +14,7 @@ import os
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from .adapters import AdapterContext, ResourceManager, adapter_for
 from .clock import Clock
@@ -90,6 +90,7 @@ class Cycle:
         self.report = PassReport()
         self._seen: dict[str, object] = {}  # each cluster's activity token when cigri last looked
         self._fresh: set[int] = set()  # batches recorded by this pass: no RM can hold them yet
+        self._settings_cache: dict[int, dict[str, dict]] = {}
 
     def _default_factory(self, name: str) -> ResourceManager:
         return adapter_for(self.store.cluster(name), AdapterContext(self.store.directory, self.clock))
@@ -290,7 +291,7 @@ class Cycle:
         open_events = self.store.open_event_counts()
         for campaign in self.store.campaigns(states=[CampaignState.IN_TREATMENT]):
             counts = self.store.counts(campaign.id)
-            clusters = self.store.campaign_clusters(campaign.id)
+            clusters = self.store.campaign_clusters(campaign.id, settings=False)
             busy = sum(counts[s] for s in (JobState.LAUNCHING, JobState.SUBMITTED, JobState.RUNNING))
             with self.store.transaction():
                 if (
@@ -365,13 +366,13 @@ class Cycle:
             return None
         blocked = self.store.blocked_clusters(campaign.id)
         demands = {}
-        clusters = self.store.campaign_clusters(campaign.id)
+        clusters = self.store.campaign_clusters(campaign.id, settings=False)
         active = None
         for name, info in clusters.items():
             if name not in usable or name in blocked or info["prologue_state"] not in ("none", "done"):
                 continue
-            settings = info["settings"]
-            _, slots = resource_slots(parse_resources(settings["resources"], "resources"))
+            settings = self._settings(campaign.id)[name]
+            slots = settings["_slots"]
             limit = waiting
             if campaign.type == CampaignType.TEST:
                 limit = 0 if info["launched"] else 1
@@ -403,6 +404,16 @@ class Cycle:
 
     # ---- runner ---------------------------------------------------------------------------------
 
+    def _settings(self, campaign_id: int) -> dict[str, dict]:
+        """A campaign's settings per cluster (they never change after submission: read once per cycle),
+        with the slots a job takes as "_slots"."""
+        if campaign_id not in self._settings_cache:
+            settings = {n: i["settings"] for n, i in self.store.campaign_clusters(campaign_id).items()}
+            for value in settings.values():
+                value["_slots"] = resource_slots(parse_resources(value["resources"], "resources"))[1]
+            self._settings_cache[campaign_id] = settings
+        return self._settings_cache[campaign_id]
+
     def batch_key(self, *parts: object) -> str:
         return ".".join(["cigri", self.store.instance, *map(str, parts)])
 
@@ -427,7 +438,7 @@ class Cycle:
                 text = text.replace(key, value)
             return text
 
-        _, slots = resource_slots(parse_resources(settings["resources"], "resources"))
+        slots = settings.get("_slots") or resource_slots(parse_resources(settings["resources"], "resources"))[1]
         return JobSpec(
             job_id=job_id,
             campaign_id=campaign.id,
@@ -449,10 +460,11 @@ class Cycle:
             with self.store.transaction():
                 self.store.finish_batch(batch_id, {}, self.clock.now())
             return
-        settings = self.store.campaign_clusters(campaign.id)[cluster]["settings"]
+        settings = self._settings(campaign.id)[cluster]
         base = self._spec(campaign, settings, 0, "", [settings["exec_file"]])  # what the batch's jobs share
+        shared = {f.name: getattr(base, f.name) for f in fields(JobSpec) if f.name not in ("job_id", "name", "argv")}
         specs = [
-            replace(base, job_id=job_id, name=name, argv=(*base.argv, *split_params(params, f"job {job_id}")))
+            JobSpec(job_id=job_id, name=name, argv=(*base.argv, *split_params(params, f"job {job_id}")), **shared)
             for job_id, name, params in jobs
         ]
         adapter = self.adapter(cluster)
@@ -489,7 +501,7 @@ class Cycle:
     def _submit_stage(self, campaign: Campaign, cluster: str, stage: str, previous: str | None = None) -> None:
         if not self._cluster_usable(cluster):
             return
-        settings = self.store.campaign_clusters(campaign.id)[cluster]["settings"]
+        settings = self._settings(campaign.id)[cluster]
         # shell lines run on the cluster: {HOME} is its $HOME there
         script = "\n".join(settings[stage]).replace("{CAMPAIGN_ID}", str(campaign.id)).replace("{HOME}", "$HOME")
         # in the home directory: a prologue typically creates the exec_directory

@@ -91,6 +91,7 @@ class SimCluster:
         self.jobs: dict[str, SimJob] = {}
         self.batches: dict[str, list[str]] = {}
         self.pending: deque[str] = deque()
+        self.waiting = 0  # jobs submitted and not started nor cancelled
         self.running: dict[str, SimJob] = {}
         self.grid_used = 0
         self.local_used = 0
@@ -195,6 +196,7 @@ class SimCluster:
             if job.eligible > self.now or total - self.grid_used - self.local_used < job.slots:
                 break
             self.pending.popleft()
+            self.waiting -= 1
             self._run(job)
 
     def _preempt_one(self) -> bool:
@@ -235,7 +237,7 @@ class SimCluster:
 
     def capacity(self) -> Capacity:
         self._reachable()
-        queued = sum(1 for rid in self.pending if (job := self.jobs.get(rid)) and job.state == RemoteState.PENDING)
+        queued = self.waiting
         return Capacity(
             total=self.spec.slots, used=self.grid_used + self.local_used, grid_used=self.grid_used, queued=queued
         )
@@ -264,6 +266,7 @@ class SimCluster:
             )
             self.jobs[remote_id] = job
             self.pending.append(remote_id)
+            self.waiting += 1
             ids.append(remote_id)
             if self.spec.delay:
                 self._push(job.eligible, "eligible", None)
@@ -299,6 +302,7 @@ class SimCluster:
                 self._stop(job, RemoteState.KILLED, None, "cancelled")
             elif job.state == RemoteState.PENDING:
                 job.state, job.reason, job.ended = RemoteState.KILLED, "cancelled", self.now
+                self.waiting -= 1
                 self.changed.add(remote_id)
         self._start_what_fits()
 

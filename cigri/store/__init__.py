@@ -243,22 +243,24 @@ class Store:
             counts[JobState(state)] = n
         return counts
 
-    def campaign_clusters(self, campaign_id: int) -> dict[str, dict]:
+    def campaign_clusters(self, campaign_id: int, *, settings: bool = True) -> dict[str, dict]:
+        """Each cluster of a campaign: its progress (prologue, epilogue, jobs sent) and, unless told not
+        to, its settings (JSON decoded: callers on a hot path cache them, they never change)."""
         rows = self.conn.execute(
-            "SELECT cluster, settings, prologue_state, prologue_remote, epilogue_state, epilogue_remote, launched "
-            "FROM campaign_clusters WHERE campaign_id = ?",
+            f"SELECT cluster, {'settings' if settings else 'NULL'}, prologue_state, prologue_remote, "
+            "epilogue_state, epilogue_remote, launched FROM campaign_clusters WHERE campaign_id = ?",
             (campaign_id,),
         )
         return {
             cluster: {
-                "settings": json.loads(settings),
+                "settings": json.loads(raw) if raw is not None else None,
                 "prologue_state": ps,
                 "prologue_remote": pr,
                 "epilogue_state": es,
                 "epilogue_remote": er,
                 "launched": launched,
             }
-            for cluster, settings, ps, pr, es, er, launched in rows
+            for cluster, raw, ps, pr, es, er, launched in rows
         }
 
     def set_stage(self, campaign_id: int, cluster: str, stage: str, state: str, remote: str | None = None) -> None:
