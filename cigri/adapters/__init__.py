@@ -106,10 +106,18 @@ def expand_home(text: str, home: str) -> str:
 
 def registry() -> dict[str, type]:
     from .local import LocalAdapter
+    from .oar_rest import OarRest
+    from .oar_ssh import OarSsh
     from .slurm import SlurmSsh
     from .slurm_rest import SlurmRest
 
-    return {"local": LocalAdapter, "slurm-ssh": SlurmSsh, "slurm-rest": SlurmRest}
+    return {
+        "local": LocalAdapter,
+        "slurm-ssh": SlurmSsh,
+        "slurm-rest": SlurmRest,
+        "oar-rest": OarRest,
+        "oar-ssh": OarSsh,
+    }
 
 
 def adapter_class(name: str) -> type:

@@ -1,0 +1,329 @@
+"""OAR: what ``oar-rest`` and ``oar-ssh`` share: the state and event table, the resource request, the
+array job built from a batch's specs, and the reading of OAR's job records.
+
+A batch is ONE OAR array job named after the batch key (CiGri's ``cigri.<...>`` names). Its command is
+the exec_file; its param file holds one line per spec: the spec's words after the exec_file, each quoted
+(``shlex.quote``) so that the shell OAR runs ``command + " " + line`` in splits them back into exactly
+those words. OAR refuses an array of one param line, so a batch of one spec is a plain job whose command
+carries the quoted words itself (which also lets a prologue's multi-line script through).
+
+Remote ids are OAR job ids, mapped to specs by their ``array_index`` (spec *i* is index *i*): never by
+matching param text, which CiGri does and gets wrong when one param prefixes another (``a``/``a1``).
+
+States (:func:`translate`): Waiting, Hold, toLaunch, Launching ... are PENDING; Running, Finishing,
+Suspended, Resuming are RUNNING; Terminated is EXITED with the exit status read from OAR's wait status;
+Error depends on the job's events:
+
+- BESTEFFORT_KILL, WALLTIME, EXTERMINATE*, FRAG_JOB_REQUEST: KILLED (cigri resubmits the job);
+- RESUBMIT_JOB_AUTOMATICALLY: OAR resubmitted the job itself under a new id. The adapters follow it:
+  the old id keeps being the job's remote id in cigri, and is reported with the state of the newest job
+  of the chain (PENDING, RUNNING, EXITED...), found by one more bulk query per hop, only when there are
+  such jobs (see :func:`statuses`); cancel and tail act on the newest job too, and the reason says
+  "resubmitted by OAR as job N";
+- WORKING_DIRECTORY: EXITED without exit status, with the reason "working directory ..." (an event the
+  user sees and fixes);
+- any other Error: EXITED with OAR's exit status when it is not 0, else without one and the events as
+  the reason (an event for the user, never a success).
+
+A state without a translation is UNKNOWN.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..errors import JdlError, SubmitError
+from ..jdl import format_walltime, parse_resources
+from ..model import JobSpec, RemoteState, RemoteStatus
+from . import Option, expand_home
+
+STATES: dict[str, RemoteState] = {
+    "Waiting": RemoteState.PENDING,
+    "Hold": RemoteState.PENDING,
+    "toLaunch": RemoteState.PENDING,
+    "toError": RemoteState.PENDING,  # on its way to Error: its events are not final yet
+    "toAckReservation": RemoteState.PENDING,
+    "Launching": RemoteState.PENDING,
+    "Running": RemoteState.RUNNING,
+    "Finishing": RemoteState.RUNNING,
+    "Suspended": RemoteState.RUNNING,
+    "Resuming": RemoteState.RUNNING,
+    "Terminated": RemoteState.EXITED,
+    "Error": RemoteState.EXITED,  # refined by the job's events, see translate()
+}
+# OAR events after which the job was ended by OAR itself: cigri runs it again
+KILL_EVENTS = ("BESTEFFORT_KILL", "WALLTIME", "EXTERMINATE", "FRAG_JOB_REQUEST")
+RESUBMIT_EVENT = "RESUBMIT_JOB_AUTOMATICALLY"
+WORKDIR_EVENT = "WORKING_DIRECTORY"
+# the states of the jobs OAR lists when asked for all of them (the default lists only current jobs)
+ALL_STATES = tuple(STATES)
+FOLLOW_HOPS = 5  # resubmissions of resubmissions followed at most
+_INTEGER = re.compile(r"\d+")
+
+
+@dataclass(frozen=True)
+class OarJob:
+    """One job as OAR lists it (REST item or ``oarstat -J`` record), with the keys of both."""
+
+    id: str
+    array_id: str
+    array_index: int
+    name: str
+    state: str
+    raw_exit: int | None
+    started: float | None
+    ended: float | None
+    events: tuple[tuple[str, str], ...]  # (type, description)
+    has_events: bool  # did the record carry its events at all
+    owner: str
+    directory: str
+    stdout_file: str
+    stderr_file: str
+    slots: int
+
+    @property
+    def event_types(self) -> tuple[str, ...]:
+        return tuple(kind for kind, _ in self.events)
+
+
+def _pick(item: dict, *keys: str) -> object:
+    for key in keys:
+        if item.get(key) not in (None, ""):
+            return item[key]
+    return None
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return None
+
+
+def _time(value: object) -> float | None:
+    """An epoch (OAR's API) or a date (oarstat's ``YYYY-MM-DD HH:MM:SS``); 0 means "not yet"."""
+    number = _int(value)
+    if number is not None:
+        return float(number) if number > 0 else None
+    if isinstance(value, float):
+        return value if value > 0 else None
+    if isinstance(value, str) and value.strip():
+        try:
+            return datetime.fromisoformat(value.strip()).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def _events(value: object) -> tuple[tuple[str, str], ...]:
+    out = []
+    for event in value if isinstance(value, list) else []:
+        if isinstance(event, dict):
+            out.append((str(event.get("type") or ""), str(event.get("description") or "")))
+        elif isinstance(event, str):
+            out.append((event, ""))
+    return tuple(out)
+
+
+def job_of(item: dict, key: str | None = None) -> OarJob | None:
+    """An :class:`OarJob` from a REST item or an ``oarstat -J`` record (``key``: its id there)."""
+    job_id = _int(_pick(item, "id", "Job_Id", "job_id")) or _int(key)
+    if job_id is None:
+        return None
+    resources = _pick(item, "resources", "assigned_resources")
+    slots = len(resources) if isinstance(resources, list) else 1
+    return OarJob(
+        id=str(job_id),
+        array_id=str(_int(_pick(item, "array_id", "arrayId")) or job_id),
+        array_index=_int(_pick(item, "array_index", "arrayIndex")) or 1,
+        name=str(_pick(item, "name", "job_name") or ""),
+        state=str(_pick(item, "state") or ""),
+        raw_exit=_int(_pick(item, "exit_code", "exitCode")),
+        started=_time(_pick(item, "start_time", "startTime")),
+        ended=_time(_pick(item, "stop_time", "stopTime")),
+        events=_events(item.get("events")),
+        has_events="events" in item,
+        owner=str(_pick(item, "owner", "user") or ""),
+        directory=str(_pick(item, "launching_directory", "launchingDirectory", "directory") or ""),
+        stdout_file=str(_pick(item, "stdout_file", "stdout") or ""),
+        stderr_file=str(_pick(item, "stderr_file", "stderr") or ""),
+        slots=max(1, slots),
+    )
+
+
+def cigri_job(job: OarJob) -> bool:
+    """Is this one of cigri's jobs (named after a batch key)?"""
+    return job.name.startswith("cigri.")
+
+
+def exit_status(raw: int | None) -> int | None:
+    """OAR's exit_code (a wait status, 256 for ``exit 1``) as a shell would report it."""
+    if raw is None or raw < 0 or raw > 0xFFFF:
+        return None
+    signal = raw & 0x7F
+    return 128 + signal if signal else raw >> 8
+
+
+def resubmitted_as(job: OarJob) -> str | None:
+    """The id of the job OAR resubmitted ``job`` as: the number in its RESUBMIT_JOB_AUTOMATICALLY
+    event's description that is not the job's own id (OAR writes "... resubmitted ... job N")."""
+    for kind, description in job.events:
+        if kind == RESUBMIT_EVENT:
+            numbers = [n for n in _INTEGER.findall(description) if n != job.id]
+            if numbers:
+                return numbers[-1]
+    return None
+
+
+def translate(job: OarJob) -> tuple[RemoteState, int | None, str]:
+    """(RemoteState, exit code, reason) of a job; see the module's docstring for the table."""
+    remote = STATES.get(job.state, RemoteState.UNKNOWN)
+    if job.state == "Terminated":
+        code = exit_status(job.raw_exit)
+        return remote, code, "" if code is not None else "terminated without an exit status"
+    if job.state != "Error":
+        return remote, None, ""
+    kinds = job.event_types
+    killed = [kind for kind in kinds if kind.startswith(KILL_EVENTS)]
+    if killed:
+        return RemoteState.KILLED, None, f"killed by OAR ({killed[-1]})"
+    for kind, description in job.events:
+        if kind.startswith(WORKDIR_EVENT):
+            return RemoteState.EXITED, None, f"working directory problem: {description or kind}"
+    code = exit_status(job.raw_exit)
+    if code:
+        return RemoteState.EXITED, code, ""
+    return RemoteState.EXITED, None, f"OAR error ({', '.join(kinds) or 'no event recorded'})"
+
+
+def statuses(
+    remote_ids: Sequence[str], fetch: Callable[[Sequence[str]], dict[str, OarJob]]
+) -> tuple[dict[str, RemoteStatus], dict[str, str]]:
+    """Every job's status from ``fetch`` (one bulk query of job records by id), following the jobs OAR
+    resubmitted by itself (one more bulk query per hop, only when there are some); also returns which
+    remote id was followed to which job, for cancel and tail."""
+    current = {rid: job for rid, job in zip(remote_ids, map(fetch(remote_ids).get, remote_ids), strict=True)}
+    followed: dict[str, str] = {}
+    for _ in range(FOLLOW_HOPS):
+        wanted = {rid: new for rid, job in current.items() if job and (new := resubmitted_as(job))}
+        if not wanted:
+            break
+        found = fetch(list(wanted.values()))
+        for rid, new in wanted.items():
+            current[rid], followed[rid] = found.get(new), new
+    out = {}
+    for rid, job in current.items():
+        if job is None:
+            out[rid] = RemoteStatus(rid, RemoteState.UNKNOWN, reason="not listed by OAR")
+            continue
+        remote, code, why = translate(job)
+        if rid in followed:
+            why = f"resubmitted by OAR as job {followed[rid]}" + (f"; {why}" if why else "")
+        ended = remote in (RemoteState.EXITED, RemoteState.KILLED)
+        out[rid] = RemoteStatus(rid, remote, code, job.started, job.ended if ended else None, why)
+    return out, followed
+
+
+def tally(jobs: Iterable[OarJob], ours: Callable[[OarJob], bool]) -> tuple[int, int, int]:
+    """(busy slots, of which cigri's, cigri's jobs queued) of current jobs; a job being launched holds
+    its cores already, though it is PENDING to the cycle."""
+    busy = grid_used = queued = 0
+    for job in jobs:
+        holding = translate(job)[0] == RemoteState.RUNNING or job.state in ("toLaunch", "Launching")
+        if holding:
+            busy += job.slots
+            grid_used += job.slots if ours(job) else 0
+        elif translate(job)[0] == RemoteState.PENDING and ours(job):
+            queued += 1
+    return busy, grid_used, queued
+
+
+def walltime_request(spec: JobSpec) -> str:
+    """The ``-l`` / ``resource`` value: the campaign's OAR resources with the walltime appended."""
+    return f"{spec.resources.strip()},walltime={format_walltime(spec.walltime)}"
+
+
+def check_settings(settings: dict, path: str) -> None:
+    """Resources must parse (OAR takes them as they are); properties are OAR's own SQL filter."""
+    parse_resources(settings["resources"], f"{path}.resources")
+    properties = settings.get("properties") or ""
+    if "\n" in properties or "\r" in properties:
+        raise JdlError(f"{path}.properties", "a line break cannot be passed to OAR")
+
+
+def shell_path(text: str, home: str) -> str:
+    """A path as one shell word: ``{HOME}`` and a leading ``~`` become ``home``. With home ``$HOME``
+    (REST, where cigri does not know it) it stays ``"$HOME"``, outside the quotes, for the job's shell
+    (or OAR's API, which replaces ``$HOME`` in commands) to expand."""
+    if home != "$HOME":
+        return shlex.quote(expand_home(text, home))
+    parts = expand_home(text, "\0").split("\0")
+    return '"$HOME"'.join(shlex.quote(part) if part else "" for part in parts)
+
+
+def param_line(spec: JobSpec) -> str:
+    """The spec's words after the exec_file, quoted for the shell OAR appends them to the command in."""
+    words = spec.argv[1:]
+    if any("\n" in word or "\r" in word for word in words):
+        raise SubmitError(f"job {spec.job_id}: a word holds a line break, which an OAR param file cannot carry")
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def array_command(specs: Sequence[JobSpec], home: str) -> tuple[str, str | None]:
+    """(command, param file) of a batch: an array job, or a plain job for a batch of one (OAR refuses
+    a one-line param file)."""
+    command = shell_path(specs[0].argv[0], home)
+    if len(specs) == 1:
+        words = specs[0].argv[1:]
+        return " ".join([command, *(shlex.quote(word) for word in words)]), None
+    return command, "\n".join(param_line(spec) for spec in specs) + "\n"
+
+
+def ids_by_index(jobs: Iterable[OarJob], array_id: str, count: int) -> list[str] | None:
+    """The ids of array ``array_id``'s jobs, in array-index order 1..count; None if one is missing."""
+    by_index = {job.array_index: job.id for job in jobs if job.array_id == array_id}
+    if any(index not in by_index for index in range(1, count + 1)):
+        return None
+    return [by_index[index] for index in range(1, count + 1)]
+
+
+def output_path(job: OarJob, stream: str) -> str | None:
+    """The path of a job's stdout or stderr file (OAR keeps ``%jobid%`` patterns in some versions)."""
+    name = job.stdout_file if stream == "stdout" else job.stderr_file
+    name = name.replace("%jobid%", job.id).replace("%jobname%", job.name)
+    if not name:
+        return None
+    if name.startswith(("/", "~")):
+        return name
+    return f"{job.directory.rstrip('/')}/{name}" if job.directory else None
+
+
+def capacity_of_resources(resources: Iterable[dict]) -> tuple[int, int]:
+    """(total, used) slots of OAR's resource records: Alive ones count, busy when they hold jobs."""
+    total = used = 0
+    for resource in resources:
+        if str(resource.get("state") or "") != "Alive":
+            continue
+        total += 1
+        if resource.get("jobs") or resource.get("running_jobs"):
+            used += 1
+    return total, used
+
+
+OAR_OPTIONS = (
+    Option("queue_depth", int, "jobs cigri may queue beyond the free slots (default 100)", minimum=0),
+    Option(
+        "max_batch",
+        int,
+        "jobs per OAR array job at most (lower it when the cluster refuses large submissions; default 1000)",
+        minimum=1,
+    ),
+    Option("timeout", int, "seconds to wait for the cluster's answer (default 60)", minimum=1),
+)

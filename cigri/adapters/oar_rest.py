@@ -1,0 +1,390 @@
+"""``oar-rest``: OAR through its REST API, OAR 2.5 (``oarapi``) or OAR 3 (option ``api_flavour``).
+
+It shares with ``oar-ssh`` the translation table and the array job (:mod:`cigri.adapters.oar`): a batch
+is one array job named after the batch key, its param file the specs' quoted words, and the remote ids
+come from OAR's records of that array, ordered by ``array_index``.
+
+Authentication: ``auth ident`` sends the OAR login in a header (``ident_header``, default
+``X_REMOTE_IDENT``), usually behind a TLS front end that wants a client certificate (``cert_file`` and
+``key_file``, given to httpx); ``auth bearer`` (OAR 3) sends ``Authorization: Bearer <token>`` read from
+``token_file``. ``login`` is the OAR user name of the cigri user on this cluster (default: the local
+user name).
+
+Every HTTP exchange goes through :meth:`OarRest._request`, which maps failures once: unreachable,
+timeouts, TLS failures, authentication refusals (401, 403) and HTTP 5xx become :class:`TransportError`;
+a submission OAR refuses (admission rules, bad property, HTTP 4xx) :class:`SubmitError`, HTTP 413 (the
+batch is too large for the server) with the advice to lower ``max_batch``. No message holds a token.
+
+A cluster whose ``stress_factor`` is at least 0.8 (CiGri's limit) gets no new jobs: its capacity shows no
+free slot and its queue depth drops to 0 until it calms down; its jobs are still polled.
+"""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+
+from ..errors import AdapterError, ConfigError, SubmitError, TransportError
+from ..model import Capacity, Cluster, JobSpec, RemoteStatus
+from . import AdapterContext, Option, expand_home
+from .oar import (
+    ALL_STATES,
+    OAR_OPTIONS,
+    OarJob,
+    array_command,
+    capacity_of_resources,
+    check_settings,
+    cigri_job,
+    ids_by_index,
+    job_of,
+    output_path,
+    statuses,
+    tally,
+    walltime_request,
+)
+from .slurm import check_batch
+
+FLAVOURS = ("2.5", "3")
+STRESS_LIMIT = 0.8  # CiGri's STRESS_FACTOR: a cluster this stressed gets no new jobs
+IDS_PER_QUERY = 400  # job ids per bulk query, to keep URLs short
+MAX_PAGES = 10_000  # a server whose pagination never ends is an error, not a hang
+
+
+def read_token(path: str) -> str:
+    """The bearer token in ``path``: the file's only non-blank line."""
+    try:
+        text = Path(path).expanduser().read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read token_file {path}: {exc.strerror or exc}") from None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    token = lines[0].removeprefix("Bearer ").strip() if len(lines) == 1 else ""
+    if not token or any(c.isspace() for c in token):
+        raise ConfigError(f"token_file {path} holds no token (the token alone on one line)")
+    return token
+
+
+def error_text(response: httpx.Response) -> str:
+    """OAR's explanation of an error answer, as one short line."""
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        for key in ("message", "detail", "title", "cmd_output"):
+            if data.get(key):
+                return " ".join(str(data[key]).split())[:300]
+    return " ".join(response.text.split())[:300]
+
+
+class OarRest:
+    """OAR 2.5 or OAR 3 through its REST API."""
+
+    options = (
+        Option("url", str, "the OAR API's base URL, e.g. https://oar.example.org/oarapi-priv (required)"),
+        Option("api_flavour", str, "2.5 (oarapi) or 3 (OAR 3's API) (default 2.5)"),
+        Option("login", str, "the OAR user name of cigri's user on this cluster (default: the local user name)"),
+        Option("auth", str, "ident: the login in a header (default); bearer: a token (OAR 3)"),
+        Option("ident_header", str, "auth ident: the header carrying the login (default X_REMOTE_IDENT)"),
+        Option("cert_file", str, "TLS client certificate (PEM) for the API's front end"),
+        Option("key_file", str, "private key of cert_file"),
+        Option("ca_file", str, "CA bundle to check the API's certificate with (default: the system's)"),
+        Option("token_file", str, "auth bearer: file holding the token alone (keep it 0600)"),
+        Option(
+            "home",
+            str,
+            "the login's home directory on the cluster, for {HOME} and ~ in exec_directory (default: left to "
+            "OAR's API, which puts the home for $HOME)",
+        ),
+        Option("page_size", int, "records asked per page of a listing (default 500)", minimum=1),
+        *OAR_OPTIONS,
+    )
+    best_effort = True  # OAR's besteffort job type
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        context: AdapterContext,
+        transport: httpx.BaseTransport | None = None,  # tests: an httpx.MockTransport
+    ):
+        self.name = cluster.name
+        self.config = cluster.config
+        self.clock = context.clock
+        self.timeout = float(cluster.config.get("timeout") or 60)
+        self.configured_depth = int(cluster.config.get("queue_depth", 100))
+        self.queue_depth = self.configured_depth
+        self.max_batch = int(cluster.config.get("max_batch", 1000))
+        self.page_size = int(cluster.config.get("page_size") or 500)
+        self.transport = transport
+        self._client: httpx.Client | None = None
+        self._followed: dict[str, str] = {}  # remote id -> the job OAR resubmitted it as, lately seen
+
+    # ---- plumbing -------------------------------------------------------------------------------
+
+    def _setting(self, key: str) -> str:
+        value = self.config.get(key)
+        if not value:
+            raise ConfigError(f"cluster {self.name!r} (oar-rest) needs the {key} option")
+        return str(value)
+
+    @property
+    def flavour(self) -> str:
+        flavour = str(self.config.get("api_flavour") or "2.5")
+        if flavour not in FLAVOURS:
+            raise ConfigError(f"cluster {self.name!r}: api_flavour must be one of {', '.join(FLAVOURS)}")
+        return flavour
+
+    @property
+    def login(self) -> str:
+        return str(self.config.get("login") or getpass.getuser())
+
+    def _headers(self) -> dict[str, str]:
+        auth = str(self.config.get("auth") or "ident")
+        if auth == "bearer":
+            return {"Authorization": f"Bearer {read_token(self._setting('token_file'))}"}
+        if auth == "ident":
+            return {str(self.config.get("ident_header") or "X_REMOTE_IDENT"): self.login}
+        raise ConfigError(f"cluster {self.name!r}: auth must be ident or bearer, not {auth!r}")
+
+    @property
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            url = self._setting("url")
+            if not url.startswith(("http://", "https://")):
+                raise ConfigError(f"cluster {self.name!r}: url must start with http:// or https://, not {url!r}")
+            self.flavour  # noqa: B018 (refuses a bad api_flavour before any request)
+            cert = None
+            if self.config.get("cert_file"):
+                cert_file = str(Path(self.config["cert_file"]).expanduser())
+                key_file = self.config.get("key_file")
+                cert = (cert_file, str(Path(key_file).expanduser())) if key_file else cert_file
+            verify = str(Path(self.config["ca_file"]).expanduser()) if self.config.get("ca_file") else True
+            self._client = httpx.Client(
+                base_url=url.rstrip("/") + "/",
+                headers={"Accept": "application/json", **self._headers()},
+                timeout=self.timeout,
+                cert=cert,
+                verify=verify,
+                transport=self.transport,
+            )
+        return self._client
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict | None = None,
+        payload: dict | None = None,
+        submitting: bool = False,
+        probing: bool = False,
+    ) -> httpx.Response | None:
+        """The one door to OAR's API: the answer, or a CigriError (never a secret in it).
+
+        ``submitting``: OAR refusing the request is a SubmitError; ``probing``: HTTP 404 gives None."""
+        url = self._setting("url")
+        try:
+            response = self.client.request(method, path, params=params, json=payload)
+        except httpx.TimeoutException as exc:
+            raise TransportError(f"{self.name}: OAR's API at {url} gave no answer within {self.timeout:g} s") from exc
+        except httpx.HTTPError as exc:  # refused, unknown host, reset, TLS
+            cause = str(exc) or type(exc).__name__
+            raise TransportError(f"{self.name}: cannot reach OAR's API at {url}: {cause}") from exc
+        except OSError as exc:  # a certificate file that cannot be read
+            raise TransportError(f"{self.name}: cannot set up TLS for {url}: {exc.strerror or exc}") from exc
+        status = response.status_code
+        if status < 400:
+            return response
+        if status in (401, 403):
+            raise TransportError(
+                f"{self.name}: OAR's API refused the authentication of {self.login} (HTTP {status}): "
+                "check the login, auth, ident_header, cert_file/key_file or token_file options"
+            )
+        if status == 404 and probing:
+            return None
+        text = error_text(response)
+        if status == 413 and submitting:
+            raise SubmitError(
+                f"{self.name}: the batch is too large for OAR's API (HTTP 413): lower max_batch "
+                f"(now {self.max_batch}) with `grid clusters set {self.name} max_batch=...` so batches are split"
+            )
+        if status >= 500:
+            raise TransportError(f"{self.name}: OAR's API answered HTTP {status} to {method} {path}: {text}")
+        if submitting:
+            raise SubmitError(f"{self.name} refused the batch (HTTP {status}): {text}")
+        raise AdapterError(f"{self.name}: OAR's API answered HTTP {status} to {method} {path}: {text}")
+
+    def _json(self, method: str, path: str, **kwargs) -> dict | None:
+        response = self._request(method, path, **kwargs)
+        if response is None:
+            return None
+        try:
+            data = response.json()
+        except ValueError:
+            raise TransportError(f"{self.name}: OAR's API answered {method} {path} with something not JSON") from None
+        return data if isinstance(data, dict) else {"items": data} if isinstance(data, list) else {}
+
+    def _collection(self, path: str, params: dict) -> list[dict]:
+        """Every item of a paginated listing (``offset``/``limit``, ``total`` or a ``next`` link)."""
+        items: list[dict] = []
+        offset = 0
+        for _ in range(MAX_PAGES):
+            page = self._json("GET", path, params={**params, "offset": offset, "limit": self.page_size}) or {}
+            batch = [item for item in page.get("items") or [] if isinstance(item, dict)]
+            items.extend(batch)
+            offset += len(batch)
+            total = page.get("total")
+            has_next = any(isinstance(link, dict) and link.get("rel") == "next" for link in page.get("links") or [])
+            if not batch or (offset >= total if isinstance(total, int) else not has_next):
+                return items
+        raise TransportError(f"{self.name}: OAR's API listing {path} does not end after {MAX_PAGES} pages")
+
+    def _details(self, **filters) -> list[OarJob]:
+        """Job records with their details, one paginated query. Filters: ids, array, user, states."""
+        path, params = ("jobs/details", {}) if self.flavour == "2.5" else ("jobs", {"details": "1"})
+        if filters.get("ids"):
+            if self.flavour == "2.5":
+                params["ids"] = ":".join(filters["ids"])
+            else:
+                params["job_ids"] = list(filters["ids"])
+        if filters.get("array"):
+            params["array"] = filters["array"]
+        if filters.get("user"):
+            params["user"] = filters["user"]
+        if filters.get("states"):
+            params["state" if self.flavour == "2.5" else "states"] = ",".join(filters["states"])
+        return [job for item in self._collection(path, params) if (job := job_of(item))]
+
+    def _jobs(self, ids: Sequence[str]) -> dict[str, OarJob]:
+        """The records of ``ids`` (any state), with the events of those in Error."""
+        found: dict[str, OarJob] = {}
+        ids = [i for i in dict.fromkeys(ids) if i.isdigit()]
+        for start in range(0, len(ids), IDS_PER_QUERY):
+            chunk = ids[start : start + IDS_PER_QUERY]
+            found.update({job.id: job for job in self._details(ids=chunk, states=ALL_STATES) if job.id in chunk})
+        for job_id, job in found.items():
+            if job.state == "Error" and not job.has_events:  # some listings leave events out: ask the job
+                item = self._json("GET", f"jobs/{job_id}", probing=True)
+                found[job_id] = (job_of(item) if item else None) or job
+        return found
+
+    def _our_jobs(self) -> list[OarJob]:
+        """The login's current cigri jobs (OAR lists current jobs by default)."""
+        return [job for job in self._details(user=self.login) if cigri_job(job)]
+
+    def _directory(self, directory: str) -> str | None:
+        """The job's directory for OAR: None (OAR's default, the home) for the home itself when cigri
+        does not know it, else with ``$HOME`` for OAR's API to replace."""
+        home = self.config.get("home")
+        if home:
+            return expand_home(directory, str(home).rstrip("/") or "/")
+        if directory.rstrip("/") in ("{HOME}", "~", "$HOME"):
+            return None
+        return expand_home(directory, "$HOME")
+
+    def _array_ids(self, array_id: str, count: int) -> list[str] | None:
+        return ids_by_index(self._details(array=array_id, states=ALL_STATES), array_id, count)
+
+    # ---- the contract ---------------------------------------------------------------------------
+
+    def check(self, settings: dict, path: str) -> None:
+        check_settings(settings, path)
+
+    def stress_factor(self) -> float:
+        data = self._json("GET", "stress_factor", probing=True) or {}
+        value = data.get("GLOBAL_STRESS", data.get("stress_factor", 0))
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return 0.0
+
+    def capacity(self) -> Capacity:
+        stressed = self.stress_factor() >= STRESS_LIMIT
+        path, params = ("resources/full", {}) if self.flavour == "2.5" else ("resources", {"detailed": "true"})
+        total, used = capacity_of_resources(self._collection(path, params))
+        # everyone's current jobs: their cores are busy, whatever the resource records say
+        busy, grid_used, queued = tally(self._details(), lambda job: job.owner == self.login and cigri_job(job))
+        used = max(used, busy)
+        self.queue_depth = 0 if stressed else self.configured_depth
+        return Capacity(total=total, used=total if stressed else min(used, total), grid_used=grid_used, queued=queued)
+
+    def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:
+        if not check_batch(self.name, specs, self.max_batch):
+            return []
+        spec = specs[0]
+        home = str(self.config.get("home") or "$HOME")  # OAR's API puts the user's home for $HOME
+        command, params = array_command(specs, home)
+        payload: dict = {"resource": walltime_request(spec), "command": command, "name": batch_key}
+        directory = self._directory(spec.directory)
+        if directory is not None:
+            payload["directory"] = directory
+        if params is not None:
+            payload["param_file"] = params
+        if spec.properties.strip():
+            payload["property"] = spec.properties.strip()
+        if spec.project:
+            payload["project"] = spec.project
+        if spec.best_effort:
+            payload["type"] = ["besteffort"]
+        answer = self._json("POST", "jobs", payload=payload, submitting=True) or {}
+        array_id = str(answer.get("id") or "")
+        if not array_id.isdigit():
+            raise SubmitError(f"{self.name} refused the batch: {answer.get('cmd_output') or 'no job id in the answer'}")
+        ids = self._array_ids(array_id, len(specs))
+        if ids is None:  # the batch is there: find_batch maps it next pass
+            raise TransportError(f"{self.name}: OAR does not list every job of array {array_id} yet")
+        return ids
+
+    def find_batch(self, batch_key: str) -> list[str] | None:
+        arrays = {job.array_id for job in self._our_jobs() if job.name == batch_key}
+        if not arrays:
+            return None
+        array_id = min(arrays, key=int)  # the first submission, should there be two
+        jobs = [job for job in self._details(array=array_id, states=ALL_STATES) if job.array_id == array_id]
+        return ids_by_index(jobs, array_id, max(job.array_index for job in jobs)) if jobs else None
+
+    def states(self, remote_ids: Sequence[str]) -> dict[str, RemoteStatus]:
+        out, self._followed = statuses(remote_ids, self._jobs)
+        return out
+
+    def cancel(self, remote_ids: Sequence[str]) -> None:
+        targets = [*remote_ids, *(self._followed[rid] for rid in remote_ids if rid in self._followed)]
+        for job_id in dict.fromkeys(targets):
+            try:
+                self._request("DELETE", f"jobs/{job_id}", probing=True)  # 404: the job is gone already
+            except TransportError:
+                raise
+            except AdapterError:  # OAR refuses to delete a job that is over: nothing is left to cancel
+                continue
+
+    def tail(self, remote_id: str, stream: str, lines: int) -> str:
+        """The end of a job's output through the media endpoint; "" when OAR cannot give it."""
+        try:
+            return self._tail(self._followed.get(remote_id, remote_id), stream, lines)
+        except TransportError:
+            raise
+        except AdapterError:
+            return ""
+
+    def _tail(self, job_id: str, stream: str, lines: int) -> str:
+        item = self._json("GET", f"jobs/{job_id}", probing=True)
+        job = job_of(item) if item else None
+        path = output_path(job, stream) if job else None
+        if path is None:
+            return ""
+        params = {"tail": lines} if lines else {}
+        if self.flavour == "2.5":
+            response = self._request("GET", "media/" + path.lstrip("/"), params=params, probing=True)
+        else:
+            response = self._request("GET", "media/", params={**params, "path_filename": path}, probing=True)
+        return response.text.rstrip("\n") if response is not None else ""
+
+    def activity(self) -> object:
+        return None
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
