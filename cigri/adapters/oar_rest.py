@@ -198,6 +198,7 @@ class OarRest:
         if status < 400:
             return response
         if status in (401, 403):
+            self.close()  # the next call reads the token file again: a renewed token is taken at once
             raise TransportError(
                 f"{self.name}: OAR's API refused the authentication of {self.login} (HTTP {status}): "
                 "check the login, auth, ident_header, cert_file/key_file or token_file options"
@@ -208,7 +209,7 @@ class OarRest:
         if status == 413 and submitting:
             raise SubmitError(
                 f"{self.name}: the batch is too large for OAR's API (HTTP 413): lower max_batch "
-                f"(now {self.max_batch}) with `grid clusters set {self.name} max_batch=...` so batches are split"
+                f"(now {self.max_batch}) with `grid gridclusters set {self.name} --max-batch ...` so batches are split"
             )
         if status >= 500:
             raise TransportError(f"{self.name}: OAR's API answered HTTP {status} to {method} {path}: {text}")
@@ -338,7 +339,9 @@ class OarRest:
         return ids
 
     def find_batch(self, batch_key: str) -> list[str] | None:
-        arrays = {job.array_id for job in self._our_jobs() if job.name == batch_key}
+        # ended jobs too: a batch whose answer was lost may have run to its end before this pass (only a
+        # batch a killed pass left is looked for, so reading the login's whole history here is rare)
+        arrays = {job.array_id for job in self._details(user=self.login, states=ALL_STATES) if job.name == batch_key}
         if not arrays:
             return None
         array_id = min(arrays, key=int)  # the first submission, should there be two

@@ -39,7 +39,8 @@ def gridclusters(ctx, as_json):
     as many at a time as it has CPUs.
 
     Adapters: local (processes of this machine), slurm-ssh (Slurm's commands through
-    ssh, or locally without --host), slurm-rest (slurmrestd with a JWT).
+    ssh, or locally without --host), slurm-rest (slurmrestd with a JWT), oar-rest
+    (OAR 2.5 or 3 REST API), oar-ssh (oarsub/oarstat/oardel through ssh or locally).
 
     On Slurm, a batch of jobs is one sbatch --array job, and the JDL maps as:
     /nodes=N/core=C to --nodes=N --ntasks-per-node=C; core=C or /core=C to
