@@ -1,0 +1,352 @@
+#!/usr/bin/env python3
+"""cigri's oar-rest adapter against the contract OAR of tests/oar, side by side with per-job baselines.
+
+    python bench/run_oar.py              # both API flavours, 5 repeats (about a minute)
+    python bench/run_oar.py --repeats 1  # a smoke run
+
+1. Jobs dispatched per second: ``OarRest.submit()`` of a 500-job batch (ONE array submission, what cigri
+   does, timed until it returns the 500 ids) vs 500 single-job ``POST jobs`` of the same payload shape
+   (the one-job payload ``submit()`` sends for a batch of one), through one keep-alive httpx client.
+2. Polling cost: the HTTP requests (the server's request log) and the time of one ``OarRest.states()``
+   of every job, with 10 vs 1,000 active jobs (Waiting or Running). Target: one paginated bulk query,
+   ceil(jobs / page_size) requests.
+
+The contract server (tests/oar/server.py) runs in a thread of this process on 127.0.0.1, on a fresh state
+file for each measure (each repeat, each flavour). Two artefacts of that test server that would swamp
+what is measured are removed in this process only (``--as-is`` keeps them): Nagle's algorithm on its
+sockets (it writes headers and body apart: every answer waited ~40 ms for a delayed ACK) and the
+re-reading of the whole state file for every job of a detailed listing (the resources never change).
+Each measure is repeated (5 times by default) and the median kept. Writes this script's section of
+docs/benchmarks.md (or --output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
+
+import httpx  # noqa: E402
+from sections import write_section  # noqa: E402
+
+from cigri.adapters import AdapterContext  # noqa: E402
+from cigri.adapters.oar import array_command, walltime_request  # noqa: E402
+from cigri.adapters.oar_rest import IDS_PER_QUERY, OarRest  # noqa: E402
+from cigri.clock import RealClock  # noqa: E402
+from cigri.model import Cluster, JobSpec, RemoteState  # noqa: E402
+from tests.oar.contract import OarState  # noqa: E402
+from tests.oar.server import OarServer, _Handler  # noqa: E402
+
+SCRIPT = "bench/run_oar.py"
+DOC = ROOT / "docs" / "benchmarks.md"
+HEADER = "# Benchmarks\n\nSeveral scripts write this file, each only its own section (between its marker lines).\n"
+LOGIN = "cigritest"
+CORES = 64  # the contract cluster: 64 of the 1,000 polled jobs run, the others wait
+TARGET_RATE = 200.0  # jobs/s through submit(), as for the Slurm adapters (bench/run_slurm.py)
+TARGET_SPEEDUP = 10.0  # one array submission vs one POST per job
+ACTIVE = (RemoteState.PENDING, RemoteState.RUNNING)
+
+
+def med(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def fs(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def spec(i: int) -> JobSpec:
+    return JobSpec(job_id=i, campaign_id=1, name=f"j{i}", argv=("~/bin/run", f"j{i}", "5"), directory="~", walltime=600)
+
+
+def one_job_payload(job: JobSpec, name: str) -> dict:
+    """What ``OarRest.submit()`` posts for a batch of one job (home directory ``~``: no directory field)."""
+    command, _ = array_command([job], "$HOME")
+    return {"resource": walltime_request(job), "command": command, "name": name}
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.flavours = args.flavours.split(",")
+        self.tmp = Path(tempfile.mkdtemp(prefix="cigri-bench-oar-"))
+        self.count = 0
+        self.raw: list[str] = []
+        self.notes: list[str] = []
+        self.asked: list[int] = []
+
+    @contextlib.contextmanager
+    def cluster(self, flavour: str, **config) -> Iterator[tuple[OarState, OarServer, OarRest]]:
+        """A fresh contract cluster, its API server and an oar-rest adapter on it (client already open)."""
+        self.count += 1
+        state = OarState(self.tmp / f"state-{self.count}.json", cores=CORES)
+        server = OarServer(state.path, flavour=flavour, user=LOGIN)
+        if not self.args.as_is:
+            resources = server.state.resources()
+            server.state.resources = lambda: resources  # constant for the state's life
+        server.start()
+        settings = {"url": server.url, "api_flavour": flavour, "login": LOGIN, "max_batch": 1000, **config}
+        adapter = OarRest(Cluster("oar", "oar-rest", settings), AdapterContext(self.tmp, RealClock()))
+        adapter.client  # noqa: B018 (the httpx client is built before any timing)
+        try:
+            yield state, server, adapter
+        finally:
+            adapter.close()
+            server.stop()
+
+    # ---- 1. dispatch --------------------------------------------------------------------------------
+    def dispatch(self) -> list[str]:
+        n = self.args.jobs
+        specs = [spec(i) for i in range(1, n + 1)]
+        times: dict[str, dict[str, list[float]]] = {f: {"array": [], "single": []} for f in self.flavours}
+        requests: dict[str, dict[str, int]] = {f: {} for f in self.flavours}
+        for rep in range(self.args.repeats):
+            for flavour in self.flavours:
+                with self.cluster(flavour) as (state, server, adapter):
+                    start = time.perf_counter()
+                    ids = adapter.submit(f"cigri.bench.1.b.{rep}", specs)
+                    times[flavour]["array"].append(time.perf_counter() - start)
+                    requests[flavour]["array"] = len(server.requests)
+                    if len(ids) != n or len(state.jobs()) != n:
+                        raise SystemExit(f"submit() gave {len(ids)} ids for {n} jobs")
+                with self.cluster(flavour) as (state, server, adapter):
+                    headers = {"X_REMOTE_IDENT": LOGIN, "Accept": "application/json"}
+                    payloads = [one_job_payload(job, f"cigri.bench.1.s.{job.job_id}") for job in specs]
+                    with httpx.Client(base_url=server.url, headers=headers, timeout=60) as client:
+                        start = time.perf_counter()
+                        for payload in payloads:
+                            answer = client.post("jobs", json=payload)
+                            if answer.status_code not in (200, 201) or not str(answer.json().get("id", "")).isdigit():
+                                raise SystemExit(f"POST jobs answered {answer.status_code}: {answer.text[:200]}")
+                        times[flavour]["single"].append(time.perf_counter() - start)
+                    requests[flavour]["single"] = len(server.requests)
+                    if len(state.jobs()) != n:
+                        raise SystemExit(f"{n} POSTs left {len(state.jobs())} jobs")
+                print(
+                    f"dispatch {flavour} rep {rep + 1}: array {fs(times[flavour]['array'][-1])}, "
+                    f"{n} POSTs {fs(times[flavour]['single'][-1])}",
+                    flush=True,
+                )
+        rows = []
+        for flavour in self.flavours:
+            array, single = med(times[flavour]["array"]), med(times[flavour]["single"])
+            rate, base = n / array, n / single
+            met = rate >= TARGET_RATE and rate / base >= TARGET_SPEEDUP
+            rows.append(
+                f"| jobs/s, {n}-job batch, flavour {flavour} | {rate:,.0f} jobs/s ({fs(array)}, "
+                f"{requests[flavour]['array']} requests) | {base:,.0f} jobs/s ({fs(single)}, "
+                f"{requests[flavour]['single']} requests) | {rate / base:.1f}x | ≥ {TARGET_RATE:g} jobs/s and "
+                f"≥ {TARGET_SPEEDUP:g}x | {'yes' if met else '**NO**'} |"
+            )
+            for kind in ("array", "single"):
+                self.raw.append(
+                    f"- dispatch, flavour {flavour}, {kind}: " + ", ".join(fs(t) for t in times[flavour][kind])
+                )
+        return rows
+
+    # ---- 2. polling ---------------------------------------------------------------------------------
+    def poll(self, flavour: str, jobs: int, page_size: int | None) -> tuple[int, float, list[int]]:
+        """(requests of one states() pass, median time, ids asked per request) with ``jobs`` active jobs."""
+        config = {"page_size": page_size} if page_size else {}
+        with self.cluster(flavour, **config) as (state, server, adapter):
+            ids = adapter.submit("cigri.bench.1.p.1", [spec(i) for i in range(1, jobs + 1)])
+            state.advance(0)
+            counts, seconds = [], []
+            for _ in range(self.args.repeats):
+                before = len(server.requests)
+                start = time.perf_counter()
+                got = adapter.states(ids)
+                seconds.append(time.perf_counter() - start)
+                log = server.requests[before:]
+                counts.append(len(log))
+                if set(got) != set(ids) or any(status.state not in ACTIVE for status in got.values()):
+                    raise SystemExit(f"states() of {jobs} active jobs: {len({s.state for s in got.values()})}")
+            asked = []
+            for _, path in log:
+                query = parse_qs(urlsplit(path).query)
+                asked.append(sum(len(v.split(":")) for v in query.get("ids", [])) + len(query.get("job_ids", [])))
+            self.raw.append(
+                f"- states(), flavour {flavour}, {jobs} jobs, page_size {adapter.page_size}: "
+                + ", ".join(fs(t) for t in seconds)
+                + f"; requests {counts}; ids per request {asked}"
+            )
+            if len(set(counts)) != 1:
+                self.notes.append(f"states() of {jobs} jobs ({flavour}) made {counts} requests over the repeats.")
+            return int(med(counts)), med(seconds), asked
+
+    def polling(self) -> tuple[list[str], int]:
+        small, large = self.args.poll
+        rows = []
+        default = OarRest(Cluster("x", "oar-rest", {}), AdapterContext(self.tmp, RealClock())).page_size
+        for flavour in self.flavours:
+            for page_size in (None, 100):
+                few, few_time, _ = self.poll(flavour, small, page_size)
+                many, many_time, asked = self.poll(flavour, large, page_size)
+                size = page_size or default
+                want_few, want_many = math.ceil(small / size), math.ceil(large / size)
+                ok = few <= want_few and many <= want_many
+                label = f"page_size {size}" + (" (cigri's default)" if page_size is None else "")
+                rows.append(
+                    f"| states() requests, {large:,} vs {small} active jobs, flavour {flavour}, {label} | "
+                    f"{many} | {few} | {many / few:.1f}x | ≤ {want_many} vs ≤ {want_few} (ceil(jobs / page_size)) | "
+                    + ("yes" if ok else f"**NO**: {many - want_many} request(s) over")
+                    + " |"
+                )
+                rows.append(
+                    f"| states() time, {large:,} vs {small} active jobs, flavour {flavour}, {label} | "
+                    f"{fs(many_time)} | {fs(few_time)} | {many_time / few_time:.1f}x | (extra measure) | - |"
+                )
+                print(
+                    f"polling {flavour} {label}: {small} jobs {few} req {fs(few_time)}, "
+                    f"{large} jobs {many} req {fs(many_time)}; ids per request {asked}",
+                    flush=True,
+                )
+                if page_size is None:
+                    self.asked = asked
+        return rows, default
+
+    # ---- report -------------------------------------------------------------------------------------
+    def run_lines(self) -> list[str]:
+        try:
+            head = subprocess.run(
+                ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+            ).stdout.strip()
+            dirty = subprocess.run(
+                ["git", "-C", ROOT, "status", "--porcelain", "--", "cigri"], capture_output=True, text=True, check=True
+            ).stdout.strip()
+            code = f"commit {head}" + (
+                f" with uncommitted changes in {len(dirty.splitlines())} file(s) of cigri/" if dirty else ""
+            )
+        except (OSError, subprocess.CalledProcessError):
+            code = "unknown (not a git checkout)"
+        cpu = "unknown"
+        with contextlib.suppress(OSError):
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+        return [
+            f"- cigri code: {code}",
+            f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+            f"- Command: `{' '.join(['python', 'bench/run_oar.py', *sys.argv[1:]])}`",
+            f"- Machine: nproc {len(os.sched_getaffinity(0))} ({cpu}), Linux {platform.release()}; Python "
+            f"{platform.python_version()}, httpx {httpx.__version__}",
+            f"- Contract cluster: {CORES} cores, server in a thread of the benchmark process on 127.0.0.1, fresh "
+            f"state per measure; test-server artefacts "
+            + ("kept (`--as-is`)" if self.args.as_is else "removed (Nagle, per-job re-read of the resources)"),
+            f"- Flavours {', '.join(self.flavours)}; each measure repeated {self.args.repeats} times, median shown",
+        ]
+
+    def write(self, dispatch: list[str], polling: list[str], page_size: int, wall: float) -> str:
+        n = self.args.jobs
+        small, large = self.args.poll
+        table = ["| measure | cigri | baseline | ratio | target | met? |", "|---|---|---|---|---|---|"]
+        chunks = math.ceil(large / IDS_PER_QUERY)
+        body = [
+            "## OAR adapters against the contract server (`bench/run_oar.py`)",
+            "",
+            "cigri's `oar-rest` adapter (class `OarRest`, called directly) against the contract OAR REST API of "
+            "`tests/oar` (OAR 2.5's `oarapi` and OAR 3's API), side by side with per-job baselines in the same "
+            "run. Regenerate this section with:",
+            "",
+            "```",
+            "python bench/run_oar.py              # both flavours, 5 repeats, about a minute",
+            "python bench/run_oar.py --repeats 1  # smoke run",
+            "```",
+            "",
+            "**Caveat:** the contract server is ours (a Python `http.server` on a JSON state file, built from "
+            "OAR's documentation), not OAR: its per-request cost has nothing to do with a real OAR's (Perl or "
+            "FastAPI over PostgreSQL, behind TLS, over a network). The absolute figures say little about a real "
+            "OAR; the request counts, and the ratios between one request and many, are what carry over. Two "
+            "artefacts of the test server are removed in the benchmark process (see the script's docstring; "
+            "`--as-is` keeps them, which makes every request ~40 ms and the run several minutes).",
+            "",
+            "### Run",
+            "",
+            *self.run_lines(),
+            f"- Wall time of this run: {wall:.0f} s",
+            "",
+            "### 1. Jobs dispatched per second",
+            "",
+            f"`OarRest.submit()` of a {n}-job batch (ONE array submission: `POST jobs` with a param file, then "
+            "the array's listing to map the ids by `array_index`; timed until the ids are returned) vs "
+            f"{n} single-job `POST jobs` of the payload `submit()` sends for a one-job batch, through one "
+            "keep-alive httpx client (no id mapping: the baseline does less). Fresh state for each. The ratio is "
+            "cigri's rate / the baseline's (higher is better).",
+            "",
+            *table,
+            *dispatch,
+            "",
+            "### 2. Polling cost",
+            "",
+            f"One `OarRest.states()` of every job, with {small} vs {large:,} active jobs ({CORES} Running, the "
+            "others Waiting), one array on a fresh state each; requests counted in the server's request log. "
+            "Target: one paginated bulk query per pass, i.e. ceil(jobs / page_size) requests, growing with "
+            f"pages, not jobs. cigri's default page_size is {page_size}; page_size 100 is shown too. The ratio "
+            f"is {large:,} jobs / {small} jobs.",
+            "",
+            *table,
+            *polling,
+            "",
+            f"Why: `OarRest._jobs` splits the ids into queries of at most `IDS_PER_QUERY` = {IDS_PER_QUERY} ids "
+            f"(to keep URLs short), each paginated on its own: {large:,} jobs make {chunks} queries (ids per "
+            f"request, last flavour: {self.asked}), so with page_size {page_size} the requests grow with "
+            f"ceil(jobs / {IDS_PER_QUERY}), not with pages. A page_size dividing {IDS_PER_QUERY} (such as 100) "
+            "hides it: each query then ends on a full page.",
+            "",
+            *(note for note in self.notes),
+            "### Raw samples",
+            "",
+            *self.raw,
+        ]
+        text = "\n".join(body)
+        write_section(self.args.output, SCRIPT, text, HEADER)
+        return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=5, help="repeats per measure; the median is kept (5)")
+    parser.add_argument("--jobs", type=int, default=500, help="jobs of the dispatch batch (500)")
+    parser.add_argument("--poll", type=int, nargs=2, default=(10, 1000), metavar=("FEW", "MANY"))
+    parser.add_argument("--flavours", default="2.5,3", help="API flavours, comma separated (2.5,3)")
+    parser.add_argument("--as-is", action="store_true", help="keep the test server's artefacts (slow)")
+    parser.add_argument("--output", type=Path, default=DOC, help="the report whose section to rewrite")
+    args = parser.parse_args()
+    if args.repeats < 1 or not 1 < args.jobs <= 1000 or not 0 < args.poll[0] < args.poll[1] <= 1000:
+        parser.error("repeats ≥ 1, 1 < jobs ≤ 1000 and 0 < FEW < MANY ≤ 1000 (the server's array limit)")
+    if args.as_is:
+        _Handler.disable_nagle_algorithm = False
+    else:
+        _Handler.disable_nagle_algorithm = True  # this process only: tests/oar is left as it is
+    bench = Bench(args)
+    started = time.perf_counter()
+    try:
+        dispatch = bench.dispatch()
+        polling, page_size = bench.polling()
+    finally:
+        for path in sorted(bench.tmp.iterdir(), reverse=True):
+            path.unlink()
+        bench.tmp.rmdir()
+    wall = time.perf_counter() - started
+    text = bench.write(dispatch, polling, page_size, wall)
+    print(text)
+    print(f"done in {wall:.0f} s; wrote {SCRIPT}'s section of {args.output}")
+
+
+if __name__ == "__main__":
+    main()
