@@ -321,11 +321,17 @@ def test_a_batch_runs_and_maps_exactly_where_params_prefix_each_other(oar, tmp_p
     assert [by_id[i]["array_index"] for i in ids] == [1, 2, 3, 4, 5]
     state.advance(0)
     assert adapter.capacity() == adapter.capacity().__class__(total=4, used=4, grid_used=4, queued=1)
+    before = len(server.requests)
+    adapter.states(ids)
+    running = server.requests[before:]
+    # while they run: the login's current jobs, one paginated listing (pages of 3), nothing asked job by job
+    assert len(running) == 2 and all("user=" in path for _, path in running)
     state.advance(60)
     before = len(server.requests)
     statuses = adapter.states(ids)
     pages = server.requests[before:]
-    assert all("details" in path for _, path in pages) and len(pages) == 2  # one bulk query, in pages of 3
+    # all ended: the listing (now empty, one page), then the ended ones by id, in pages of 3
+    assert all("details" in path for _, path in pages) and len(pages) == 3 and "user=" in pages[0][1]
     assert [(s.state, s.exit_code) for s in statuses.values()] == [
         (RemoteState.EXITED, 3),
         (RemoteState.EXITED, 0),

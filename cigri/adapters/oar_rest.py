@@ -259,12 +259,17 @@ class OarRest:
         return [job for item in self._collection(path, params) if (job := job_of(item))]
 
     def _jobs(self, ids: Sequence[str]) -> dict[str, OarJob]:
-        """The records of ``ids`` (any state), with the events of those in Error."""
-        found: dict[str, OarJob] = {}
+        """The records of ``ids`` (any state), with the events of those in Error: the login's current jobs
+        in one paginated listing, then, by id, only those it no longer lists (ended since the last pass),
+        so that the requests follow the pages and the work done, not the number of active jobs."""
         ids = [i for i in dict.fromkeys(ids) if i.isdigit()]
-        for start in range(0, len(ids), IDS_PER_QUERY):
-            chunk = ids[start : start + IDS_PER_QUERY]
-            found.update({job.id: job for job in self._details(ids=chunk, states=ALL_STATES) if job.id in chunk})
+        wanted = set(ids)
+        found = {job.id: job for job in self._details(user=self.login) if job.id in wanted} if ids else {}
+        missing = [i for i in ids if i not in found]
+        for start in range(0, len(missing), IDS_PER_QUERY):
+            chunk = missing[start : start + IDS_PER_QUERY]
+            asked = set(chunk)
+            found.update({job.id: job for job in self._details(ids=chunk, states=ALL_STATES) if job.id in asked})
         for job_id, job in found.items():
             if job.state == "Error" and not job.has_events:  # some listings leave events out: ask the job
                 item = self._json("GET", f"jobs/{job_id}", probing=True)
