@@ -19,7 +19,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from ..errors import AdapterError, SubmitError, TransportError
+from ..errors import AdapterError, SubmitError
 from ..model import Capacity, Cluster, JobSpec, RemoteStatus
 from . import AdapterContext, Option, expand_home
 from .oar import (
@@ -37,7 +37,7 @@ from .oar import (
     walltime_request,
 )
 from .slurm import check_batch
-from .transport import CommandRunner, Result, runner_for, shell
+from .transport import CommandRunner, RemoteCommands, runner_for, shell
 
 # what OAR's commands say when the server or its database is not there (not "your job is wrong")
 UNREACHABLE = re.compile(
@@ -49,7 +49,7 @@ _ARRAY_ID = re.compile(r"^OAR_ARRAY_ID=(\d+)\s*$", re.M)
 IDS_PER_QUERY = 200  # -j options per oarstat call
 
 
-class OarSsh:
+class OarSsh(RemoteCommands):
     """OAR's commands through ssh, or locally on a frontend."""
 
     options = (
@@ -63,6 +63,7 @@ class OarSsh:
         *OAR_OPTIONS,
     )
     best_effort = True  # OAR's besteffort job type
+    unreachable = UNREACHABLE
 
     def __init__(self, cluster: Cluster, context: AdapterContext, runner: CommandRunner | None = None):
         self.name = cluster.name
@@ -75,30 +76,6 @@ class OarSsh:
         self._followed: dict[str, str] = {}  # remote id -> the job OAR resubmitted it as, lately seen
 
     # ---- plumbing -------------------------------------------------------------------------------
-
-    def _cmd(self, name: str) -> str:
-        bin_dir = self.config.get("bin_dir")
-        return f"{bin_dir.rstrip('/')}/{name}" if bin_dir else name
-
-    def _run(self, argv: Sequence[str], *, input: str | None = None) -> Result:
-        result = self.runner.run(argv, input=input)
-        if not result.ok and UNREACHABLE.search(result.stderr):
-            raise TransportError(f"{self.name}: {result.describe()}")
-        return result
-
-    @property
-    def home(self) -> str:
-        if self._home is None:
-            result = self._run(shell('printf %s "$HOME"'))
-            if not result.ok or not result.stdout.startswith("/"):
-                raise TransportError(f"{self.name}: cannot read the home directory: {result.describe()}")
-            self._home = result.stdout
-        return self._home
-
-    @property
-    def remote_dir(self) -> str:
-        folder = expand_home(self.config.get("remote_dir") or "~/.cigri", self.home)
-        return folder if folder.startswith("/") else f"{self.home}/{folder}"
 
     def _oarstat(self, extra: Sequence[str]) -> list[OarJob]:
         """Jobs as ``oarstat -f -J`` lists them: a JSON object of records keyed by job id."""

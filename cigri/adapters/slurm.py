@@ -14,11 +14,11 @@ import shlex
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from ..errors import AdapterError, ConfigError, JdlError, SubmitError, TransportError
+from ..errors import AdapterError, ConfigError, JdlError, SubmitError
 from ..jdl import format_walltime, parse_resources
 from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
 from . import AdapterContext, Option, expand_home
-from .transport import CommandRunner, runner_for, shell
+from .transport import CommandRunner, RemoteCommands, runner_for, shell
 
 # Slurm job states (squeue %T / sacct State / REST job_state), translated. Anything else is UNKNOWN.
 STATES: dict[str, RemoteState] = {
@@ -215,9 +215,10 @@ SLURM_OPTIONS = (
 )
 
 
-class SlurmSsh:
+class SlurmSsh(RemoteCommands):
     """Slurm's commands (sbatch, squeue, scancel, sinfo) through ssh, or locally on a login node."""
 
+    unreachable = UNREACHABLE
     options = (
         Option("host", str, "ssh: the cluster's login host (an ~/.ssh/config alias works); none: run locally"),
         Option("port", int, "ssh: port", minimum=1),
@@ -240,31 +241,6 @@ class SlurmSsh:
         self._listing = Listing(self._read_our_jobs, context.clock)
 
     # ---- plumbing -------------------------------------------------------------------------------
-
-    def _cmd(self, name: str) -> str:
-        bin_dir = self.config.get("bin_dir")
-        return f"{bin_dir.rstrip('/')}/{name}" if bin_dir else name
-
-    def _run(self, argv: Sequence[str], *, input: str | None = None):
-        result = self.runner.run(argv, input=input)
-        if not result.ok and UNREACHABLE.search(result.stderr):
-            raise TransportError(f"{self.name}: {result.describe()}")
-        return result
-
-    @property
-    def home(self) -> str:
-        if self._home is None:
-            result = self._run(shell('printf %s "$HOME"'))
-            if not result.ok or not result.stdout.startswith("/"):
-                raise TransportError(f"{self.name}: cannot read the home directory: {result.describe()}")
-            self._home = result.stdout
-        return self._home
-
-    @property
-    def remote_dir(self) -> str:
-        folder = self.config.get("remote_dir") or "~/.cigri"
-        folder = expand_home(folder, self.home)
-        return folder if folder.startswith("/") else f"{self.home}/{folder}"
 
     def _our_jobs(self) -> list[list[str]]:
         return self._listing.get()

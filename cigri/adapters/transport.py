@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -139,6 +140,45 @@ class SshRunner:
 
     def close(self) -> None:
         pass  # the master connection persists briefly (ControlPersist) for the next pass
+
+
+class RemoteCommands:
+    """What an adapter driving an RM's commands through a transport needs (slurm-ssh, oar-ssh): the
+    commands' paths, a run that turns "the RM does not answer" into TransportError, the cluster's home
+    directory and cigri's folder there. Subclasses set ``name``, ``config``, ``runner`` and ``unreachable``
+    (the RM's messages that mean its controller is not there)."""
+
+    name: str
+    config: dict
+    runner: CommandRunner
+    unreachable: re.Pattern
+    _home: str | None = None
+
+    def _cmd(self, name: str) -> str:
+        bin_dir = self.config.get("bin_dir")
+        return f"{bin_dir.rstrip('/')}/{name}" if bin_dir else name
+
+    def _run(self, argv: Sequence[str], *, input: str | None = None) -> Result:
+        result = self.runner.run(argv, input=input)
+        if not result.ok and self.unreachable.search(result.stderr):
+            raise TransportError(f"{self.name}: {result.describe()}")
+        return result
+
+    @property
+    def home(self) -> str:
+        if self._home is None:
+            result = self._run(shell('printf %s "$HOME"'))
+            if not result.ok or not result.stdout.startswith("/"):
+                raise TransportError(f"{self.name}: cannot read the home directory: {result.describe()}")
+            self._home = result.stdout
+        return self._home
+
+    @property
+    def remote_dir(self) -> str:
+        from . import expand_home
+
+        folder = expand_home(self.config.get("remote_dir") or "~/.cigri", self.home)
+        return folder if folder.startswith("/") else f"{self.home}/{folder}"
 
 
 def shell(script: str) -> list[str]:
