@@ -330,6 +330,12 @@ def test_gridevents_bad_input(state, args, code, message):
         (["remove", "local"], 1, "cluster 'local' is used by a campaign that is not over"),
         (["remove", "nowhere"], 5, "no cluster named 'nowhere'"),
         (["resize", "local"], 2, "No such command 'resize'"),
+        (["add", "o", "--adapter", "oar-rest", "--api-flavour", "9"], 4, "api_flavour must be one of 2.5, 3"),
+        (["add", "o", "--adapter", "oar-rest", "--auth", "magic"], 4, "auth must be one of ident, bearer"),
+        (["add", "s", "--adapter", "slurm-ssh", "--accounting", "maybe"], 4, "accounting must be one of sacct"),
+        (["add", "r", "--adapter", "slurm-rest", "--api", "v9"], 4, "api must be one of v0.0.39"),
+        (["add", "s", "--adapter", "slurm-ssh", "--slots", "3"], 4, "adapter 'slurm-ssh' has no option 'slots'"),
+        (["add", "s", "--adapter", "slurm-ssh", "--port", "ssh"], 2, "'--port': 'ssh' is not a valid integer"),
     ],
 )
 def test_gridclusters_bad_input(state, args, code, message):

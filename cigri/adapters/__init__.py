@@ -70,6 +70,7 @@ class Option:
     help: str
     default: object = None
     minimum: int | None = None
+    choices: tuple[str, ...] = ()  # the values it may take, when they are a fixed few
 
 
 def job_environment(spec: JobSpec, workdir: str, nodefile: str) -> dict[str, str]:
@@ -146,5 +147,7 @@ def validate_config(adapter: str, given: dict) -> dict:
                 raise ConfigError(f"{key} must be a whole number, not {value!r}") from None
             if option.minimum is not None and value < option.minimum:
                 raise ConfigError(f"{key} must be at least {option.minimum}")
+        if option.choices and str(value) not in option.choices:
+            raise ConfigError(f"{key} must be one of {', '.join(option.choices)}, not {value!r}")
         out[key] = value
     return out

@@ -84,9 +84,11 @@ class OarRest:
 
     options = (
         Option("url", str, "the OAR API's base URL, e.g. https://oar.example.org/oarapi-priv (required)"),
-        Option("api_flavour", str, "2.5 (oarapi) or 3 (OAR 3's API) (default 2.5)"),
+        Option("api_flavour", str, "2.5 (oarapi) or 3 (OAR 3's API) (default 2.5)", choices=("2.5", "3")),
         Option("login", str, "the OAR user name of cigri's user on this cluster (default: the local user name)"),
-        Option("auth", str, "ident: the login in a header (default); bearer: a token (OAR 3)"),
+        Option(
+            "auth", str, "ident: the login in a header (default); bearer: a token (OAR 3)", choices=("ident", "bearer")
+        ),
         Option("ident_header", str, "auth ident: the header carrying the login (default X_REMOTE_IDENT)"),
         Option("cert_file", str, "TLS client certificate (PEM) for the API's front end"),
         Option("key_file", str, "private key of cert_file"),

@@ -211,7 +211,12 @@ SLURM_OPTIONS = (
     Option("queue_depth", int, "jobs cigri may queue beyond the free slots (default 100)", minimum=0),
     Option("max_batch", int, "tasks per array job at most (below the cluster's MaxArraySize; default 1000)", minimum=1),
     Option("timeout", int, "seconds to wait for the cluster's answer (default 60)", minimum=1),
-    Option("accounting", str, "sacct: ask slurmdbd about jobs slurmctld forgot (default); none: never"),
+    Option(
+        "accounting",
+        str,
+        "sacct: ask slurmdbd about jobs slurmctld forgot (default); none: never",
+        choices=("sacct", "none"),
+    ),
 )
 
 

@@ -165,7 +165,12 @@ class SlurmRest:
             str,
             "file holding the user's JWT (`scontrol token`: the token alone or a SLURM_JWT=... line; keep it 0600)",
         ),
-        Option("api", str, f"OpenAPI version: {', '.join(VERSIONS)} (default: the newest the server offers)"),
+        Option(
+            "api",
+            str,
+            f"OpenAPI version: {', '.join(VERSIONS)} (default: the newest the server offers)",
+            choices=VERSIONS,
+        ),
         Option("home", str, "the user's home directory on the cluster (default: $HOME through ssh; needed without)"),
         Option(
             "output_dir",
