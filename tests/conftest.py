@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -52,7 +53,9 @@ class Grid:
 
     def submit(self, jdl: Path | str, *extra: str) -> int:
         out = self("gridsub", str(jdl), *extra)
-        return int(out.strip().splitlines()[-1].split("=")[1])
+        found = re.search(r"^CAMPAIGN_ID=(\d+)$", out, re.MULTILINE)
+        assert found, f"gridsub printed no CAMPAIGN_ID line: {out!r}"
+        return int(found.group(1))
 
     def until_done(self, timeout: float = 60) -> str:
         return self("almighty", "--until-done", "--period", "0.5", "--timeout", str(timeout))

@@ -172,7 +172,7 @@ def lose_next_submission_answer(server: OarServer, delay: float) -> None:
         answer = handle(method, path, query, headers, body)
         if method == "POST" and path.rstrip("/").endswith("jobs") and server.handle is late:
             del server.handle  # once
-            time.sleep(delay)
+            server.hold(delay)
         return answer
 
     server.handle = late

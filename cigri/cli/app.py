@@ -37,15 +37,20 @@ class App:
         level = logging.WARNING - 10 * min(self.verbose, 2)
         root = logging.getLogger("cigri")
         root.setLevel(logging.DEBUG)
+        for old in [h for h in root.handlers if getattr(h, "cigri_cli", False)]:  # an earlier command, same process
+            root.removeHandler(old)
+            old.close()
         console = logging.StreamHandler()
         console.setLevel(level)
         console.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        console.cigri_cli = True
         root.addHandler(console)
         if to_file:
             log_file = self.store.directory / "almighty.log"
             handler = logging.handlers.RotatingFileHandler(log_file, maxBytes=5_000_000, backupCount=3)
             handler.setLevel(logging.INFO)
             handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
+            handler.cigri_cli = True
             root.addHandler(handler)
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -83,6 +84,7 @@ class OarServer:
         self._faults: list[int | None] = []  # an HTTP status to answer with, or None: hang
         self._lock = threading.Lock()
         self._released = threading.Event()
+        self.errors: list[BaseException] = []  # what handlers raised, instead of tracebacks on stderr
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -90,9 +92,8 @@ class OarServer:
     def start(self) -> str:
         """Serve on 127.0.0.1 on an ephemeral port, in a thread; the base URL."""
         handler = type("OarHandler", (_Handler,), {"oar": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        self._httpd.block_on_close = False
+        self._httpd = _Server(("127.0.0.1", 0), handler)
+        self._httpd.oar = self
         self._released.clear()
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="oar-contract", daemon=True
@@ -114,6 +115,10 @@ class OarServer:
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
+        # a client that gave up (a timeout the test provoked) breaks the pipe; anything else is a bug here
+        bugs = [exc for exc in self.errors if not isinstance(exc, ConnectionError)]
+        if bugs:
+            raise AssertionError(f"the contract server failed while handling a request: {bugs[0]!r}") from bugs[0]
 
     def __enter__(self) -> OarServer:
         self.start()
@@ -123,6 +128,10 @@ class OarServer:
         self.stop()
 
     # -- faults --------------------------------------------------------------------------------------------------
+    def hold(self, seconds: float) -> None:
+        """Hold a handler ``seconds`` long, or until the server stops."""
+        self._released.wait(seconds)
+
     def fail_next(self, status: int = 500, count: int = 1) -> None:
         with self._lock:
             self._faults.extend([status] * count)
@@ -382,6 +391,20 @@ class OarServer:
         if now is not None:
             answer["api_timestamp"] = now
         return answer
+
+
+class _Server(ThreadingHTTPServer):
+    """Records its handlers' errors rather than printing them: a late answer to a client that gave up may
+    fail after its test ended, and a traceback would land on whatever ``sys.stderr`` is then, such as the
+    captured output of the next test's command. Handler threads are not joined on close: keep-alive
+    connections hold them until the client closes."""
+
+    daemon_threads = True
+    block_on_close = False
+    oar: OarServer
+
+    def handle_error(self, request, client_address) -> None:
+        self.oar.errors.append(sys.exc_info()[1])
 
 
 class _Handler(BaseHTTPRequestHandler):
