@@ -14,7 +14,7 @@ from .adapters import AdapterContext, adapter_for
 from .clock import Clock
 from .cycle import RETRY, stage_remote
 from .errors import CigriError, JdlError, NotFound, PermissionDenied
-from .jdl import Jdl, jobs_of
+from .jdl import Jdl, job_blocks
 from .model import Campaign, CampaignState, CampaignType, EventClass, EventState, JobState
 from .store import Store
 
@@ -63,7 +63,7 @@ def submit(
         campaign_id = store.create_campaign(
             jdl.name, user or current_user(), kind, jdl.as_record(), jdl.clusters, clock.now()
         )
-        count = store.add_jobs(campaign_id, jobs_of(jdl))
+        count = store.add_jobs(campaign_id, job_blocks(jdl))
     return campaign_id, count
 
 
@@ -74,7 +74,7 @@ def add_jobs(store: Store, campaign_id: int, jdl: Jdl, *, user: str | None = Non
     if campaign.state not in (CampaignState.IN_TREATMENT, CampaignState.PAUSED):
         raise CigriError(f"campaign {campaign_id} is {campaign.state.value}: jobs can no longer be added")
     with store.transaction():
-        return store.add_jobs(campaign_id, jobs_of(jdl, store.job_names(campaign_id)))
+        return store.add_jobs(campaign_id, job_blocks(jdl, store.job_names(campaign_id)))
 
 
 def _owned(store: Store, campaign_id: int, user: str | None) -> Campaign:

@@ -14,6 +14,7 @@ import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 import yaml
@@ -56,6 +57,10 @@ _WALLTIME = re.compile(r"^(\d+)(?::(\d+))?(?::(\d+))?$")
 _QUOTING = re.compile(r"[\"'\\]")
 _FIRST_WORD = re.compile(r"[ \t\r\n]*([^ \t\r\n]+)")
 _WORDS = re.compile(r"[^ \t\r\n]+")
+# a block whose names one regular expression can take: no quote nor backslash (no shell-like parsing needed)
+# and no \r (CRLF files take the line by line way)
+_PLAIN = re.compile(r"[^\"'\\\r]*")
+_NAMES = re.compile(r"^[ \t]*([^ \t\n]+)", re.MULTILINE)  # the first word of each line that has one
 
 
 def parse_walltime(value: object, path: str) -> int:
@@ -209,23 +214,23 @@ class Jdl:
         )
         return {"name": self.name, "jobs_type": self.jobs_type, "clusters": self.clusters, "source": source}
 
-    def param_lines(self) -> Iterator[tuple[int, str]]:
-        """(number, line) of every param line, streamed (:meth:`where` names a number in errors); blank
-        lines in a param file are skipped."""
+    def param_blocks(self, size: int) -> Iterator[tuple[int, list[str]]]:
+        """The param lines in blocks of up to ``size``: (number of the block's first line, its lines). A param
+        file's lines keep their newline and its blank lines are there, so that numbers stay right; blocks
+        stream, whatever the file's size."""
         if self.params is not None:
-            for index, line in enumerate(self.params):
-                _check_text(line, f"params[{index}]")
-                yield index, line
+            for start in range(0, len(self.params), size):
+                yield start, list(self.params[start : start + size])
         elif self.nb_jobs is not None:
-            for index in range(self.nb_jobs):
-                yield index, str(index)
+            for start in range(0, self.nb_jobs, size):
+                yield start, [str(i) for i in range(start, min(start + size, self.nb_jobs))]
         else:
             try:
                 with open(self.param_file, encoding="utf-8", newline="\n") as handle:
-                    for number, line in enumerate(handle, 1):
-                        line = line.rstrip("\r\n")
-                        if line and not line.isspace():
-                            yield number, line
+                    number = 1
+                    while block := list(islice(handle, size)):
+                        yield number, block
+                        number += len(block)
             except OSError as exc:
                 raise JdlError("param_file", f"cannot read {self.param_file}: {exc.strerror}") from exc
             except UnicodeDecodeError as exc:
@@ -255,18 +260,51 @@ def split_params(line: str, where: str) -> list[str]:
     return words
 
 
-def jobs_of(jdl: Jdl, taken: set[str] | None = None) -> Iterator[tuple[str, str]]:
-    """(name, param line) of each job, checking that names are unique (also against ``taken``).
-    This loop runs once per job of a million-job campaign: it stays lean."""
+JOB_BLOCK = 16_384  # param lines checked and inserted together
+
+
+def job_blocks(jdl: Jdl, taken: set[str] | None = None, size: int = JOB_BLOCK) -> Iterator[list[tuple[str, str]]]:
+    """The campaign's jobs, (name, param line) pairs in blocks, checking that names are unique (also against
+    ``taken``). This runs once per job of a million-job campaign, so a block whose text is plain (no quotes,
+    no CR) is checked as a whole by C code (a regular expression, set operations), and any
+    other block line by line, which also finds the line an error is about."""
     seen = taken if taken is not None else set()
+    from_file = jdl.params is None and jdl.nb_jobs is None
+    for first, lines in jdl.param_blocks(size):
+        text = "".join(lines) if from_file else "\n".join(lines)
+        if _PLAIN.fullmatch(text):
+            kept = [line for line in text.split("\n") if line and not line.isspace()] if from_file else lines
+            names = _NAMES.findall(text)
+            unique = set(names)
+            if len(names) == len(kept) == len(unique) and seen.isdisjoint(unique):
+                seen |= unique
+                yield list(zip(names, kept, strict=True))
+                continue
+        yield list(_checked_lines(jdl, first, lines, seen, from_file))
+
+
+def _checked_lines(jdl: Jdl, first: int, lines: list[str], seen: set[str], from_file: bool):
+    """A block line by line: the shell-like split where quotes need it, and errors naming their line."""
     quoting, first_word = _QUOTING.search, _FIRST_WORD.match
-    for number, line in jdl.param_lines():
+    for number, line in enumerate(lines, first):
+        if from_file:
+            line = line.rstrip("\r\n")
+            if not line or line.isspace():
+                continue
+        else:
+            _check_text(line, jdl.where(number))
         match = None if quoting(line) else first_word(line)
         name = match.group(1) if match else split_params(line, jdl.where(number))[0]
         if name in seen:
             raise JdlError(jdl.where(number), f"job name {name!r} is used twice in the campaign")
         seen.add(name)
         yield name, line
+
+
+def jobs_of(jdl: Jdl, taken: set[str] | None = None) -> Iterator[tuple[str, str]]:
+    """(name, param line) of each job, one by one (see :func:`job_blocks`)."""
+    for block in job_blocks(jdl, taken):
+        yield from block
 
 
 def _lower_keys(data: dict, path: str) -> dict:

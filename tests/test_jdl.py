@@ -6,7 +6,7 @@ import json
 import shlex
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cigri import jdl
@@ -151,3 +151,49 @@ def test_lines_without_quotes_split_as_shlex_does(line):
         return
     if expected:
         assert jdl.split_params(line, "p") == expected
+
+
+def _reference_jobs(lines: list[str], where) -> list[tuple[str, str]] | str:
+    """What a param source means, line by line through the shell-like split: the jobs, or the error."""
+    jobs, seen = [], set()
+    for number, line in lines:
+        try:
+            name = jdl.split_params(line, where(number))[0]
+        except JdlError as exc:
+            return str(exc)
+        if name in seen:
+            return f"{where(number)}: job name {name!r} is used twice in the campaign"
+        seen.add(name)
+        jobs.append((name, line))
+    return jobs
+
+
+def _blocks_or_error(parsed, size: int) -> list[tuple[str, str]] | str:
+    try:
+        return [job for block in jdl.job_blocks(parsed, size=size) for job in block]
+    except JdlError as exc:
+        return str(exc)
+
+
+# words that take each way through job_blocks: plain ones, quotes, tabs, CR, a shell-blank-but-not-str.split
+# blank (\x0b), a Unicode space, and names that repeat
+_WORD = st.sampled_from(["a", "b", "j1", "j10", "x=1", "'q r'", '"s"', "\\t", "é", "\x0b", "\u2003", "-", "$(x)"])
+_LINE = st.lists(_WORD, max_size=4).map(lambda words: " ".join(words)) | st.sampled_from(["", "  ", "\t", "a\tb"])
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=300)
+@given(lines=st.lists(_LINE, max_size=12), size=st.integers(1, 5), crlf=st.booleans())
+def test_param_file_blocks_mean_what_each_line_means(tmp_path, lines, size, crlf):
+    """The block-wise fast path gives the jobs (or the error, naming the same line) that reading the file
+    line by line gives, whatever the block size."""
+    (tmp_path / "p.txt").write_text("".join(line + ("\r\n" if crlf else "\n") for line in lines), newline="")
+    parsed = jdl.parse({"name": "n", "exec_file": "x", "clusters": {"a": {}}, "param_file": str(tmp_path / "p.txt")})
+    numbered = [(number, line) for number, line in enumerate(lines, 1) if line and not line.isspace()]
+    assert _blocks_or_error(parsed, size) == _reference_jobs(numbered, lambda n: f"param_file line {n}")
+
+
+@given(lines=st.lists(_LINE, min_size=1, max_size=12), size=st.integers(1, 5))
+def test_params_blocks_mean_what_each_line_means(lines, size):
+    parsed = jdl.parse({"name": "n", "exec_file": "x", "clusters": {"a": {}}, "params": lines})
+    expected = _reference_jobs(list(enumerate(lines)), lambda n: f"params[{n}]")
+    assert _blocks_or_error(parsed, size) == expected

@@ -157,7 +157,7 @@ def test_500_jobs_over_two_oar_clusters_and_local_with_best_effort_kills(cli, st
         if job["cluster"] != "local"
     )
     assert Counter(job["cluster"] for job in jobs) == spread
-    resubmits = dict(store.conn.execute("SELECT name, resubmits FROM jobs WHERE campaign_id = ?", (cid,)))
+    resubmits = {job["name"]: job["resubmits"] for job in store.db["jobs"].rows_where("campaign_id = ?", [cid])}
     assert {name for name, count in resubmits.items() if count} == {name_of(j) for js in killed.values() for j in js}
 
 

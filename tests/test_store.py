@@ -40,11 +40,11 @@ def test_a_failed_transaction_writes_nothing(tmp_path):
     try:
         with store.transaction():
             cid = store.create_campaign("c", "u", CampaignType.DEFAULT, {}, {"local": {}}, 0.0)
-            store.add_jobs(cid, [("a", "a")])
+            store.add_jobs(cid, [[("a", "a")]])
             raise RuntimeError("interrupted")
     except RuntimeError:
         pass
-    assert store.campaigns() == [] and store.conn.execute("SELECT count(*) FROM jobs").fetchone()[0] == 0
+    assert store.campaigns() == [] and store.db["jobs"].count == 0
 
 
 STATES = [s for s in JobState]
@@ -56,12 +56,12 @@ def test_counts_always_match_the_jobs(moves):
     store = Store(":memory:")
     with store.transaction():
         cid = store.create_campaign("c", "u", CampaignType.DEFAULT, {}, {"local": {}}, 0.0)
-        store.add_jobs(cid, [(f"j{i}", f"j{i}") for i in range(20)])
-    ids = [r[0] for r in store.conn.execute("SELECT id FROM jobs ORDER BY id")]
+        store.add_jobs(cid, [[(f"j{i}", f"j{i}") for i in range(20)]])
+    ids = [row["id"] for row in store.db["jobs"].rows_where(order_by="id", select="id")]
     with store.transaction():
         for index, state in moves:
             store.set_job_state([ids[index]], state)
-    real = dict(store.conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
+    real = {row["state"]: row["n"] for row in store.db.query("SELECT state, count(*) AS n FROM jobs GROUP BY state")}
     counted = {s.value: n for s, n in store.counts(cid).items() if n}
     assert counted == real
     store.close()
