@@ -9,6 +9,7 @@ import pytest
 
 from cigri import scheduling
 from cigri.errors import ConfigError
+from cigri.model import EventClass, EventCode
 from cigri.scheduling import TestFirstFifo
 from cigri.sim.run import Simulation, jain, percentile, simulate
 from cigri.sim.scenario import parse, read_trace
@@ -186,3 +187,182 @@ def test_the_ci_scenario_runs_and_plots(tmp_path, state):
     assert (data["jobs_done"], data["lost"], data["duplicated"]) == (data["jobs"], 0, 0)
     assert data["clusters"]["beta"]["killed"] > 0  # its outage killed what it ran
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+# ---- nodes with properties ----------------------------------------------------------------------
+
+
+def one_campaign(clusters: list[dict], **campaign) -> dict:
+    jobs = {"name": "c", "jobs": 40, "duration": {"dist": "fixed", "value": 100}, **campaign}
+    return {"name": "nodes", "period": 10, "max_time": 20000, "clusters": clusters, "campaigns": [jobs]}
+
+
+def test_jobs_asking_for_a_property_run_only_on_the_nodes_that_have_it():
+    # 2 of 8 nodes of 4 cores have gpu: 40 jobs of 100 s on their 8 cores are 5 waves, 500 s (on the 32
+    # cores they would be 2 waves); cigri may lose a period per wave
+    gpu = {"count": 2, "cores": 4, "properties": {"gpu": "yes"}}
+    data = one_campaign([{"name": "a", "nodes": [gpu, {"count": 6, "cores": 4}]}], properties="gpu='yes'")
+    simulation = Simulation(parse(data))
+    used: set[int] = set()
+    result = simulation.run(lambda s: used.update(n for job in s.clusters["a"].running.values() for n in job.placed))
+    assert used == {0, 1}
+    assert result["jobs_done"] == 40 and 500 <= result["makespan"] <= 500 + 5 * 10
+
+
+def test_a_multi_node_request_occupies_two_nodes():
+    data = one_campaign([{"name": "a", "nodes": [{"count": 4, "cores": 4}]}], jobs=4, resources="/nodes=2/core=4")
+    simulation = Simulation(parse(data))
+    placements = []
+    result = simulation.run(lambda s: placements.append(sorted(job.placed for job in s.clusters["a"].running.values())))
+    assert placements[0] == [(0, 1), (2, 3)]  # two jobs, two whole nodes each: the other two jobs wait
+    assert simulation.clusters["a"].capacity().used == 0 and result["clusters"]["a"]["started"] == 4
+    assert 200 <= result["makespan"] <= 200 + 2 * 10  # two waves
+
+
+def test_a_request_no_node_can_satisfy_is_refused_with_a_campaign_event_and_runs_elsewhere():
+    clusters = [
+        {"name": "plain", "slots": 8},
+        {"name": "gpus", "nodes": [{"count": 2, "cores": 4, "properties": {"gpu": "yes"}}]},
+    ]
+    simulation = Simulation(parse(one_campaign(clusters, jobs=20, properties="gpu='yes'")))
+    opened = []
+    result = simulation.run(lambda s: opened.extend(s.store.events(cls=EventClass.CAMPAIGN)))
+    assert {(e.code, e.cluster) for e in opened} == {(EventCode.SUBMIT_ERROR, "plain")}
+    assert "plain: not enough resources for core=1 with gpu='yes'" in opened[0].message
+    assert result["clusters"]["plain"]["started"] == 0 and result["clusters"]["gpus"]["started"] == 20
+    assert result["jobs_done"] == 20 and result["campaigns"][0]["state"] == "terminated"
+
+
+NODES = {
+    "name": "nodes",
+    "period": 10,
+    "seed": 3,
+    "max_time": 40000,
+    "clusters": [
+        {
+            "name": "mixed",
+            "nodes": [{"count": 3, "cores": 8, "properties": {"gpu": "yes", "mem": 64}}, {"count": 5, "cores": 4}],
+            "failure": 0.05,
+            "local_load": {"rate": 0.02, "duration": 60, "size": 4},
+        },
+        {"name": "small", "nodes": [{"count": 4, "cores": 2}], "outages": [[300, 600]]},
+    ],
+    "campaigns": [
+        {
+            "name": "wide",
+            "arrival": 0,
+            "jobs": 40,
+            "resources": "/nodes=2/core=2",
+            "duration": {"dist": "fixed", "value": 50},
+        },
+        {
+            "name": "gpu",
+            "arrival": 20,
+            "jobs": 60,
+            "clusters": {"mixed": {"properties": "gpu='yes' AND mem='64'"}, "small": {}},
+            "duration": {"dist": "exponential", "mean": 40},
+        },
+        {"name": "plain", "arrival": 50, "jobs": 100, "duration": {"dist": "uniform", "min": 5, "max": 60}},
+    ],
+}
+
+
+def check_node_accounting(simulation: Simulation) -> None:
+    """Every pass: the cores busy on the nodes are what the cluster reports as used."""
+    for cluster in simulation.clusters.values():
+        sizes = [node.cores for node in cluster.spec.node_list()]
+        assert all(0 <= free <= size for free, size in zip(cluster.free, sizes, strict=True))
+        assert cluster.grid_used == sum(job.slots for job in cluster.running.values())
+        if not cluster.down:
+            capacity = cluster.capacity()
+            assert capacity.total == sum(sizes) and capacity.used == sum(sizes) - sum(cluster.free)
+
+
+def test_with_nodes_every_job_ends_once_and_capacity_stays_true_despite_preemption_failures_and_outages():
+    simulation = Simulation(parse(NODES))
+    result = simulation.run(check_node_accounting)
+    assert (result["jobs_done"], result["lost"], result["duplicated"]) == (200, 0, 0)
+    assert result["clusters"]["mixed"]["killed"] > 0 and result["failures_fixed"] > 0
+    assert result["clusters"]["small"]["killed"] > 0  # its outage
+
+
+def test_with_nodes_same_seed_same_result_and_another_seed_differs():
+    first, second, other = simulate(parse(NODES)), simulate(parse(NODES)), simulate(parse(NODES), seed=4)
+    for result in (first, second, other):
+        result.pop("performance")
+    assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
+    assert json.dumps(other, sort_keys=True) != json.dumps(first, sort_keys=True)
+
+
+def test_slots_are_one_node_of_that_many_cores():
+    cluster = parse({"clusters": [{"name": "a", "slots": 12}]}).clusters[0]
+    assert [(node.cores, node.properties) for node in cluster.node_list()] == [(12, {})] and cluster.slots == 12
+
+
+def nodes_scenario(cluster: dict | None = None, **campaign) -> dict:
+    cluster = cluster or {"name": "a", "nodes": [{"count": 2, "cores": 4}]}
+    return {"clusters": [cluster], "campaigns": [{"jobs": 1, "duration": {"dist": "fixed", "value": 1}, **campaign}]}
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (nodes_scenario({"name": "a", "slots": 4, "nodes": []}), "scenario clusters[0]: give slots or nodes, not both"),
+        (nodes_scenario({"name": "a"}), "scenario clusters[0]: give slots (one node of that many cores) or nodes"),
+        (nodes_scenario({"name": "a", "nodes": []}), "scenario clusters[0].nodes: expected a non-empty list"),
+        (
+            nodes_scenario({"name": "a", "nodes": [{"count": 2}]}),
+            "scenario clusters[0].nodes[0]: each node group needs",
+        ),
+        (
+            nodes_scenario({"name": "a", "nodes": [{"cores": 0}]}),
+            "scenario clusters[0].nodes[0].cores: must be at least 1",
+        ),
+        (
+            nodes_scenario({"name": "a", "nodes": [{"cores": 2, "ram": 1}]}),
+            "scenario clusters[0].nodes[0].ram: unknown key",
+        ),
+        (
+            nodes_scenario({"name": "a", "nodes": [{"cores": 2, "properties": {"gpu": True}}]}),
+            "scenario clusters[0].nodes[0].properties.gpu: write the value in quotes (gpu: 'yes'?)",
+        ),
+        (
+            nodes_scenario({"name": "a", "nodes": [{"cores": 2, "properties": {"gpu": "it's"}}]}),
+            "scenario clusters[0].nodes[0].properties.gpu: expected a word as name and a value without quotes",
+        ),
+        (
+            nodes_scenario({"name": "a", "nodes": [{"cores": 2}], "local_load": {"size": 4}}),
+            "scenario clusters[0].local_load.size: a local job runs on one node, and the largest has 2 cores",
+        ),
+        (nodes_scenario(resources="nodes=two"), "scenario campaigns[0].resources: resources must look like"),
+        (nodes_scenario(resources="/gpus=1"), "scenario campaigns[0].resources: unknown resource 'gpus'"),
+        (nodes_scenario(cores=2, resources="core=2"), "scenario campaigns[0]: give cores or resources, not both"),
+        (
+            nodes_scenario(properties="gpu=yes"),
+            "scenario campaigns[0].properties: expected name='value' terms joined by AND, not 'gpu=yes'",
+        ),
+        (nodes_scenario(propertes="gpu='yes'"), "scenario campaigns[0].propertes: unknown key"),
+        (nodes_scenario(clusters={"a": {"walltime": 3}}), "scenario campaigns[0].clusters.a.walltime: unknown key"),
+        (
+            nodes_scenario(clusters={"a": {"properties": "x"}}),
+            "scenario campaigns[0].clusters.a.properties: expected name='value'",
+        ),
+        (
+            nodes_scenario(resources="/nodes=3/core=1"),
+            "scenario campaigns[0]: no cluster can ever run its jobs (a: not enough resources for /nodes=3/core=1 "
+            "(nodes with at least 1 cores: 2 of 2, 3 needed))",
+        ),
+    ],
+)
+def test_bad_nodes_and_requests_are_clear_errors(data, message):
+    with pytest.raises(ConfigError) as caught:
+        parse(data)
+    assert str(caught.value).startswith(message)
+
+
+def test_grid_simulate_reports_a_bad_node_group_in_one_line(tmp_path, state):
+    path = tmp_path / "s.yaml"
+    path.write_text("clusters: [{name: a, nodes: [{cores: 4, properties: {gpu: yes}}]}]\n")
+    out = Grid(state)("simulate", str(path), code=4)
+    expected = "scenario clusters[0].nodes[0].properties.gpu: write the value in quotes (gpu: 'yes'?)"
+    assert out.strip() == f"grid simulate: error: {expected}"

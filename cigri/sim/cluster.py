@@ -1,41 +1,119 @@
 """A simulated cluster implementing the resource-manager contract (cigri.adapters).
 
-Its jobs live on the simulated clock: a submitted job waits ``delay`` seconds, starts FIFO when enough
-slots are free, and runs its duration (read from its params, divided by ``speed``, plus staging time).
-Non-grid local load comes and goes and preempts best-effort grid jobs; jobs fail with probability
-``failure``; during an outage the cluster answers nothing, runs nothing, and the jobs it ran are lost;
-a black-hole cluster ends every job at once with exit 0 (the seed's sink effect).
+A cluster is made of nodes, each with its cores and its properties (OAR's: ``gpu='yes'``). A job asks,
+as a JDL does, for ``resources`` (``/nodes=N/core=C``: N nodes with C free cores each) and
+``properties`` (``name='value'`` joined by AND, which the nodes must all have); it is placed on the
+first nodes that fit and frees them when it ends. A request no node of the cluster could ever satisfy
+is refused at submission (SubmitError), as a real resource manager refuses it.
+
+Its jobs live on the simulated clock: a submitted job waits ``delay`` seconds, starts FIFO when its
+nodes are free, and runs its duration (read from its params, divided by ``speed``, plus staging time).
+Non-grid local load comes and goes, takes cores on one node, and preempts best-effort grid jobs; jobs
+fail with probability ``failure``; during an outage the cluster answers nothing, runs nothing, and the
+jobs it ran are lost; a black-hole cluster ends every job at once with exit 0 (the seed's sink effect).
 """
 
 from __future__ import annotations
 
 import heapq
 import random
+import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..errors import TransportError
+from ..adapters.slurm import _PROPERTY, constraint
+from ..errors import JdlError, SubmitError, TransportError
+from ..jdl import parse_resources, resource_slots
 from ..model import Capacity, JobSpec, RemoteState, RemoteStatus
 
 BLACK_HOLE_DURATION = 0.01
+_AND = re.compile(r"\s+AND\s+", re.I)
 
 
-@dataclass
+def parse_properties(text: str, path: str) -> dict[str, str]:
+    """OAR properties ``name='value' AND ...`` as {name: value}: the form the Slurm adapter accepts, checked
+    by its own parser."""
+    try:
+        if constraint(text, path) is None:
+            return {}
+    except JdlError:
+        raise JdlError(path, f"expected name='value' terms joined by AND, not {text!r}") from None
+    return dict(_PROPERTY.match(term).groups() for term in _AND.split(text.strip()))
+
+
+def request(resources: str, properties: str, path: str) -> tuple[int, int, dict[str, str]]:
+    """(nodes, cores on each, properties) a JDL's ``resources`` and ``properties`` ask for; a JdlError names
+    ``path.resources`` or ``path.properties``."""
+    nodes, cores = resource_slots(parse_resources(resources, f"{path}.resources"))
+    return nodes, cores, parse_properties(properties, f"{path}.properties")
+
+
+def valid_property(name: str, value: str) -> bool:
+    """Can a job ask for this node property (``name='value'``)?"""
+    return _PROPERTY.match(f"{name}='{value}'") is not None
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """``count`` alike nodes."""
+
+    count: int
+    cores: int
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ClusterSpec:
     name: str
-    slots: int
+    nodes: tuple[NodeGroup, ...]
     speed: float = 1.0
     delay: float = 0.0  # seconds between submission and the earliest start
     failure: float = 0.0  # probability that a job exits 1
-    outages: list[tuple[float, float]] = field(default_factory=list)
+    outages: tuple[tuple[float, float], ...] = ()
     black_hole: bool = False
     bandwidth: float = 0.0  # bytes per second for input staging (0: no staging cost)
     local_rate: float = 0.0  # non-grid jobs arriving per second
     local_duration: float = 3600.0  # their mean duration
-    local_size: int = 1  # slots each takes
+    local_size: int = 1  # cores each takes, on one node
     queue_depth: int | None = None
     best_effort: bool = True
+
+    @property
+    def slots(self) -> int:
+        return sum(group.count * group.cores for group in self.nodes)
+
+    def node_list(self) -> list[NodeGroup]:
+        """One entry per node, in the order they are given (first fit follows it)."""
+        return [group for group in self.nodes for _ in range(group.count)]
+
+    def need(self, nodes: int, cores: int, properties: dict[str, str]) -> Need:
+        """``nodes`` nodes with ``cores`` cores each and all the ``properties``: which nodes qualify."""
+        eligible = tuple(
+            i
+            for i, node in enumerate(self.node_list())
+            if node.cores >= cores and all(node.properties.get(k) == v for k, v in properties.items())
+        )
+        return Need(nodes, cores, eligible)
+
+
+@dataclass(frozen=True)
+class Need:
+    """What a job of one request takes: ``nodes`` nodes among ``eligible`` (in first-fit order), ``cores``
+    cores on each."""
+
+    nodes: int
+    cores: int
+    eligible: tuple[int, ...]
+
+    @property
+    def slots(self) -> int:
+        return self.nodes * self.cores
+
+    @property
+    def possible(self) -> bool:
+        """Could the cluster run it at all, were it empty?"""
+        return len(self.eligible) >= self.nodes
 
 
 @dataclass
@@ -43,7 +121,8 @@ class SimJob:
     remote_id: str
     job_id: int  # cigri's job
     user: str
-    slots: int
+    need: Need
+    slots: int  # cores it holds, on all its nodes
     duration: float
     best_effort: bool
     walltime: float
@@ -51,6 +130,7 @@ class SimJob:
     submitted: float
     eligible: float
     state: RemoteState = RemoteState.PENDING
+    placed: tuple[int, ...] = ()  # the nodes it runs on
     started: float | None = None
     ended: float | None = None
     exit_code: int | None = None
@@ -73,6 +153,16 @@ class Usage:
     completions: dict[int, int] = field(default_factory=dict)  # cigri job -> successful runs
 
 
+def refusal(spec: ClusterSpec, resources: str, properties: str, need: Need) -> str:
+    """Why a cluster can never run a request (OAR: "There are not enough resources for your request")."""
+    with_properties = f" with {properties}" if properties.strip() else ""
+    return (
+        f"{spec.name}: not enough resources for {resources}{with_properties} (nodes with at least "
+        f"{need.cores} cores{' and those properties' if with_properties else ''}: "
+        f"{len(need.eligible)} of {len(spec.node_list())}, {need.nodes} needed)"
+    )
+
+
 class SimCluster:
     """Implements the ResourceManager contract; :meth:`advance_to` moves it along the simulated clock."""
 
@@ -88,6 +178,9 @@ class SimCluster:
         self.max_batch = None
         self.file_sizes = file_sizes or {}
         self.cached: set[str] = set()
+        self.slots = spec.slots
+        self.free = [node.cores for node in spec.node_list()]  # free cores of each node
+        self.needs: dict[tuple[str, str], Need] = {}  # by (resources, properties)
         self.jobs: dict[str, SimJob] = {}
         self.batches: dict[str, list[str]] = {}
         self.pending: deque[str] = deque()
@@ -157,12 +250,16 @@ class SimCluster:
         self.local_waiting.append((duration, self.spec.local_size))
         self._push(self.now + self.rng.expovariate(self.spec.local_rate), "local_arrival", None)
 
-    def _on_local_end(self, size: int) -> None:
+    def _on_local_end(self, payload: tuple[int, int]) -> None:
+        node, size = payload
+        self.free[node] += size
         self.local_used -= size
 
     def _stop(self, job: SimJob, state: RemoteState, exit_code: int | None, reason: str) -> None:
         del self.running[job.remote_id]
         self.grid_used -= job.slots
+        for node in job.placed:
+            self.free[node] += job.need.cores
         job.state, job.exit_code, job.reason, job.ended = state, exit_code, reason, self.now
         job.generation += 1
         self.usage.ended += 1
@@ -178,16 +275,16 @@ class SimCluster:
     def _start_what_fits(self) -> None:
         if self.down:
             return
-        total = self.spec.slots
+        total = self.slots
         while self.local_waiting:  # local users first; best-effort grid jobs make room
             duration, size = self.local_waiting[0]
-            while total - self.grid_used - self.local_used < size and self._preempt_one():
-                pass
-            if total - self.grid_used - self.local_used < size:
+            node = self._node_for_local(size)
+            if node is None:
                 break
             self.local_waiting.popleft()
             self.local_used += size
-            self._push(self.now + duration, "local_end", size)
+            self.free[node] -= size
+            self._push(self.now + duration, "local_end", (node, size))
         while self.pending:
             job = self.jobs.get(self.pending[0])
             if job is None or job.state != RemoteState.PENDING:
@@ -195,19 +292,48 @@ class SimCluster:
                 continue
             if job.eligible > self.now or total - self.grid_used - self.local_used < job.slots:
                 break
+            placed = self._place(job.need)
+            if placed is None:
+                break
             self.pending.popleft()
             self.waiting -= 1
-            self._run(job)
+            self._run(job, placed)
 
-    def _preempt_one(self) -> bool:
-        victims = [j for j in self.running.values() if j.best_effort]
+    def _place(self, need: Need) -> tuple[int, ...] | None:
+        """The first ``need.nodes`` eligible nodes with ``need.cores`` free cores, if there are that many."""
+        free, cores = self.free, need.cores
+        chosen = []
+        for node in need.eligible:
+            if free[node] >= cores:
+                chosen.append(node)
+                if len(chosen) == need.nodes:
+                    return tuple(chosen)
+        return None
+
+    def _node_for_local(self, size: int) -> int | None:
+        """The node a local job of ``size`` cores starts on: the first with enough free cores, else the one
+        where preempting best-effort grid jobs (the latest started first) frees the most. As when the
+        cluster was one pool of cores, they are preempted even when that is not enough: the local job then
+        waits for the rest."""
+        for node, free in enumerate(self.free):
+            if free >= size:
+                return node
+        victims: dict[int, list[SimJob]] = {}
+        for job in self.running.values():
+            if job.best_effort:
+                for node in job.placed:
+                    victims.setdefault(node, []).append(job)
         if not victims:
-            return False
-        victim = max(victims, key=lambda j: (j.started, j.remote_id))  # the latest started goes first
-        self._stop(victim, RemoteState.KILLED, None, "preempted")
-        return True
+            return None
+        reclaimable = {node: self.free[node] + sum(j.need.cores for j in jobs) for node, jobs in victims.items()}
+        target = max(sorted(reclaimable), key=reclaimable.__getitem__)  # the first node of the most
+        for victim in sorted(victims[target], key=lambda j: (j.started, j.remote_id), reverse=True):
+            if self.free[target] >= size:
+                break
+            self._stop(victim, RemoteState.KILLED, None, "preempted")
+        return target if self.free[target] >= size else None
 
-    def _run(self, job: SimJob) -> None:
+    def _run(self, job: SimJob, placed: tuple[int, ...]) -> None:
         duration = BLACK_HOLE_DURATION if self.spec.black_hole else job.duration / self.spec.speed
         if self.spec.bandwidth and not self.spec.black_hole:
             missing = [f for f in job.inputs if f not in self.cached]
@@ -215,10 +341,12 @@ class SimCluster:
             self.usage.bytes_staged += size
             self.cached.update(missing)
             duration += size / self.spec.bandwidth
-        job.state, job.started = RemoteState.RUNNING, self.now
+        job.state, job.started, job.placed = RemoteState.RUNNING, self.now, placed
         job.duration = duration
         self.running[job.remote_id] = job
         self.grid_used += job.slots
+        for node in placed:
+            self.free[node] -= job.need.cores
         self.usage.started += 1
         if self.spec.black_hole:
             self.usage.black_hole_ends += 1
@@ -233,21 +361,35 @@ class SimCluster:
             raise TransportError("simulated outage")
 
     def check(self, settings: dict, path: str) -> None:
-        pass
+        """Only the form of the request: one no node can satisfy is refused at submission, as an RM does."""
+        request(settings["resources"], settings.get("properties") or "", path)
+
+    def _need(self, resources: str, properties: str) -> Need:
+        key = (resources, properties)
+        need = self.needs.get(key)
+        if need is None:
+            try:
+                need = self.needs[key] = self.spec.need(*request(resources, properties, "job"))
+            except JdlError as exc:  # check() refuses it first; an RM would refuse it here
+                raise SubmitError(f"{self.name}: {exc}") from exc
+        if not need.possible:
+            raise SubmitError(refusal(self.spec, resources, properties, need))
+        return need
 
     def capacity(self) -> Capacity:
         self._reachable()
         queued = self.waiting
         return Capacity(
-            total=self.spec.slots, used=self.grid_used + self.local_used, grid_used=self.grid_used, queued=queued
+            total=self.slots, used=self.grid_used + self.local_used, grid_used=self.grid_used, queued=queued
         )
 
     def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:
         self._reachable()
         if batch_key in self.batches:
             return self.batches[batch_key]
+        needs = [self._need(spec.resources, spec.properties) for spec in specs]  # all refused, or none
         ids = []
-        for spec in specs:
+        for spec, need in zip(specs, needs, strict=True):
             remote_id = str(self._next_id)
             self._next_id += 1
             duration = float(spec.argv[2]) if len(spec.argv) > 2 else 0.0
@@ -256,7 +398,8 @@ class SimCluster:
                 remote_id,
                 spec.job_id,
                 spec.user,
-                spec.slots,
+                need,
+                need.slots,
                 duration,
                 spec.best_effort and self.best_effort,
                 float(spec.walltime),

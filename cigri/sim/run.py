@@ -17,7 +17,7 @@ from .. import campaigns as campaign_ops
 from ..cycle import Cycle
 from ..jdl import MAX_WALLTIME
 from ..jdl import parse as parse_jdl
-from ..model import CampaignState, EventClass, JobState
+from ..model import ACTIVE_JOB_STATES, CampaignState, EventClass, JobState
 from ..prediction import predictor
 from ..scheduling import MetaScheduler, metascheduler
 from ..store import Store
@@ -83,11 +83,13 @@ class Simulation:
             "name": plan.name,
             "exec_file": "sim",
             "walltime": walltime,
-            "resources": f"core={plan.cores}",
+            "resources": plan.resources,
             "test_mode": plan.type == "test",
-            "clusters": {name: {} for name in names},
+            "clusters": {name: dict(plan.settings.get(name, {})) for name in names},
             "params": [f"j{i} {d:.6f} {files}".rstrip() for i, d in enumerate(plan.durations)],
         }
+        if plan.properties:
+            data["properties"] = plan.properties
         jdl = parse_jdl(data)
         campaign_id, _ = campaign_ops.submit(
             self.store, jdl, self.clock, user=plan.user, adapters=self.clusters.__getitem__
@@ -101,6 +103,15 @@ class Simulation:
                 self.store, self.clock, campaign_id=campaign_id, resubmit=True, user="root"
             )
             self.failures_fixed += result.resubmitted
+
+    def _close_refusals(self) -> None:
+        """A cluster that refused a campaign (it can never run its jobs: a campaign event) keeps the campaign
+        from ending. Once its other clusters have run every job, the simulated user closes the event
+        (`gridevents -c ID -f`) and the campaign ends."""
+        for campaign_id in {e.campaign_id for e in self.store.events(cls=EventClass.CAMPAIGN)}:
+            counts = self.store.counts(campaign_id)
+            if not any(counts[state] for state in (JobState.TO_LAUNCH, JobState.EVENT, *ACTIVE_JOB_STATES)):
+                campaign_ops.fix_events(self.store, self.clock, campaign_id=campaign_id, user="root")
 
     def _sample(self, seconds: float) -> None:
         self.trace.times.append(self.clock.now())
@@ -126,6 +137,7 @@ class Simulation:
             wall = time.perf_counter()
             self.cycle.run()
             self._fix_failures()
+            self._close_refusals()
             self._sample(time.perf_counter() - wall)
             if on_pass:
                 on_pass(self)

@@ -1,5 +1,41 @@
 """Workloads for the simulator: a YAML scenario (clusters, users, campaigns), and Eagle/Sparrow traces
-(``arrival n_tasks mean_duration d1 ... dn``, one job a line) turned into campaigns."""
+(``arrival n_tasks mean_duration d1 ... dn``, one job a line) turned into campaigns.
+
+A scenario::
+
+    name: example
+    period: 30                # seconds between two cigri passes
+    seed: 1
+    clusters:
+      - {name: alpha, slots: 64, delay: 10}          # slots: N is one node of N cores
+      - name: beta                                     # or groups of alike nodes, with OAR-style properties
+        nodes:
+          - {count: 10, cores: 16, properties: {gpu: "yes", mem: "64"}}
+          - {count: 40, cores: 8}                      # count defaults to 1
+        speed: 1.5
+        failure: 0.02
+        outages: [[3600, 5400]]
+        local_load: {rate: 0.002, duration: 900, size: 8}   # a local job takes size cores on one node
+    users:
+      alice: {share: 2}
+    campaigns:
+      - {name: sweep, user: alice, arrival: 0, jobs: 2000, duration: {dist: exponential, mean: 60}}
+      - name: render
+        jobs: 100
+        durations: [...]                      # or jobs and a duration distribution
+        resources: /nodes=2/core=4            # a JDL's (default core=1; cores: C is core=C)
+        properties: "gpu='yes' AND mem='64'"  # name='value' joined by AND
+        clusters:                             # a list of names, or names with their own settings
+          beta: {}
+          alpha: {resources: core=4, properties: ""}
+
+A cluster's other keys: ``black_hole``, ``bandwidth`` (bytes/s staging ``input_files`` declared in
+``files``), ``queue_depth``, ``best_effort``. A job needs its nodes, each with its cores free and every
+property asked for; it starts FIFO on the first nodes that fit. A cluster none of whose nodes can ever
+satisfy a campaign's request refuses it at submission: cigri opens a campaign event for that cluster
+and the campaign's jobs run elsewhere (once they have, the simulated user closes the event). A campaign
+that no cluster can ever run is an error here. Errors name the key path (``clusters[1].nodes[0].cores``).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +45,24 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import ConfigError
-from .cluster import ClusterSpec
+from ..errors import ConfigError, JdlError
+from .cluster import ClusterSpec, NodeGroup, refusal, request, valid_property
+
+CAMPAIGN_KEYS = (
+    "name",
+    "user",
+    "arrival",
+    "jobs",
+    "duration",
+    "durations",
+    "type",
+    "clusters",
+    "input_files",
+    "cores",
+    "resources",
+    "properties",
+)
+REQUEST_KEYS = ("resources", "properties")  # what a campaign may set for one of its clusters
 
 
 @dataclass(frozen=True)
@@ -22,7 +74,10 @@ class CampaignPlan:
     type: str = "default"
     clusters: tuple[str, ...] = ()  # empty: every cluster
     input_files: tuple[str, ...] = ()
-    cores: int = 1
+    resources: str = "core=1"  # the JDL's, for every cluster
+    properties: str = ""
+    settings: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> its own resources, properties
+    cores: int = 1  # cores a job holds: the fewest its clusters' requests take (the work's lower bound)
 
     @property
     def mean_duration(self) -> float:
@@ -108,10 +163,65 @@ def load(path: str | Path) -> Scenario:
     return parse(data, base_dir=path.parent)
 
 
+def _count(value, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        _fail(path, f"expected a whole number, not {value!r}")
+    if value < 1:
+        _fail(path, "must be at least 1")
+    return value
+
+
+def _node_properties(raw, path: str) -> dict[str, str]:
+    """A node's properties: names to values, which jobs ask for as ``name='value'``."""
+    if not isinstance(raw, dict):
+        _fail(path, "expected a mapping of property names to values, like {gpu: 'yes'}")
+    out = {}
+    for name, value in raw.items():
+        if isinstance(value, bool):  # YAML reads an unquoted yes, no, true or false as a boolean
+            _fail(f"{path}.{name}", f"write the value in quotes ({name}: '{'yes' if value else 'no'}'?)")
+        if not isinstance(value, (str, int, float)) or not valid_property(str(name), str(value)):
+            _fail(f"{path}.{name}", f"expected a word as name and a value without quotes, not {value!r}")
+        out[str(name)] = str(value)
+    return out
+
+
+def _nodes(raw, path: str) -> tuple[NodeGroup, ...]:
+    """``nodes: [{count: 10, cores: 16, properties: {gpu: 'yes'}}, ...]``."""
+    if not isinstance(raw, list) or not raw:
+        _fail(path, "expected a non-empty list of node groups, like [{count: 10, cores: 16}]")
+    groups = []
+    for i, group in enumerate(raw):
+        where = f"{path}[{i}]"
+        if not isinstance(group, dict) or "cores" not in group:
+            _fail(where, "each node group needs its cores (and a count, 1 by default)")
+        for key in group:
+            if key not in ("count", "cores", "properties"):
+                _fail(f"{where}.{key}", "unknown key (valid: cores, count, properties)")
+        groups.append(
+            NodeGroup(
+                count=_count(group.get("count", 1), f"{where}.count"),
+                cores=_count(group["cores"], f"{where}.cores"),
+                properties=_node_properties(group.get("properties") or {}, f"{where}.properties"),
+            )
+        )
+    return tuple(groups)
+
+
+def _cluster_nodes(raw: dict, path: str) -> tuple[NodeGroup, ...]:
+    """``slots: N`` is one node of N cores without properties: the pool of cores of earlier scenarios."""
+    if "nodes" in raw and "slots" in raw:
+        _fail(path, "give slots or nodes, not both")
+    if "nodes" in raw:
+        return _nodes(raw["nodes"], f"{path}.nodes")
+    if "slots" not in raw:
+        _fail(path, "give slots (one node of that many cores) or nodes (groups of nodes)")
+    return (NodeGroup(1, int(_number(raw["slots"], f"{path}.slots", 1))),)
+
+
 def _cluster(raw: dict, index: int) -> ClusterSpec:
     path = f"clusters[{index}]"
     if not isinstance(raw, dict) or "name" not in raw:
-        _fail(path, "each cluster needs a name and slots")
+        _fail(path, "each cluster needs a name, and slots or nodes")
     local = raw.get("local_load") or {}
     outages = []
     for j, window in enumerate(raw.get("outages") or []):
@@ -121,6 +231,7 @@ def _cluster(raw: dict, index: int) -> ClusterSpec:
     known = {
         "name",
         "slots",
+        "nodes",
         "speed",
         "delay",
         "failure",
@@ -134,21 +245,116 @@ def _cluster(raw: dict, index: int) -> ClusterSpec:
     for key in raw:
         if key not in known:
             _fail(f"{path}.{key}", f"unknown key (valid: {', '.join(sorted(known))})")
+    nodes = _cluster_nodes(raw, path)
+    local_size = int(_number(local.get("size", 1), f"{path}.local_load.size", 1))
+    largest = max(group.cores for group in nodes)
+    if local_size > largest:
+        _fail(f"{path}.local_load.size", f"a local job runs on one node, and the largest has {largest} cores")
     return ClusterSpec(
         name=str(raw["name"]),
-        slots=int(_number(raw.get("slots"), f"{path}.slots", 1)),
+        nodes=nodes,
         speed=_number(raw.get("speed", 1.0), f"{path}.speed", 1e-9),
         delay=_number(raw.get("delay", 0.0), f"{path}.delay"),
         failure=_number(raw.get("failure", 0.0), f"{path}.failure"),
-        outages=outages,
+        outages=tuple(outages),
         black_hole=bool(raw.get("black_hole", False)),
         bandwidth=_number(raw.get("bandwidth", 0.0), f"{path}.bandwidth"),
         local_rate=_number(local.get("rate", 0.0), f"{path}.local_load.rate"),
         local_duration=_number(local.get("duration", 3600.0), f"{path}.local_load.duration", 1e-9),
-        local_size=int(_number(local.get("size", 1), f"{path}.local_load.size", 1)),
+        local_size=local_size,
         queue_depth=int(raw["queue_depth"]) if raw.get("queue_depth") is not None else None,
         best_effort=bool(raw.get("best_effort", True)),
     )
+
+
+def _request(raw: dict, path: str, resources: str, properties: str) -> tuple[str, str]:
+    """The ``resources`` and ``properties`` ``raw`` sets, or the ones given, checked as a JDL's are."""
+    resources, properties = raw.get("resources", resources), raw.get("properties", properties)
+    if not isinstance(properties, str):
+        _fail(f"{path}.properties", f"expected a string like \"gpu='yes' AND mem='64'\", not {properties!r}")
+    try:
+        request(resources, properties, path)
+    except JdlError as exc:
+        raise ConfigError(f"scenario {exc}") from None
+    return resources, properties
+
+
+def _campaign_clusters(raw, path: str, names: set[str]) -> tuple[tuple[str, ...], dict[str, dict[str, str]]]:
+    """``clusters``: a list of names, or a mapping of names to their own resources and properties."""
+    if raw is None:
+        return (), {}
+    if isinstance(raw, list) and all(isinstance(name, str) for name in raw):
+        raw = dict.fromkeys(raw)
+    if not isinstance(raw, dict):
+        _fail(path, "expected a list of cluster names, or a mapping of names to {resources, properties}")
+    settings = {}
+    for name, own in raw.items():
+        if name not in names:
+            _fail(path, f"unknown cluster {name!r}")
+        if own is None:
+            continue
+        if not isinstance(own, dict):
+            _fail(f"{path}.{name}", "expected a mapping with resources and/or properties")
+        for key in own:
+            if key not in REQUEST_KEYS:
+                _fail(f"{path}.{name}.{key}", f"unknown key (valid: {', '.join(REQUEST_KEYS)})")
+        settings[str(name)] = {key: own[key] for key in REQUEST_KEYS if key in own}
+    return tuple(str(name) for name in raw), settings
+
+
+def _campaign(raw: dict, index: int, clusters: list[ClusterSpec], rng: random.Random) -> CampaignPlan:
+    path = f"campaigns[{index}]"
+    if not isinstance(raw, dict):
+        _fail(path, "expected a mapping")
+    for key in raw:
+        if key not in CAMPAIGN_KEYS:
+            _fail(f"{path}.{key}", f"unknown key (valid: {', '.join(sorted(CAMPAIGN_KEYS))})")
+    jobs = raw.get("durations")
+    if jobs is not None:
+        durations = tuple(_number(d, f"{path}.durations") for d in jobs)
+    else:
+        count = int(_number(raw.get("jobs"), f"{path}.jobs", 1))
+        durations = _durations(raw.get("duration") or {}, count, rng, f"{path}.duration")
+    if "cores" in raw and "resources" in raw:
+        _fail(path, "give cores or resources, not both")
+    default = f"core={_count(raw['cores'], f'{path}.cores')}" if "cores" in raw else "core=1"
+    resources, properties = _request(raw, path, default, "")
+    wanted, settings = _campaign_clusters(raw.get("clusters"), f"{path}.clusters", {c.name for c in clusters})
+    requests = {
+        cluster.name: _request(settings.get(cluster.name, {}), f"{path}.clusters.{cluster.name}", resources, properties)
+        for cluster in clusters
+        if not wanted or cluster.name in wanted
+    }
+    cores = _fewest_cores(path, {c.name: c for c in clusters}, requests)
+    return CampaignPlan(
+        name=str(raw.get("name", f"c{index}")),
+        user=str(raw.get("user", "user")),
+        arrival=_number(raw.get("arrival", 0.0), f"{path}.arrival"),
+        durations=durations,
+        type=str(raw.get("type", "default")),
+        clusters=wanted,
+        input_files=tuple(raw.get("input_files") or ()),
+        resources=resources,
+        properties=properties,
+        settings=settings,
+        cores=cores,
+    )
+
+
+def _fewest_cores(path: str, clusters: dict[str, ClusterSpec], requests: dict[str, tuple[str, str]]) -> int:
+    """The cores a job of the campaign holds where it takes the fewest, given its (resources, properties) on
+    each of its clusters. A campaign no cluster can ever run is refused here: the simulation would wait
+    for it until max_time."""
+    cores, refusals = [], []
+    for name, asked in requests.items():
+        need = clusters[name].need(*request(*asked, path))
+        if need.possible:
+            cores.append(need.slots)
+        else:
+            refusals.append(refusal(clusters[name], *asked, need))
+    if not cores:
+        _fail(path, f"no cluster can ever run its jobs ({'; '.join(refusals)})")
+    return min(cores)
 
 
 def parse(data: dict, *, base_dir: Path = Path(".")) -> Scenario:
@@ -157,36 +363,11 @@ def parse(data: dict, *, base_dir: Path = Path(".")) -> Scenario:
     clusters = [_cluster(raw, i) for i, raw in enumerate(data.get("clusters") or [])]
     if not clusters:
         _fail("clusters", "at least one cluster is needed")
-    names = {c.name for c in clusters}
     users = {
         str(u): _number((v or {}).get("share", 1.0), f"users.{u}.share", 1e-9)
         for u, v in (data.get("users") or {}).items()
     }
-    plans: list[CampaignPlan] = []
-    for i, raw in enumerate(data.get("campaigns") or []):
-        path = f"campaigns[{i}]"
-        jobs = raw.get("durations")
-        if jobs is not None:
-            durations = tuple(_number(d, f"{path}.durations") for d in jobs)
-        else:
-            count = int(_number(raw.get("jobs"), f"{path}.jobs", 1))
-            durations = _durations(raw.get("duration") or {}, count, rng, f"{path}.duration")
-        wanted = tuple(raw.get("clusters") or ())
-        for name in wanted:
-            if name not in names:
-                _fail(f"{path}.clusters", f"unknown cluster {name!r}")
-        plans.append(
-            CampaignPlan(
-                name=str(raw.get("name", f"c{i}")),
-                user=str(raw.get("user", "user")),
-                arrival=_number(raw.get("arrival", 0.0), f"{path}.arrival"),
-                durations=durations,
-                type=str(raw.get("type", "default")),
-                clusters=wanted,
-                input_files=tuple(raw.get("input_files") or ()),
-                cores=int(raw.get("cores", 1)),
-            )
-        )
+    plans = [_campaign(raw, i, clusters, rng) for i, raw in enumerate(data.get("campaigns") or [])]
     for i, raw in enumerate(data.get("traces") or []):
         trace = Path(raw["file"])
         plans += read_trace(
