@@ -82,6 +82,17 @@ def squeue_rows(moment: str) -> list[list[str]]:
 # ---- the adapters, fed with recorded outputs ----------------------------------------------------------------
 
 
+class FakeClock:
+    def __init__(self, now: float = 1_800_000_000.0):
+        self.at = now
+
+    def now(self) -> float:
+        return self.at
+
+    def sleep(self, seconds: float) -> None:
+        self.at += seconds
+
+
 class FakeRunner:
     """A CommandRunner answering known commands with recorded outputs; any other command fails the test."""
 
@@ -102,39 +113,58 @@ class FakeRunner:
         pass
 
 
-def ssh_adapter(tmp_path: Path, answers: dict, **config) -> SlurmSsh:
+def ssh_adapter(tmp_path: Path, answers: dict, clock=None, **config) -> SlurmSsh:
     cluster = Cluster("rec", "slurm-ssh", {"accounting": "none", **config})
-    return SlurmSsh(cluster, AdapterContext(tmp_path, RealClock()), runner=FakeRunner(answers))
+    return SlurmSsh(cluster, AdapterContext(tmp_path, clock or RealClock()), runner=FakeRunner(answers))
 
 
 def recorded_ssh(tmp_path: Path, moment: str) -> SlurmSsh:
     return ssh_adapter(tmp_path, {SQUEUE: text(f"squeue.{moment}.txt"), SINFO: text(f"sinfo.{moment}.txt")})
 
 
+def array_answer(jobs: dict, array_id: str) -> httpx.Response:
+    """``GET .../job/<array id>`` as slurmrestd answers it: every record of that array in the listing (the
+    pending record and the split tasks, ended ones included), or HTTP 500 "Invalid job id specified" when
+    slurmctld holds none (both checked against the real slurmrestd by tests/test_slurm_rest.py)."""
+    records = [job for job in jobs["jobs"] if str(job.get("array_job_id")) == array_id]
+    if records:
+        return httpx.Response(200, json={**jobs, "jobs": records})
+    gone = {"description": f"Unable to find JobId={array_id}", "error_number": 2017}
+    gone["error"] = "Invalid job id specified"
+    return httpx.Response(500, json={"meta": jobs.get("meta", {}), "errors": [gone], "jobs": []})
+
+
 def rest_adapter(tmp_path: Path, jobs: dict, nodes: dict | None = None) -> SlurmRest:
-    """slurm-rest on a MockTransport serving ``jobs`` and ``nodes`` as GET .../jobs and .../nodes, and the
-    recorded ping for the recorded OpenAPI version (404 for the others, as slurmrestd answers)."""
+    """slurm-rest on a MockTransport serving ``jobs`` and ``nodes`` as GET .../jobs and .../nodes, each
+    array of ``jobs`` as GET .../job/<array id>, and the recorded ping for the recorded OpenAPI version
+    (404 for the others, as slurmrestd answers). Its ``requests`` list the paths asked, in order."""
     ping = json.loads(text("rest-ping.json"))
     version = ping["meta"]["plugin"]["type"].split("/")[1]
     token = tmp_path / "token"
     token.write_text("SLURM_JWT=recorded.token\n")
+    requests: list[str] = []
 
     def serve(request: httpx.Request) -> httpx.Response:
         assert request.method == "GET"
         assert request.headers["X-SLURM-USER-NAME"] == USER
         assert request.headers["X-SLURM-USER-TOKEN"] == "recorded.token"
+        requests.append(request.url.path)
         answers = {"ping": ping, "jobs": jobs, "nodes": nodes}
         prefix, _, leaf = request.url.path.rpartition("/")
+        if prefix == f"/slurm/{version}/job" and leaf.isdigit():
+            return array_answer(jobs, leaf)
         if prefix != f"/slurm/{version}" or answers.get(leaf) is None:
             return httpx.Response(404, text="Not Found")
         return httpx.Response(200, json=answers[leaf])
 
     config = {"url": "http://rest.example:6820", "user": USER, "token_file": str(token), "home": "/home/cigritest"}
-    return SlurmRest(
+    adapter = SlurmRest(
         Cluster("rec", "slurm-rest", config),
         AdapterContext(tmp_path, RealClock()),
         transport=httpx.MockTransport(serve),
     )
+    adapter.requests = requests
+    return adapter
 
 
 def recorded_rest(tmp_path: Path, moment: str) -> SlurmRest:
@@ -271,6 +301,32 @@ def test_rest_find_batch_gives_every_task_of_a_recorded_array(tmp_path, moment):
     for scenario in ARRAYS:
         assert adapter.find_batch(f"cigri.record.{scenario}") == tasks_of(scenario)
     assert adapter.find_batch("cigri.record.never") is None
+
+
+def test_ssh_activity_probes_squeue_now_and_then_and_is_news_when_a_live_task_ends(tmp_path):
+    clock = FakeClock()
+    elsewhere = "cigri.other-instance.1.b.1"  # the same Slurm user's, not jobs this cigri follows
+
+    def listing(*lines: tuple[str, str]) -> str:
+        return "\n".join(
+            squeue_line(rid, state, 0, "None", name=elsewhere if rid == "77_1" else "cigri.x") for rid, state in lines
+        )
+
+    adapter = ssh_adapter(
+        tmp_path, {SQUEUE: listing(("42_1", "RUNNING"), ("42_2", "PENDING"), ("77_1", "RUNNING"))}, clock
+    )
+    calls = adapter.runner.calls
+    idle = adapter.activity()
+    assert calls == []  # cigri follows nothing yet: no probe
+    assert adapter.states(["42_1", "42_2"])["42_1"].state == RUNNING and calls == [SQUEUE]
+    assert adapter.activity() == idle and calls == [SQUEUE]  # read just now: no probe yet
+    clock.sleep(0.6)
+    adapter.runner.answers[SQUEUE] = listing(("42_1", "RUNNING"), ("42_2", "RUNNING"), ("77_1", "COMPLETED"))
+    assert adapter.activity() == idle and calls == [SQUEUE] * 2  # one squeue; a start, another's end: no news
+    adapter.runner.answers[SQUEUE] = listing(("42_1", "COMPLETED"), ("42_2", "RUNNING"))
+    clock.sleep(0.6)
+    assert adapter.activity() != idle and calls == [SQUEUE] * 3
+    assert adapter.states(["42_1"])["42_1"].state == EXITED and calls == [SQUEUE] * 3  # the probe's read
 
 
 def test_ssh_find_batch_reads_the_ids_file_written_at_submission(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from cigri.model import Capacity, Cluster, JobSpec, RemoteState
 
 from .conftest import wait_for, write_jdl
 from .slurm import job_script, rest_cluster_options, runs
+from .test_slurm_parsers import FakeClock, array_answer
 
 TOKEN = "eyJ.secret-token.XYZ"  # must never show in a message
 NASTY = ["a b; echo hacked", "$(touch {pwned})", "`id`", "it's", '"quoted" \\ *', "-n"]
@@ -55,8 +57,9 @@ def failed(status: int, *errors: dict, **fields) -> httpx.Response:
     return httpx.Response(status, json={"meta": {}, "errors": list(errors), **fields})
 
 
-def mocked(tmp_path: Path, handler, **config) -> SlurmRest:
-    """An adapter whose slurmrestd is ``handler``; v0.0.38 answers pings unless the handler says otherwise."""
+def mocked(tmp_path: Path, handler, clock=None, **config) -> SlurmRest:
+    """An adapter whose slurmrestd is ``handler``; v0.0.38 answers pings unless the handler says otherwise.
+    Adapters made on the same ``tmp_path`` share a state directory: each is the next process."""
     token_file = tmp_path / "token"
     token_file.write_text(f"SLURM_JWT={TOKEN}\n")
 
@@ -74,7 +77,8 @@ def mocked(tmp_path: Path, handler, **config) -> SlurmRest:
         "home": "/home/alice",
     }
     cluster = Cluster("rest", "slurm-rest", {**settings, **config})
-    return SlurmRest(cluster, AdapterContext(tmp_path, RealClock()), transport=httpx.MockTransport(serve))
+    context = AdapterContext(tmp_path, clock or RealClock())
+    return SlurmRest(cluster, context, transport=httpx.MockTransport(serve))
 
 
 def refusal(adapter: SlurmRest, call, error: type[Exception]) -> str:
@@ -171,20 +175,42 @@ def test_submission_fields_follow_the_sbatch_mapping(tmp_path):
     assert job["standard_error"] == "/home/alice/out/cigri-%A_%a.err"
 
 
-def test_the_newest_version_that_answers_is_used_and_api_forces_one(tmp_path):
+def test_the_newest_version_that_answers_is_used_remembered_and_api_forces_one(tmp_path):
     seen = []
+    offered = {"v0.0.38"}
 
     def handler(request):
         seen.append(request.url.path)
-        return ok(jobs=[]) if request.url.path.endswith("/jobs") else None
+        version = request.url.path.split("/")[2]
+        if version not in offered:
+            return httpx.Response(404, text="Not Found")
+        if request.url.path.endswith("/ping"):
+            return ok(pings=[{"ping": "UP"}])
+        return ok(jobs=[]) if request.url.path.endswith("/jobs") else array_answer({"jobs": []}, "1")
 
     adapter = mocked(tmp_path, handler)
     assert adapter.find_batch("cigri.none") is None
     assert seen == ["/slurm/v0.0.39/ping", "/slurm/v0.0.38/ping", "/slurm/v0.0.38/jobs"]
     adapter.close()
     seen.clear()
+    again = mocked(tmp_path, handler)  # the next process: the version is remembered, no probe
+    assert again.states(["1_1"])["1_1"].state == RemoteState.UNKNOWN and seen == ["/slurm/v0.0.38/job/1"]
+    again.close()
+    seen.clear()
+    offered = {"v0.0.37"}  # slurmrestd upgraded meanwhile: probed again, and the request sent again
+    upgraded = mocked(tmp_path, handler)
+    assert upgraded.states(["1_1"])["1_1"].state == RemoteState.UNKNOWN
+    assert seen == [
+        "/slurm/v0.0.38/job/1",
+        "/slurm/v0.0.39/ping",
+        "/slurm/v0.0.38/ping",
+        "/slurm/v0.0.37/ping",
+        "/slurm/v0.0.37/job/1",
+    ]
+    upgraded.close()
+    seen.clear()
     forced = mocked(tmp_path, handler, api="v0.0.37")
-    assert forced.states(["1_1"])["1_1"].state == RemoteState.UNKNOWN and seen == ["/slurm/v0.0.37/jobs"]
+    assert forced.states(["1_1"])["1_1"].state == RemoteState.UNKNOWN and seen == ["/slurm/v0.0.37/job/1"]
     forced.close()
     assert "v0.0.40" in refusal(mocked(tmp_path, handler, api="v0.0.40"), SlurmRest.capacity, ConfigError)
 
@@ -221,13 +247,19 @@ def test_states_read_tasks_and_pending_array_records(tmp_path):
         {"cpus": 4, "alloc_cpus": 1, "state": "allocated", "state_flags": [], "partitions": ["other"]},
     ]
 
+    asked = []
+
     def handler(request):
         path = request.url.path
+        asked.append(path)
+        if "/job/" in path:
+            return array_answer({"jobs": listing}, path.rsplit("/", 1)[1])
         return ok(jobs=listing) if path.endswith("/jobs") else ok(nodes=nodes) if path.endswith("/nodes") else None
 
     adapter = mocked(tmp_path, handler, partition="debug")
     ids = [f"10_{i}" for i in range(1, 7)] + ["20_1", "30_1"]
     states = adapter.states(ids)
+    assert [path for path in asked if "ping" not in path] == [f"/slurm/v0.0.38/job/{a}" for a in (10, 20, 30)]
     assert [(states[i].state.value, states[i].exit_code) for i in ids] == [
         ("exited", 0),
         ("exited", 7),
@@ -242,6 +274,7 @@ def test_states_read_tasks_and_pending_array_records(tmp_path):
     assert (states["10_3"].started_at, states["10_3"].ended_at) == (1000, None)
     assert adapter.find_batch("cigri.x.1.b.3") == [f"10_{i}" for i in range(1, 6)]
     assert adapter.capacity() == Capacity(total=8, used=3, grid_used=2, queued=2)
+    assert not any(path.endswith("/jobs") for path in asked)  # what states() read told the rest
     adapter.close()
 
 
@@ -255,8 +288,8 @@ def test_cancel_ignores_gone_jobs_and_deletes_whole_arrays(tmp_path):
     deleted = []
 
     def handler(request):
-        if request.url.path.endswith("/jobs"):
-            return ok(jobs=listing)
+        if request.method == "GET" and "/job/" in request.url.path:
+            return array_answer({"jobs": listing}, request.url.path.rsplit("/", 1)[1])
         if request.method == "DELETE":
             deleted.append(request.url.path.rsplit("/", 1)[1])
             return failed(500, {"error_number": 2017, "error": "Invalid job id specified"})
@@ -297,6 +330,134 @@ def test_the_job_script_runs_the_args_line_of_its_task_literally(tmp_path):
     done = subprocess.run(["/bin/sh", str(script)], env=env, capture_output=True, text=True, check=True)
     assert done.stdout == "|".join(["j2", *words]) + "|"
     assert not (tmp_path / "pwned").exists()
+
+
+class Cluster22:
+    """A slurmrestd 22.05 holding ``jobs`` (records as GET /jobs lists them): arrays by id as slurmctld
+    gives them, submissions as new pending arrays; ``asked`` lists every request but the pings (the path
+    after the version, with the method when not GET)."""
+
+    def __init__(self, jobs: list[dict]):
+        self.jobs, self.asked, self.next_id = jobs, [], 30
+
+    def __call__(self, request: httpx.Request):
+        path = request.url.path
+        if path.endswith("/ping"):
+            return None
+        leaf = path.removeprefix("/slurm/v0.0.38/")
+        self.asked.append(leaf if request.method == "GET" else f"{request.method} {leaf}")
+        if path.endswith("/job/submit"):
+            job = json.loads(request.content)["job"]
+            self.jobs.append(record(self.next_id, None, "PENDING", job["name"], rest=job["array"]))
+            self.next_id += 10
+            return ok(job_id=self.next_id - 10)
+        if "/job/" in path:
+            return array_answer({"jobs": self.jobs}, path.rsplit("/", 1)[1])
+        if path.endswith("/nodes"):
+            return ok(nodes=[{"cpus": 8, "alloc_cpus": 1, "state": "mixed", "state_flags": []}])
+        return ok(jobs=self.jobs)
+
+    def set_state(self, array: int, index: int, state: str) -> None:
+        """A task of a pending array record leaves it (split) in ``state``, or a split task changes state."""
+        for job in self.jobs:
+            if job["array_job_id"] == array and job["array_task_id"] == index:
+                job["job_state"] = state
+                return
+        pending = next(j for j in self.jobs if j["array_job_id"] == array and j["array_task_id"] is None)
+        left = [i for i in task_indices(pending["array_task_string"]) if i != index]
+        pending["array_task_string"] = ",".join(map(str, left))
+        self.jobs.append(record(array * 100 + index, index, state, pending["name"], array=array))
+
+
+def record(job_id, index, state, name, user="alice", rest="", array=None):
+    return {
+        "job_id": job_id,
+        "array_job_id": array or job_id,
+        "array_task_id": index,
+        "array_task_string": rest,
+        "job_state": state,
+        "exit_code": 0,
+        "cpus": 1,
+        "name": name,
+        "user_name": user,
+        "state_reason": "None",
+        "comment": "",
+    }
+
+
+def test_the_memory_spares_the_full_listing_to_the_next_processes(tmp_path):
+    others = [record(100 + i, None, "COMPLETED", f"job{i}", user="bob") for i in range(50)]
+    slurm = Cluster22([*others, record(10, None, "PENDING", "cigri.x.1.b.1", rest="1-2")])
+    clock = FakeClock()
+    first = mocked(tmp_path, slurm, clock)
+    assert first.capacity().queued == 2  # no memory yet: the full listing, once
+    assert slurm.asked == ["nodes", "jobs"]
+    assert first.submit("cigri.x.1.b.2", [spec(i, "true") for i in (1, 2, 3)]) == ["30_1", "30_2", "30_3"]
+    first.close()
+    slurm.asked.clear()
+    second = mocked(tmp_path, slurm, clock)  # the next almighty: what the memory holds live, array by array
+    assert second.capacity() == Capacity(total=8, used=1, grid_used=0, queued=5)
+    assert slurm.asked == ["nodes", "job/10", "job/30"]
+    assert second.find_batch("cigri.x.1.b.2") == ["30_1", "30_2", "30_3"] and len(slurm.asked) == 3
+    slurm.set_state(10, 1, "COMPLETED")
+    slurm.set_state(10, 2, "FAILED")
+    slurm.set_state(30, 1, "RUNNING")
+    clock.sleep(1)
+    assert second.capacity() == Capacity(total=8, used=1, grid_used=1, queued=2)
+    second.close()
+    slurm.asked.clear()
+    third = mocked(tmp_path, slurm, clock)  # array 10 is over: no longer read
+    assert third.capacity().queued == 2 and slurm.asked == ["nodes", "job/30"]
+    assert third.find_batch("cigri.x.1.b.1") == ["10_1", "10_2"] and slurm.asked == ["nodes", "job/30"]
+    third.close()
+
+
+def test_a_task_its_array_no_longer_shows_is_unknown_never_done(tmp_path):
+    slurm = Cluster22([record(10, 1, "RUNNING", "cigri.x.1.b.1", array=10)])
+    clock = FakeClock()
+    adapter = mocked(tmp_path, slurm, clock)
+    ids = adapter.submit("cigri.x.1.b.2", [spec(1, "true")])  # array 30
+    slurm.jobs = [j for j in slurm.jobs if j["array_job_id"] != 30]  # slurmctld forgot it (restarted clean)
+    states = adapter.states(["10_1", "10_2", *ids])
+    assert {rid: s.state for rid, s in states.items()} == {
+        "10_1": RemoteState.RUNNING,
+        "10_2": RemoteState.UNKNOWN,  # its array does not list it
+        "30_1": RemoteState.UNKNOWN,  # its array is gone: "Invalid job id specified"
+    }
+    adapter.close()
+    slurm.asked.clear()
+    assert mocked(tmp_path, slurm, clock).capacity().grid_used == 1 and slurm.asked == ["nodes", "job/10"]
+
+
+def test_activity_is_news_when_a_live_task_ends_not_when_cigri_submits(tmp_path):
+    slurm = Cluster22([])
+    clock = FakeClock()
+    adapter = mocked(tmp_path, slurm, clock)
+    idle = adapter.activity()
+    assert slurm.asked == []  # nothing of cigri's on the cluster: no probe at all
+    ids = adapter.submit("cigri.x.1.b.1", [spec(1, "true"), spec(2, "true")])
+    assert adapter.activity() == idle and slurm.asked == ["POST job/submit", "job/30"]  # the submission is no news
+    assert adapter.activity() == idle and len(slurm.asked) == 2  # at most one probe per ACTIVITY_EVERY
+    clock.sleep(0.6)
+    slurm.set_state(30, 1, "RUNNING")
+    assert adapter.activity() == idle and len(slurm.asked) == 3  # a start is no news either
+    clock.sleep(0.6)
+    slurm.set_state(30, 1, "COMPLETED")
+    news = adapter.activity()
+    assert news != idle and len(slurm.asked) == 4
+    assert adapter.states(ids)["30_1"].state == RemoteState.EXITED and len(slurm.asked) == 4  # the probe's read
+    clock.sleep(0.6)
+    slurm.set_state(30, 2, "COMPLETED")
+    assert adapter.states(ids)["30_2"].state == RemoteState.EXITED  # a pass saw it first: no news after it
+    clock.sleep(0.6)
+    assert adapter.activity() == news
+    assert slurm.asked[-1] == "job/30" and len(slurm.asked) == 5  # nothing live left: no more probes
+    cancelled = adapter.submit("cigri.x.1.b.2", [spec(1, "true")])  # array 40
+    adapter.cancel(cancelled)  # what cigri cancels it no longer follows: its end is no news
+    slurm.set_state(40, 1, "CANCELLED")
+    clock.sleep(0.6)
+    assert adapter.activity() == news and slurm.asked[-2:] == ["job/40", "DELETE job/40"]
+    adapter.close()
 
 
 # ---- with the local Slurm ---------------------------------------------------------------------------
@@ -348,6 +509,39 @@ def test_a_batch_runs_with_exit_codes_literal_words_and_is_found_again(rest, tmp
     assert rest.tail(ids[3], "stderr", 5) == "err 3"
     assert rest.find_batch(batch) == ids
     assert not Path(pwned).exists()
+
+
+@pytest.mark.slurm
+def test_slurmrestd_gives_an_array_whole_by_its_id_and_lists_all_jobs_or_none(rest):
+    """What the adapter builds on, on the real slurmrestd: GET job/<array id> answers every task of the
+    array, as GET jobs lists them; GET jobs?update_time=T answers HTTP 304 when no job changed since T,
+    and otherwise every job, changed or not (so it cannot stand in for the reads by array)."""
+    ids = rest.submit(key(), [spec(i, "sleep", "60") for i in (1, 2, 3)])
+    later: list[str] = []
+    try:
+        wait_for(lambda: all(s.state == RemoteState.RUNNING for s in rest.states(ids).values()), 20, 0.3)
+        since = int(time.time()) + 1
+        wait_for(lambda: time.time() >= since + 1, timeout=5)
+        later = rest.submit(key(), [spec(1, "true")])  # a change after `since`, none to the first array
+        api, array = f"/slurm/{rest.api}", int(ids[0].split("_")[0])
+        listing = rest.client.get(f"{api}/jobs", params={"update_time": since})
+        assert listing.status_code == 200
+        listed = {(j["array_job_id"], j["array_task_id"], j["job_state"]) for j in listing.json()["jobs"]}
+        ours = {job for job in listed if job[0] == array}
+        assert ours == {(array, i, "RUNNING") for i in (1, 2, 3)}  # unchanged since, listed all the same
+        whole = rest.client.get(f"{api}/job/{array}").json()["jobs"]
+        assert {(j["array_job_id"], j["array_task_id"], j["job_state"]) for j in whole} == ours
+        assert rest.client.get(f"{api}/jobs", params={"update_time": int(time.time()) + 3600}).status_code == 304
+    finally:
+        rest.cancel(ids + later)
+
+
+@pytest.mark.slurm
+def test_activity_changes_once_a_job_ends(rest):
+    ids = rest.submit(key(), [spec(1, "sleep", "2")])
+    token = rest.activity()
+    wait_for(lambda: rest.activity() != token, timeout=30, interval=0.05)
+    assert rest.states(ids)[ids[0]].state == RemoteState.EXITED
 
 
 @pytest.mark.slurm

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import subprocess
+import uuid
 from collections import Counter
 
 import pytest
+
+from cigri.adapters import AdapterContext
+from cigri.adapters.slurm import SlurmSsh
+from cigri.clock import RealClock
+from cigri.model import Cluster, JobSpec, RemoteState
 
 from .conftest import wait_for, write_jdl
 from .slurm import job_script, runs, ssh_cluster_options
@@ -182,3 +188,25 @@ def test_without_a_host_slurm_ssh_runs_the_commands_here(cli, slurm, shared_dir)
     cli.until_done(timeout=120)
     assert cli.json("gridstat", "-c", str(cid))["state"] == "terminated"
     assert sorted(runs(shared_dir)) == [f"l{i} [a b]" for i in range(5)]
+
+
+def test_activity_changes_once_a_job_ends(slurm, shared_dir, tmp_path):
+    config = {
+        "host": slurm["SSH_HOST"],
+        "port": int(slurm["SSH_PORT"]),
+        "user": slurm["SLURM_TEST_USER"],
+        "identity_file": slurm["SSH_KEY"],
+        "partition": slurm["SLURM_PARTITION"],
+        "accounting": "none",
+        "remote_dir": str(shared_dir / "spool"),
+    }
+    adapter = SlurmSsh(Cluster("slurm", "slurm-ssh", config), AdapterContext(tmp_path, RealClock()))
+    job = JobSpec(1, 1, "j1", ("sleep", "2"), str(shared_dir), 60, resources="core=1")
+    ids = adapter.submit(f"cigri.activitytest-{uuid.uuid4().hex[:8]}.b.1", [job])
+    try:
+        token = adapter.activity()
+        wait_for(lambda: adapter.activity() != token, timeout=30, interval=0.05)
+        assert adapter.states(ids)[ids[0]].state == RemoteState.EXITED
+    finally:
+        adapter.cancel(ids)
+        adapter.close()

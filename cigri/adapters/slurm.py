@@ -5,13 +5,17 @@ A batch is one ``sbatch --array=1-N`` job named after the batch key. Task *i* ru
 script reads line *i* of the batch's args file (staged on the cluster), whose words were quoted here,
 and ``exec``\\ s them, so nothing in a param line is ever expanded by a shell. Remote ids are
 ``<array job id>_<i>``, recorded at submission: they map to jobs exactly.
+
+Both adapters give ``activity()`` a token (:class:`Activity`) that changes when one of cigri's tasks that
+was pending or running has ended, so that a looping almighty wakes as soon as a job ends instead of at
+its next period.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from ..errors import AdapterError, ConfigError, JdlError, SubmitError
@@ -169,11 +173,20 @@ exit $status
 """
 
 
+LISTING_TTL = 0.5  # seconds a read of the cluster serves again: the stages of one pass share one read
+ACTIVITY_EVERY = 0.5  # seconds between two probes of a looping almighty's wake-up checks, at least
+
+
+def live(state: str) -> bool:
+    """Is a task in this Slurm state still to end (pending or running)?"""
+    return translate(state)[0] in (RemoteState.PENDING, RemoteState.RUNNING)
+
+
 class Listing:
     """The cluster's listing of cigri's jobs, read at most once per ``ttl`` seconds: the updator and the
     metascheduler of one pass share one read. Any change cigri makes (submit, cancel) drops it."""
 
-    def __init__(self, read: Callable[[], list], clock, ttl: float = 0.5):
+    def __init__(self, read: Callable[[], list], clock, ttl: float = LISTING_TTL):
         self.read, self.clock, self.ttl = read, clock, ttl
         self.value: list | None = None
         self.at = 0.0
@@ -186,6 +199,61 @@ class Listing:
 
     def drop(self) -> None:
         self.value = None
+
+
+class Activity:
+    """The token ``activity()`` returns: how many probes found that a task cigri follows has ended.
+
+    cigri follows the tasks it submitted and those ``states()`` last reported pending or running: exactly
+    the jobs it holds active, so that news always concerns a job the next pass collects (and takes a new
+    token for). A read of the cluster (:meth:`seen`) stops following the tasks it shows ended or no longer
+    lists; only a probe's read counts them, so what a pass read itself is not news once the pass is over,
+    and a submission is not news, its end is. :meth:`token` probes at most once per ``every`` seconds
+    after the last read, and not at all while cigri follows nothing: a waiting almighty makes one small
+    read of its own jobs now and then, and none when it has nothing on the cluster."""
+
+    def __init__(self, clock, every: float = ACTIVITY_EVERY):
+        self.clock, self.every = clock, every
+        self.live: set[str] = set()
+        self.ended = 0
+        self.read_at = float("-inf")
+        self.probing = False
+
+    def seen(self, live_now: Iterable[str], within: str = "") -> None:
+        """A read showed ``live_now`` pending or running, of the tasks whose ids start with ``within`` (the
+        read of one array: ``<array id>_``; all of them by default)."""
+        gone = {task for task in self.live if task.startswith(within)} - set(live_now)
+        if self.probing and gone:
+            self.ended += 1
+        self.live -= gone
+        self.read_at = self.clock.now()
+
+    def reported(self, statuses: Iterable[RemoteStatus]) -> None:
+        """What ``states()`` told cigri: it follows the tasks pending or running, and no others."""
+        for status in statuses:
+            if status.state in (RemoteState.PENDING, RemoteState.RUNNING):
+                self.live.add(status.remote_id)
+            else:
+                self.live.discard(status.remote_id)
+
+    def submitted(self, remote_ids: Iterable[str]) -> None:
+        self.live.update(remote_ids)
+
+    def cancelled(self, remote_ids: Iterable[str]) -> None:
+        self.live.difference_update(remote_ids)
+
+    def token(self, probe: Callable[[], object]) -> int:
+        """The token, after a probe (``probe`` reads the cluster, which calls :meth:`seen`) if one is due.
+        A probe that fails is no news: the next pass meets the failure and reports it."""
+        if self.live and self.clock.now() - self.read_at >= self.every:
+            self.probing = True
+            try:
+                probe()
+            except AdapterError:
+                self.read_at = self.clock.now()
+            finally:
+                self.probing = False
+        return self.ended
 
 
 def check_batch(cluster: str, specs: Sequence[JobSpec], max_batch: int) -> bool:
@@ -244,6 +312,7 @@ class SlurmSsh(RemoteCommands):
         self.best_effort = bool(cluster.config.get("besteffort_partition") or cluster.config.get("besteffort_qos"))
         self._home: str | None = None
         self._listing = Listing(self._read_our_jobs, context.clock)
+        self._activity = Activity(context.clock)
 
     # ---- plumbing -------------------------------------------------------------------------------
 
@@ -257,7 +326,9 @@ class SlurmSsh(RemoteCommands):
         if not result.ok:
             raise AdapterError(f"{self.name}: {result.describe()}")
         rows = [line.split("|") for line in result.stdout.splitlines() if line.strip()]
-        return [[c.strip() for c in row] for row in rows if len(row) >= 9 and row[8].strip().startswith("cigri.")]
+        ours = [[c.strip() for c in row] for row in rows if len(row) >= 9 and row[8].strip().startswith("cigri.")]
+        self._activity.seen(row[0] for row in ours if live(row[2]))
+        return ours
 
     # ---- the contract ---------------------------------------------------------------------------
 
@@ -316,7 +387,9 @@ class SlurmSsh(RemoteCommands):
         array_id = result.stdout.strip().split(";")[0]
         if not array_id.isdigit():
             raise AdapterError(f"{self.name}: sbatch answered {result.stdout.strip()!r}")
-        return [f"{array_id}_{i}" for i in range(1, len(specs) + 1)]
+        remote_ids = [f"{array_id}_{i}" for i in range(1, len(specs) + 1)]
+        self._activity.submitted(remote_ids)
+        return remote_ids
 
     def find_batch(self, batch_key: str) -> list[str] | None:
         folder = self.remote_dir
@@ -337,6 +410,7 @@ class SlurmSsh(RemoteCommands):
         unknown = [rid for rid, status in out.items() if status.state == RemoteState.UNKNOWN]
         if unknown and self.config.get("accounting", "sacct") == "sacct":
             out.update(self._accounting(unknown))
+        self._activity.reported(out.values())
         return out
 
     def _accounting(self, remote_ids: Sequence[str]) -> dict[str, RemoteStatus]:
@@ -370,6 +444,7 @@ class SlurmSsh(RemoteCommands):
         if not remote_ids:
             return
         self._listing.drop()
+        self._activity.cancelled(remote_ids)
         result = self._run([self._cmd("scancel"), *remote_ids])
         if not result.ok and "Invalid job id" not in result.stderr:
             raise AdapterError(f"{self.name}: {result.describe()}")
@@ -381,7 +456,12 @@ class SlurmSsh(RemoteCommands):
         return result.stdout.rstrip("\n") if result.ok else ""
 
     def activity(self) -> object:
-        return None
+        """A probe is one ``squeue --me`` (the read of a pass, which the next pass then shares)."""
+        return self._activity.token(self._probe)
+
+    def _probe(self) -> None:
+        self._listing.drop()
+        self._listing.get()
 
     def close(self) -> None:
         self.runner.close()

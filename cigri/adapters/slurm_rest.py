@@ -13,6 +13,15 @@ differs, because slurmrestd cannot touch files:
   even when slurmctld has forgotten some tasks;
 - the OpenAPI version is the newest of :data:`VERSIONS` the server answers a ping on (``api`` forces one).
 
+What a pass costs follows cigri's work, not what slurmctld holds: slurmrestd 22.05 (v0.0.38) lists jobs
+only all at once, every user's, ended ones included (``GET /jobs``; its ``update_time`` only turns an
+unchanged cluster into HTTP 304, and any change anywhere into the whole listing again). So the adapter
+reads each array it needs with ``GET /job/<array id>`` (every task of that array, one request), and
+keeps a small memory between processes (:class:`Memory`): its batches, their array ids and which may
+still have tasks pending or running, and the API version found. ``states`` reads the arrays of the ids
+it is asked about, ``capacity`` the arrays the memory holds live, and ``find_batch`` answers from the
+memory; only a batch the memory lacks, and a cluster without memory yet, cost the full listing.
+
 Every HTTP exchange goes through :meth:`SlurmRest._request`, which maps failures once: unreachable,
 timeout and authentication refusals (HTTP 401, or the HTTP 500 a bad token gets) become
 :class:`TransportError`, a submission refused for the job's own settings :class:`SubmitError`.
@@ -20,10 +29,12 @@ timeout and authentication refusals (HTTP 401, or the HTTP 500 a bad token gets)
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,14 +44,16 @@ from ..errors import AdapterError, ConfigError, SubmitError, TransportError
 from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
 from . import AdapterContext, Option, expand_home
 from .slurm import (
+    LISTING_TTL,
     SLURM_OPTIONS,
     UNREACHABLE,
-    Listing,
+    Activity,
     args_lines,
     batch_options,
     check_batch,
     constraint,
     job_script,
+    live,
     resource_options,
     translate,
 )
@@ -63,6 +76,7 @@ FIELDS: dict[str, tuple[str, type]] = {
 # the environment of the jobs: slurmrestd requires one, and passes nothing of the caller's
 PATH = "/bin:/usr/bin:/usr/local/bin"
 INVALID_JOB = 2017  # "Invalid job id specified": the job is gone, which a cancel does not mind
+KEEP_ENDED = 86400  # seconds the memory keeps a batch whose tasks all ended (find_batch still knows it)
 _COMMENT = re.compile(r"cigri batch of (\d+) tasks")
 _UNAVAILABLE = "({stream} tail unavailable: slurmrestd cannot read files; configure ssh for this cluster)"
 
@@ -85,6 +99,16 @@ class Task:
     @property
     def remote_id(self) -> str:
         return f"{self.array_id}_{self.index}"
+
+    @property
+    def live(self) -> bool:
+        return live(self.state)
+
+    @property
+    def count(self) -> int:
+        """The number of tasks of its batch: from the comment cigri gave the array, else its own index."""
+        match = _COMMENT.search(self.comment)
+        return int(match.group(1)) if match else self.index
 
 
 def number(value: object) -> int | None:
@@ -111,6 +135,133 @@ def task_indices(text: str) -> list[int]:
         if low.strip().isdigit():
             out.extend(range(int(low), int(high or low) + 1, int(step or 1)))
     return out
+
+
+def tasks_of(jobs: Iterable[dict], user: str) -> list[Task]:
+    """The array tasks of ``user``'s cigri jobs among slurmrestd's job records."""
+    tasks = []
+    for job in jobs:
+        name, owner = str(job.get("name") or ""), str(job.get("user_name") or "")
+        array_id = number(job.get("array_job_id"))
+        if not array_id or owner != user or not name.startswith("cigri."):
+            continue
+        index = number(job.get("array_task_id"))
+        # a pending array not yet split is one record for all its waiting tasks
+        indices = [index] if index is not None else task_indices(str(job.get("array_task_string") or ""))
+        reason = str(job.get("state_reason") or "")
+        common = {
+            "state": first_word(job.get("job_state")),
+            "raw_exit": number(job.get("exit_code")),
+            "started": number(job.get("start_time")) or None,
+            "ended": number(job.get("end_time")) or None,
+            "cpus": number(job.get("cpus")) or 1,
+            "name": name,
+            "comment": str(job.get("comment") or ""),
+            "reason": "" if reason == "None" else reason,
+        }
+        tasks.extend(Task(array_id, i, **common) for i in indices)
+    return tasks
+
+
+def array_of(remote_id: str) -> int | None:
+    array_id, _, index = remote_id.partition("_")
+    return int(array_id) if array_id.isdigit() and index.isdigit() else None
+
+
+class Memory:
+    """What slurm-rest remembers between processes (cron runs one almighty per pass), in
+    ``<state dir>/clusters/<cluster>/slurm-rest.json``: each batch it submitted (key, array id, number of
+    tasks, when) and whether its array may still have tasks pending or running, and the API version the
+    server offered. No file means nothing is known yet: the adapter then reads the full listing once.
+
+    A write goes to a temporary file renamed over the old one, merged with what is on disk at that moment
+    (``gridclusters`` may write next to a running almighty). A memory that cannot be written leaves the
+    adapter as it is without one: correct, only slower."""
+
+    def __init__(self, path: Path, clock):
+        self.path, self.clock = path, clock
+        self.batches: dict[int, dict] | None = None
+        self.api: dict | None = None
+        self._loaded = False
+        self._changed: dict[int, dict] = {}
+        self._api_changed = False
+        self._started = False  # a memory begun here, not on disk yet
+
+    def _read(self) -> tuple[dict[int, dict] | None, dict | None]:
+        """(batches, api) on disk; None for what is not there (or damaged: rebuilt from the full listing)."""
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return None, None
+        data = data if isinstance(data, dict) else {}
+        batches, api = data.get("batches"), data.get("api")
+        if isinstance(batches, dict):
+            batches = {int(a): e for a, e in batches.items() if a.isdigit() and isinstance(e, dict)}
+        return (batches if isinstance(batches, dict) else None), (api if isinstance(api, dict) else None)
+
+    def load(self) -> bool:
+        """Is there a memory? (read once)"""
+        if not self._loaded:
+            self.batches, self.api = self._read()
+            self._loaded = True
+        return self.batches is not None
+
+    def live(self) -> list[int]:
+        self.load()
+        return sorted(a for a, e in (self.batches or {}).items() if e.get("live"))
+
+    def find(self, batch_key: str) -> tuple[int, int] | None:
+        """(array id, tasks) of a batch, the first submission should there be two."""
+        self.load()
+        found = [(a, int(e.get("tasks") or 0)) for a, e in (self.batches or {}).items() if e.get("key") == batch_key]
+        return min(found) if found else None
+
+    def find_array(self, array_id: int) -> bool:
+        self.load()
+        return array_id in (self.batches or {})
+
+    def note_start(self) -> None:
+        """From now on there is a memory (written at the next save), even an empty one."""
+        if not self.load():
+            self.batches, self._started = {}, True
+
+    def version(self, url: str) -> str | None:
+        self.load()
+        return self.api.get("version") if self.api and self.api.get("url") == url else None
+
+    def note(self, array_id: int, **fields) -> None:
+        """Record a batch, or update it (fields: key, tasks, at, live)."""
+        self.note_start()
+        entry = {"at": self.clock.now(), **self.batches.get(array_id, {}), **fields}
+        if entry != self.batches.get(array_id):
+            self.batches[array_id] = entry
+            self._changed[array_id] = entry
+
+    def note_version(self, url: str, version: str | None) -> None:
+        self.load()
+        api = {"url": url, "version": version} if version else None
+        if api != self.api:
+            self.api, self._api_changed = api, True
+
+    def save(self) -> None:
+        if not (self._changed or self._api_changed or self._started):
+            return
+        on_disk, _ = self._read()
+        batches = None
+        if self.batches is not None or on_disk is not None:
+            now = self.clock.now()
+            merged = {**(on_disk or {}), **self._changed}
+            batches = {a: e for a, e in merged.items() if e.get("live") or now - float(e.get("at") or 0) < KEEP_ENDED}
+        data = {"batches": {str(a): e for a, e in sorted(batches.items())} if batches is not None else None}
+        data["api"] = self.api
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+            temporary.write_text(json.dumps(data, indent=1) + "\n")
+            os.replace(temporary, self.path)
+        except OSError:
+            return
+        self.batches, self._changed, self._api_changed, self._started = batches, {}, False, False
 
 
 def args_printer(specs: Sequence[JobSpec], home: str) -> str:
@@ -203,8 +354,11 @@ class SlurmRest:
         self.transport = transport
         self._client: httpx.Client | None = None
         self._api: str | None = None
+        self._api_unconfirmed = False  # the version came from the memory and no request has used it yet
         self._home: str | None = None
-        self._listing = Listing(self._read_tasks, context.clock)
+        self._memory = Memory(context.state_dir / "clusters" / cluster.name / "slurm-rest.json", context.clock)
+        self._reads: dict[int, tuple[float, list[Task]]] = {}  # array id -> (when read, its tasks)
+        self._activity = Activity(context.clock)
 
     # ---- plumbing -------------------------------------------------------------------------------
 
@@ -301,26 +455,42 @@ class SlurmRest:
 
     @property
     def api(self) -> str:
-        """The OpenAPI version in use: forced by ``api`` (no probe), else the newest of VERSIONS that
-        answers a ping."""
+        """The OpenAPI version in use: forced by ``api`` (no probe), else the one the memory holds for this
+        url, else the newest of VERSIONS that answers a ping (then remembered)."""
         forced = self.config.get("api")
         if forced and forced not in VERSIONS:
             raise ConfigError(f"cluster {self.name!r}: api {forced!r} is not one of {', '.join(VERSIONS)}")
         if self._api is None and forced:
             self._api = forced
         if self._api is None:
-            for version in VERSIONS:
-                if self._request("GET", f"/slurm/{version}/ping", probing=True) is not None:
-                    self._api = version
-                    break
-            else:
-                raise TransportError(
-                    f"{self.name}: slurmrestd at {self.config['url']} offers none of {', '.join(VERSIONS)}"
-                )
+            self._api = self._memory.version(self._setting("url"))
+            self._api_unconfirmed = self._api is not None
+        if self._api is None:
+            self._api = self._probe_version()
         return self._api
 
-    def _slurm(self, method: str, path: str, payload: dict | None = None, **kwargs) -> dict:
-        return self._request(method, f"/slurm/{self.api}/{path}", payload, **kwargs) or {}
+    def _probe_version(self) -> str:
+        for version in VERSIONS:
+            if self._request("GET", f"/slurm/{version}/ping", probing=True) is not None:
+                self._memory.note_version(self._setting("url"), version)
+                self._memory.save()
+                return version
+        raise TransportError(f"{self.name}: slurmrestd at {self.config['url']} offers none of {', '.join(VERSIONS)}")
+
+    def _slurm(self, method: str, path: str, payload: dict | Callable[[], dict] | None = None, **kwargs) -> dict:
+        """A request under /slurm/<version>/. A remembered version the server no longer offers (HTTP 404:
+        slurmrestd was upgraded) is probed again and the request sent once more; ``payload`` may be a
+        function of the version in use, so that it is built again for the new one."""
+        version = self.api
+        unconfirmed = self._api_unconfirmed
+        body = payload() if callable(payload) else payload
+        answer = self._request(method, f"/slurm/{version}/{path}", body, probing=unconfirmed, **kwargs)
+        self._api_unconfirmed = False
+        if answer is None and unconfirmed:
+            self._api = self._probe_version()
+            body = payload() if callable(payload) else payload
+            answer = self._request(method, f"/slurm/{self._api}/{path}", body, **kwargs)
+        return answer or {}
 
     @property
     def home(self) -> str:
@@ -341,33 +511,53 @@ class SlurmRest:
         folder = expand_home(self.config.get("output_dir") or "~", self.home).rstrip("/") or "/"
         return folder if folder.startswith("/") else f"{self.home}/{folder}"
 
-    def _tasks(self) -> list[Task]:
-        return self._listing.get()
-
-    def _read_tasks(self) -> list[Task]:
-        """Every array task of this user's cigri jobs that slurmctld still lists, in one request."""
-        tasks = []
-        for job in self._slurm("GET", "jobs").get("jobs") or []:
-            name, user = str(job.get("name") or ""), str(job.get("user_name") or "")
-            array_id = number(job.get("array_job_id"))
-            if not array_id or user != self.user or not name.startswith("cigri."):
-                continue
-            index = number(job.get("array_task_id"))
-            # a pending array not yet split is one record for all its waiting tasks
-            indices = [index] if index is not None else task_indices(str(job.get("array_task_string") or ""))
-            reason = str(job.get("state_reason") or "")
-            common = {
-                "state": first_word(job.get("job_state")),
-                "raw_exit": number(job.get("exit_code")),
-                "started": number(job.get("start_time")) or None,
-                "ended": number(job.get("end_time")) or None,
-                "cpus": number(job.get("cpus")) or 1,
-                "name": name,
-                "comment": str(job.get("comment") or ""),
-                "reason": "" if reason == "None" else reason,
-            }
-            tasks.extend(Task(array_id, i, **common) for i in indices)
+    def _listing(self) -> list[Task]:
+        """Every task of this user's cigri arrays that slurmctld still holds, from the full listing (every
+        job of every user, ended ones included): only what the memory cannot answer comes here. The
+        memory learns every array it shows."""
+        tasks = tasks_of(self._slurm("GET", "jobs").get("jobs") or [], self.user)
+        arrays: dict[int, list[Task]] = {}
+        for task in tasks:
+            arrays.setdefault(task.array_id, []).append(task)
+        now = self.clock.now()
+        self._memory.note_start()
+        for array_id, its in arrays.items():
+            self._reads[array_id] = (now, its)
+            self._learn(array_id, its)
+        self._activity.seen(task.remote_id for task in tasks if task.live)
+        self._memory.save()
         return tasks
+
+    def _arrays(self, array_ids: Iterable[int], *, fresh: bool = False) -> dict[int, list[Task]]:
+        """The tasks of each array, one ``GET job/<array id>`` each (a read less than LISTING_TTL old serves
+        again, unless ``fresh``); none for an array slurmctld no longer holds."""
+        now = self.clock.now()
+        out = {}
+        for array_id in sorted(set(array_ids)):
+            cached = self._reads.get(array_id)
+            if fresh or cached is None or now - cached[0] > LISTING_TTL:
+                answer = self._slurm("GET", f"job/{array_id}", gone_ok=True)
+                tasks = [t for t in tasks_of(answer.get("jobs") or [], self.user) if t.array_id == array_id]
+                cached = self._reads[array_id] = (now, tasks)
+                self._learn(array_id, tasks)
+                self._activity.seen((t.remote_id for t in tasks if t.live), within=f"{array_id}_")
+            out[array_id] = cached[1]
+        self._memory.save()
+        return out
+
+    def _learn(self, array_id: int, tasks: list[Task]) -> None:
+        """What a read shows of an array, for the memory: its batch, and whether it may still run."""
+        if tasks:
+            count = max(task.count for task in tasks)
+            self._memory.note(array_id, key=tasks[0].name, tasks=count, live=any(task.live for task in tasks))
+        elif self._memory.find_array(array_id):
+            self._memory.note(array_id, live=False)
+
+    def _live_tasks(self) -> list[Task]:
+        """The tasks of the arrays the memory holds live (of the full listing while there is no memory)."""
+        if not self._memory.load():
+            return self._listing()
+        return [task for tasks in self._arrays(self._memory.live()).values() for task in tasks]
 
     def _job(self, batch_key: str, specs: Sequence[JobSpec]) -> dict:
         """The ``job`` part of the submission: slurm.batch_options said as slurmrestd fields."""
@@ -414,7 +604,7 @@ class SlurmRest:
             total += cpus if usable else allocated  # as sinfo's %C: all but "other" (down, drained)
             used += allocated
         grid_used = queued = 0
-        for task in self._tasks():
+        for task in self._live_tasks():
             if task.state == "RUNNING":
                 grid_used += task.cpus
             elif task.state == "PENDING":
@@ -424,30 +614,38 @@ class SlurmRest:
     def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:
         if not check_batch(self.name, specs, self.max_batch):
             return []
-        payload = {
-            "job": self._job(batch_key, specs),
-            "script": job_script(specs[0], self.home, args_printer(specs, self.home)),
-        }
-        self._listing.drop()
+
+        def payload() -> dict:  # for the version in use (the environment's form depends on it)
+            return {
+                "job": self._job(batch_key, specs),
+                "script": job_script(specs[0], self.home, args_printer(specs, self.home)),
+            }
+
         answer = self._slurm("POST", "job/submit", payload, refused=SubmitError, what="the batch")
         array_id = answer.get("job_id")
         if not isinstance(array_id, int):
             raise SubmitError(f"{self.name} refused the batch: {error_text(answer) or 'the answer holds no job id'}")
-        return [f"{array_id}_{i}" for i in range(1, len(specs) + 1)]
+        self._memory.note(array_id, key=batch_key, tasks=len(specs), at=self.clock.now(), live=True)
+        self._memory.save()
+        remote_ids = [f"{array_id}_{i}" for i in range(1, len(specs) + 1)]
+        self._activity.submitted(remote_ids)
+        return remote_ids
 
     def find_batch(self, batch_key: str) -> list[str] | None:
-        tasks = [task for task in self._tasks() if task.name == batch_key]
-        if not tasks:
+        """From the memory; else from the full listing (a batch whose submission's answer was lost)."""
+        found = self._memory.find(batch_key)
+        if found is None:
+            self._listing()
+            found = self._memory.find(batch_key)
+        if found is None or found[1] < 1:
             return None
-        array_id = min(task.array_id for task in tasks)  # the first submission, should there be two
-        tasks = [task for task in tasks if task.array_id == array_id]
-        counts = [int(m.group(1)) for m in (_COMMENT.search(task.comment) for task in tasks) if m]
-        count = counts[0] if counts else max(task.index for task in tasks)
+        array_id, count = found
         return [f"{array_id}_{i}" for i in range(1, count + 1)]
 
     def states(self, remote_ids: Sequence[str]) -> dict[str, RemoteStatus]:
         out = {rid: RemoteStatus(rid, RemoteState.UNKNOWN) for rid in remote_ids}
-        for task in self._tasks():
+        arrays = self._arrays(array_id for rid in remote_ids if (array_id := array_of(rid)) is not None)
+        for task in (task for tasks in arrays.values() for task in tasks):
             if task.remote_id in out:
                 remote, code, why = translate(task.state, task.raw_exit, task.reason)
                 ended = remote in (RemoteState.EXITED, RemoteState.KILLED)
@@ -455,22 +653,26 @@ class SlurmRest:
                 out[task.remote_id] = RemoteStatus(
                     task.remote_id, remote, code, started, task.ended if ended else None, why
                 )
+        self._activity.reported(out.values())
         return out
 
     def cancel(self, remote_ids: Sequence[str]) -> None:
         """One DELETE per array all of whose live tasks go, else one per task; tasks already over are left."""
-        self._listing.drop()
-        if not remote_ids:
-            return
-        live: dict[int, set[int]] = {}
-        for task in self._tasks():
-            if translate(task.state)[0] in (RemoteState.PENDING, RemoteState.RUNNING, RemoteState.UNKNOWN):
-                live.setdefault(task.array_id, set()).add(task.index)
         wanted: dict[int, set[int]] = {}
         for rid in remote_ids:
-            array_id, _, index = rid.partition("_")
-            if array_id.isdigit() and index.isdigit():
-                wanted.setdefault(int(array_id), set()).add(int(index))
+            array_id = array_of(rid)
+            if array_id is not None:
+                wanted.setdefault(array_id, set()).add(int(rid.partition("_")[2]))
+        if not wanted:
+            return
+        self._activity.cancelled(remote_ids)
+        live: dict[int, set[int]] = {}
+        for array_id, tasks in self._arrays(wanted, fresh=True).items():
+            for task in tasks:
+                if translate(task.state)[0] in (RemoteState.PENDING, RemoteState.RUNNING, RemoteState.UNKNOWN):
+                    live.setdefault(array_id, set()).add(task.index)
+        for array_id in wanted:
+            self._reads.pop(array_id, None)  # changed by what follows
         for array_id, indices in wanted.items():
             going = live.get(array_id, set())
             whole = going and going <= indices
@@ -486,7 +688,12 @@ class SlurmRest:
         return result.stdout.rstrip("\n") if result.ok else ""
 
     def activity(self) -> object:
-        return None
+        """A probe reads the arrays of the tasks cigri saw live, one request each (what the next pass
+        would read, and then shares)."""
+        return self._activity.token(self._probe)
+
+    def _probe(self) -> None:
+        self._arrays({array_id for rid in self._activity.live if (array_id := array_of(rid)) is not None}, fresh=True)
 
     def close(self) -> None:
         if self._client is not None:
