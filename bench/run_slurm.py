@@ -9,11 +9,13 @@
 2. End to end: a campaign of ``/bin/true`` from gridsub to ``almighty --until-done`` vs the raw drain of
    ``sbatch --array=1-N --wrap true`` (until squeue lists none of its tasks).
 3. The time from a job's end to cigri recording it, with ``almighty --loop --period P`` running.
-4. State queries per updator stage: squeue / ``GET .../jobs`` calls with few vs many active jobs.
+4. State queries per updator stage: squeue / slurmrestd state requests with few vs many active jobs.
 
 Needs the local Slurm of scripts/slurm-local.sh (/run/slurm/ci.env) and root (jobs are submitted as the
 unprivileged test user through runuser, ssh and slurmrestd). The Slurm is shared: this script never
-restarts it and only cancels the jobs it submitted itself (named ``cigri.bench-<tag>...``,
+restarts it and only cancels the jobs it submitted itself. Other work may restart or stop slurmctld
+(the Slurm tests do): a measure during which slurmctld restarted (its BOOT_TIME changed) or stopped
+answering (a cluster event opened) is measured again, and the report says so (named ``cigri.bench-<tag>...``,
 ``bench-<tag>-...``, or the batches of its own states). Every measure runs real processes, is repeated
 (3 times by default) and the median is kept. Results go to this script's section of
 docs/benchmarks.md (or --output); the rest of that file is left as it is. Work folders live in a
@@ -41,6 +43,7 @@ import tempfile
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
@@ -80,6 +83,7 @@ TARGETS = {
 STAGES = ("updator", "spritz", "metasched", "runner", "nikita")  # a whole pass, as cigri.cycle.STAGES
 QUIET_WAIT = 30.0  # seconds to wait for the other users' jobs to leave the node before a timed run
 DRAIN_TIMEOUT = 900.0
+ATTEMPTS = 3  # a measure disturbed by a slurmctld restart or outage is taken again, this many times at most
 
 # The job of measures 3 and 4: $1 name, $2 seconds to sleep, $3 "stamp": write the end time (epoch, ns).
 STAMP_JOB = """#!/bin/sh
@@ -135,6 +139,17 @@ def base_id(remote_id: str) -> str:
     return remote_id.split("_")[0]
 
 
+class Outage(BenchError):
+    """slurmctld did not answer during a measure (cigri opened a cluster event)."""
+
+
+STATE_REQUEST = re.compile(r"/slurm/v[\d.]+/(jobs|job/\d+)$")  # slurmrestd's answers about jobs' states
+
+
+def state_request(method: str, path: str) -> bool:
+    return method == "GET" and bool(STATE_REQUEST.search(path))
+
+
 # ---- counting wrappers (measure 4) ----------------------------------------------------------------
 
 
@@ -147,7 +162,11 @@ class CountingRunner:
         self.calls: list[tuple[str, int]] = []
 
     def run(self, argv, *, input=None, timeout=None):
-        result = self.inner.run(argv, input=input, timeout=timeout)
+        try:
+            result = self.inner.run(argv, input=input, timeout=timeout)
+        except Exception:  # a command that never answered still counts (ssh failed, timeout)
+            self.calls.append((os.path.basename(argv[0]), -1))
+            raise
         self.calls.append((os.path.basename(argv[0]), len(result.stdout)))
         return result
 
@@ -165,8 +184,12 @@ def counting_transport():
             self.calls: list[tuple[str, str, int]] = []
 
         def handle_request(self, request):
-            response = self.inner.handle_request(request)
-            response.read()
+            try:
+                response = self.inner.handle_request(request)
+                response.read()
+            except Exception:  # a request that got no answer still counts
+                self.calls.append((request.method, request.url.path, -1))
+                raise
             self.calls.append((request.method, request.url.path, len(response.content)))
             return response
 
@@ -218,6 +241,7 @@ class SlurmBench:
         self.left_in_queue = 0
         self.left_behind: list[tuple[int, str]] = []
         self.contended: list[str] = []
+        self.disturbed: list[str] = []
 
     # ---- helpers ----
     def folder(self, name: str) -> Path:
@@ -310,6 +334,43 @@ class SlurmBench:
         if cpus or pending:
             self.contended.append(f"{what}: {cpus} CPUs busy, {pending} jobs pending")
             log(f"   {what}: other jobs on the node ({cpus} CPUs busy, {pending} pending); measuring anyway")
+
+    # ---- a shared slurmctld ----
+    def controller(self) -> str:
+        """slurmctld's BOOT_TIME (it changes when slurmctld restarts), or "down"."""
+        proc = self.r.run(["scontrol", "show", "config"], check=False)
+        match = re.search(r"^BOOT_TIME\s*=\s*(\S+)", proc.out, re.M)
+        return match.group(1) if proc.rc == 0 and match else "down"
+
+    def wait_controller(self, timeout: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout
+        while "UP" not in self.r.run(["scontrol", "ping"], check=False).out:
+            if time.monotonic() > deadline:
+                raise BenchError(f"slurmctld does not answer after {timeout:.0f} s")
+            time.sleep(1)
+
+    def undisturbed(self, what: str, measure: Callable[[int], object], recover: Callable[[], object] | None = None):
+        """``measure(attempt)``, taken again (at most ATTEMPTS times in all) when slurmctld restarted or did
+        not answer meanwhile: what other work on this shared Slurm does must not pass for cigri's cost.
+        ``recover`` runs before an attempt that follows an outage (e.g. a pass that closes cigri's event)."""
+        for attempt in range(ATTEMPTS):
+            self.wait_controller()
+            before = self.controller()
+            try:
+                result = measure(attempt)
+            except Outage as exc:
+                problem = f"slurmctld did not answer ({exc})"
+            else:
+                after = self.controller()
+                if after == before:
+                    return result
+                problem = f"slurmctld restarted meanwhile (BOOT_TIME {before} -> {after})"
+            self.disturbed.append(f"{what}, attempt {attempt + 1}: {problem}; measured again")
+            log(f"   {what}: {problem}; measuring again")
+            self.wait_controller()
+            if recover:
+                recover()
+        raise BenchError(f"{what}: disturbed {ATTEMPTS} times in a row")
 
     # ---- cigri states and clusters ----
     def cluster_config(self, adapter: str) -> dict:
@@ -477,7 +538,7 @@ class SlurmBench:
             sec.rows.append(
                 Row(
                     f"{kind} `submit()` of {n} jobs by a fresh adapter (reads $HOME"
-                    + (", probes the API version" if kind == "slurm-rest" else "")
+                    + ("; the API version from the memory" if kind == "slurm-rest" else "")
                     + f" first) vs {labels['sbatch']}",
                     rate(n, t),
                     rate(n, base["sbatch"]),
@@ -599,13 +660,20 @@ class SlurmBench:
             for kind in [*kinds[:1], "raw", "alone", *kinds[1:]]:
                 self.wait_quiet(f"end to end, rep {rep}, {kind}")
                 held.append(len(self.queue("-t", "all", "-r", "-o", "%i")))
+                what = f"end to end, rep {rep}, {kind}"
                 if kind == "raw":
-                    walls["raw"].append(self.raw_drain(n, raw_dir))
+                    walls["raw"].append(self.undisturbed(what, lambda _a: self.raw_drain(n, raw_dir)))
                     continue
                 if kind == "alone":
-                    walls["alone"].append(self.adapter_drain(n, self.folder("drain-alone"), rep))
+                    drain_alone = self.folder("drain-alone")
+                    walls["alone"].append(
+                        self.undisturbed(what, lambda a, r=rep, d=drain_alone: self.adapter_drain(n, d, r * 10 + a))
+                    )
                     continue
-                wall, tail, nb, first = self.cigri_campaign(f"e2e-{kind}-{rep}", kind, n)
+                label = f"e2e-{kind}-{rep}"
+                wall, tail, nb, first = self.undisturbed(
+                    what, lambda a, label=label, kind=kind: self.cigri_campaign(label + (f"-{a}" if a else ""), kind, n)
+                )
                 firsts[kind].append(first)
                 walls[kind].append(wall)
                 tails[kind].append(tail)
@@ -650,7 +718,9 @@ class SlurmBench:
         self.record("end to end, slurm-ssh submit() alone, drained", walls["alone"])
         sec.notes.append(
             f"slurmctld held {min(held):,}–{max(held):,} jobs (all users, ended ones kept for MinJobAge; "
-            "`squeue -t all -r`) when these runs started: slurm-rest reads them all in every `GET …/jobs`."
+            "`squeue -t all -r`) when these runs started. slurm-rest reads them all once per state, in its first "
+            "pass (`GET …/jobs`, before it has a memory of the cluster), then only its own arrays "
+            "(`GET …/job/<array id>`)."
         )
         sec.notes.append(
             f"cigri: a fresh state whose only cluster is the local Slurm (partition {self.partition}, default queue "
@@ -660,9 +730,9 @@ class SlurmBench:
         )
 
     # ---- 3. time from a job's end to cigri knowing it ----
-    def latency_run(self, adapter: str, period: float) -> list[float]:
+    def latency_run(self, adapter: str, period: float, attempt: int = 0) -> list[float]:
         n = self.sizes["latency_jobs"]
-        label = f"latency-{adapter}-{period:g}"
+        label = f"latency-{adapter}-{period:g}" + (f"-{attempt}" if attempt else "")
         state = self.new_state(label, adapter)
         workdir = self.folder(f"{label}-work")
         step = 0.61 if period <= 1 else 1.77  # spread the ends over the pass phase
@@ -730,13 +800,18 @@ class SlurmBench:
         return path.read_text(errors="replace")[-1500:] if path.exists() else ""
 
     def bench_latency(self, sec: Section) -> None:
+        from cigri.adapters.slurm import ACTIVITY_EVERY
+
         n = self.sizes["latency_jobs"]
         runs = [("slurm-ssh", p) for p in self.sizes["periods"]]
         if self.with_rest:
-            runs.append(("slurm-rest", self.sizes["periods"][0]))
+            runs += [("slurm-rest", p) for p in self.sizes["periods"]]
         for adapter, period in runs:
-            self.wait_quiet(f"latency, {adapter}, period {period:g}")
-            values = self.latency_run(adapter, period)
+            what = f"latency, {adapter}, period {period:g}"
+            self.wait_quiet(what)
+            values = self.undisturbed(
+                what, lambda a, adapter=adapter, period=period: self.latency_run(adapter, period, a)
+            )
             log(f"   {adapter} period {period:g}: median {med(values):.3f} s, max {max(values):.3f} s")
             sec.rows.append(
                 Row(
@@ -753,10 +828,12 @@ class SlurmBench:
             "Each job sleeps a different time (spread so that the ends fall anywhere in a pass's period), then "
             "writes `date +%s.%N`; the moment cigri recorded it is the time stamp of almighty.log's `updator: "
             "slurm: … N terminated` line, written when the pass commits the new states (the jobs a line counts "
-            "are the earliest ended not yet recorded). One run per line, the sample is its jobs. Slurm's "
-            "adapters have no cheap activity signal (`activity()` returns None), so a looping almighty only "
-            "looks at the cluster once per period: the expected latency is about half the period on average "
-            "and a full period at worst, plus Slurm's own delay and the pass."
+            "are the earliest ended not yet recorded). One run per line, the sample is its jobs. Between passes "
+            "a looping almighty asks each Slurm adapter's `activity()`, which probes at most every "
+            f"{ACTIVITY_EVERY:g} s after its last read (one `squeue --me`, or one `GET …/job/<array id>` per "
+            "array with tasks cigri follows) and changes when a task cigri follows has ended: the loop then runs "
+            "a pass at once. The expected latency is about half that interval, plus Slurm's own delay and the "
+            "pass, whatever the period."
         )
 
     # ---- 4. state queries per updator stage ----
@@ -767,7 +844,9 @@ class SlurmBench:
         workdir = self.folder(f"bulk-{adapter}-{n}-work")
         jdl = self.write_campaign(state, f"bulk{n}", str(self.stamp_job), workdir, [f"b{i} 600" for i in range(n)])
         _, cid = self.r.gridsub(state, jdl)
-        first = self.count_calls(state, STAGES)
+        first = self.undisturbed(
+            f"state queries, {adapter}, {n} jobs, first pass", lambda _a: self.count_calls(state, STAGES)
+        )
         for _ in range(10):
             self.state_ids(state)
             counts = job_counts(state, cid)
@@ -809,20 +888,25 @@ class SlurmBench:
             start = time.perf_counter()
             cycle.run(stages)
             wall = time.perf_counter() - start
+            event = store.open_cluster_event("slurm")
         finally:
             cycle.close()
             store.close()
+        if event is not None:
+            raise Outage(event.message)
         commands = [c for adapter, _ in made if adapter.runner is not None for c in adapter.runner.calls]
         requests = [c for _, transport in made if transport is not None for c in transport.calls]
         return {
             "wall": wall,
             "commands": len(commands),
             "squeue": sum(1 for name, _ in commands if name == "squeue"),
-            "squeue_bytes": sum(size for name, size in commands if name == "squeue"),
+            "squeue_bytes": sum(max(0, size) for name, size in commands if name == "squeue"),
             "requests": len(requests),
-            "get_jobs": sum(1 for method, path, _ in requests if method == "GET" and path.endswith("/jobs")),
-            "jobs_bytes": sum(size for method, path, size in requests if method == "GET" and path.endswith("/jobs")),
-            "all": [name for name, _ in commands] + [f"{method} {path}" for method, path, _ in requests],
+            "get_jobs": sum(1 for method, path, _ in requests if state_request(method, path)),
+            "listings": sum(1 for method, path, _ in requests if method == "GET" and path.endswith("/jobs")),
+            "jobs_bytes": sum(max(0, size) for method, path, size in requests if state_request(method, path)),
+            "all": [name + (" (failed)" if size < 0 else "") for name, size in commands]
+            + [f"{method} {path}" + (" (failed)" if size < 0 else "") for method, path, size in requests],
         }
 
     def bench_bulk(self, sec: Section) -> None:
@@ -832,9 +916,20 @@ class SlurmBench:
         for adapter in ("slurm-ssh", "slurm-rest"):
             for n in (few, many):
                 state, first = self.bulk_state(adapter, n)
+
+                def recover(state=state) -> None:  # a whole pass: cigri's cluster event closes
+                    with contextlib.suppress(Outage):
+                        self.count_calls(state, STAGES)
+
+                def measure(stages, what, state=state):
+                    return self.undisturbed(what, lambda _a: self.count_calls(state, stages), recover)
+
                 try:
-                    updator = [self.count_calls(state, ["updator"]) for _ in range(self.reps)]
-                    steady = self.count_calls(state, STAGES)
+                    updator = [
+                        measure(["updator"], f"state queries, {adapter}, {n} active, updator {i + 1}")
+                        for i in range(self.reps)
+                    ]
+                    steady = measure(STAGES, f"state queries, {adapter}, {n} active, steady pass")
                 finally:
                     self.cancel(self.state_ids(state))
                 results[(adapter, n)] = {"updator": updator, "first": first, "steady": steady}
@@ -845,7 +940,7 @@ class SlurmBench:
                 )
         for adapter, what, key in (
             ("slurm-ssh", "`squeue` calls", "squeue"),
-            ("slurm-rest", "`GET /slurm/…/jobs` calls", "get_jobs"),
+            ("slurm-rest", "state requests (`GET …/jobs` or `GET …/job/<array id>`)", "get_jobs"),
         ):
             a = [u[key] for u in results[(adapter, many)]["updator"]]
             b = [u[key] for u in results[(adapter, few)]["updator"]]
@@ -864,7 +959,7 @@ class SlurmBench:
         def calls(result: dict, adapter: str) -> str:
             if adapter == "slurm-ssh":
                 return f"{result['commands']} commands, {result['squeue']} squeue"
-            return f"{result['requests']} requests, {result['get_jobs']} GET jobs"
+            return f"{result['requests']} requests, {result['get_jobs']} state requests ({result['listings']} full)"
 
         for which, label in (
             ("first", "a whole pass that submits them (fresh adapter)"),
@@ -905,14 +1000,19 @@ class SlurmBench:
         }
         sec.notes.append(
             "In-process: `cigri.cycle.Cycle(store, RealClock(), adapters=factory)`, where the factory builds the "
-            "real adapter with its command runner wrapped (counting every ssh command) and, for slurm-rest, an "
-            "httpx transport counting every request. A state gets a campaign of `sleep 600` jobs (queue depth "
-            "1000); one whole pass submits them all; then `cycle.run(['updator'])` "
-            f"{self.reps} times and one more whole pass, each with fresh adapters. The jobs were cancelled right "
-            f"after. The calls, in order, with {many} jobs: "
+            "real adapter with its command runner wrapped (counting every ssh command, failed ones too) and, for "
+            "slurm-rest, an httpx transport counting every request. A state gets a campaign of `sleep 600` jobs "
+            "(queue depth 1000); one whole pass submits them all (one batch, one array job); then "
+            f"`cycle.run(['updator'])` {self.reps} times and one more whole pass, each with fresh adapters (a "
+            "fresh slurm-rest reads the memory the earlier ones left in the state's folder). The jobs were "
+            f"cancelled right after. The calls, in order, with {many} jobs: "
             + "; ".join(f"{k}: {v}" for k, v in listed.items())
-            + ". The state answers list every cigri job of the Slurm user (`squeue --me -t all`, so ended ones "
-            "for MinJobAge too) and, for slurm-rest, every job slurmctld holds (all users)."
+            + ". slurm-ssh's answer lists every cigri job of the Slurm user (`squeue --me -t all`, so ended ones "
+            "for MinJobAge too); slurm-rest reads each array of the jobs it is asked about (`GET …/job/<array "
+            "id>`: every task of that array), and the full listing (`GET …/jobs`: every job slurmctld holds, all "
+            "users) only while the state has no memory of the cluster yet (its first pass) or for a batch the "
+            "memory lacks. A stage during which slurmctld stopped answering (cigri opened a cluster event) or "
+            "restarted is measured again."
         )
 
     # ---- cleanup ----
@@ -1023,6 +1123,9 @@ class SlurmBench:
         if self.contended:
             out += ["Runs that started while other users' jobs were on the node:", ""]
             out += [f"- {c}" for c in self.contended] + [""]
+        if self.disturbed:
+            out += ["Measures taken again because slurmctld restarted or did not answer meanwhile:", ""]
+            out += [f"- {d}" for d in self.disturbed] + [""]
         out += [
             f"Jobs of this run left in the Slurm queue after cleanup: {self.left_in_queue}. Processes left behind "
             f"and killed at cleanup: {len(self.left_behind)}.",
