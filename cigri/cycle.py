@@ -410,7 +410,7 @@ class Cycle:
         if campaign_id not in self._settings_cache:
             settings = {n: i["settings"] for n, i in self.store.campaign_clusters(campaign_id).items()}
             for value in settings.values():
-                value["_slots"] = resource_slots(parse_resources(value["resources"], "resources"))[1]
+                value["_slots"] = job_slots(value["resources"])
             self._settings_cache[campaign_id] = settings
         return self._settings_cache[campaign_id]
 
@@ -438,7 +438,7 @@ class Cycle:
                 text = text.replace(key, value)
             return text
 
-        slots = settings.get("_slots") or resource_slots(parse_resources(settings["resources"], "resources"))[1]
+        slots = settings.get("_slots") or job_slots(settings["resources"])
         return JobSpec(
             job_id=job_id,
             campaign_id=campaign.id,
@@ -554,6 +554,12 @@ class Cycle:
                 self.store.clear_kill(ids)
             self.report.add("killed", len(ids))
             log.info("nikita: %d jobs killed on %s", len(ids), cluster)
+
+
+def job_slots(resources: str) -> int:
+    """The slots (cores) one job takes: its nodes times the cores it asks on each."""
+    nodes, per_node = resource_slots(parse_resources(resources, "resources"))
+    return nodes * per_node
 
 
 @contextmanager

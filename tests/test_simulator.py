@@ -219,6 +219,16 @@ def test_a_multi_node_request_occupies_two_nodes():
     assert 200 <= result["makespan"] <= 200 + 2 * 10  # two waves
 
 
+def test_the_metascheduler_counts_every_node_of_a_multi_node_job():
+    # 16 cores and no queue allowance: jobs of 2 nodes x 4 cores fit two at a time, so cigri sends two,
+    # not the four that counting one node's cores would send
+    cluster = {"name": "a", "nodes": [{"count": 4, "cores": 4}], "queue_depth": 0}
+    simulation = Simulation(parse(one_campaign([cluster], jobs=6, resources="/nodes=2/core=4")))
+    sent = []
+    simulation.run(lambda s: sent.append(s.clusters["a"].waiting + len(s.clusters["a"].running)))
+    assert max(sent) == 2
+
+
 def test_a_request_no_node_can_satisfy_is_refused_with_a_campaign_event_and_runs_elsewhere():
     clusters = [
         {"name": "plain", "slots": 8},
