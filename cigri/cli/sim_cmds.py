@@ -107,9 +107,10 @@ def _plot(simulation, path: str) -> None:
 def simulate(scenario, policy, seed, as_json, plot):
     """Run cigri's real cycle on simulated clusters and a simulated clock.
 
-    The scenario (YAML) names clusters (slots, speed, delay, failures, outages,
-    local load, black hole), users and their shares, and campaigns (arrival,
-    jobs, durations), or Eagle/Sparrow traces. Prints completion times (short
+    The scenario (YAML) names clusters (slots, or nodes with cores and
+    properties; speed, delay, failures, outages, local load, black hole),
+    users and their shares, and campaigns (arrival, jobs, durations,
+    resources and properties as in a JDL), or Eagle/Sparrow traces. Prints completion times (short
     and long campaigns apart), utilization, resubmissions and waste, the
     remote queue, bytes staged, fairness, and the lower bounds.
 
