@@ -1179,7 +1179,8 @@ def main() -> None:
         bench.section(
             "state queries per updator stage",
             f"How many bulk state queries one `updator` stage makes per cluster with {s['bulk'][0]} vs "
-            f"{s['bulk'][1]} active jobs: `squeue` (slurm-ssh) and `GET /slurm/…/jobs` (slurm-rest).",
+            f"{s['bulk'][1]} active jobs: `squeue` (slurm-ssh) and state requests, `GET /slurm/…/jobs` or "
+            "`GET /slurm/…/job/<array id>` (slurm-rest).",
             bench.bench_bulk,
         )
     except KeyboardInterrupt:
