@@ -105,6 +105,24 @@ def parse_resources(value: object, path: str) -> dict[str, int]:
     return out
 
 
+_PROPERTY = re.compile(r"^\s*(\w+)\s*=\s*'([^']*)'\s*$")
+_AND = re.compile(r"\s+AND\s+", re.I)
+
+
+def property_terms(properties: str) -> list[tuple[str, str]] | str:
+    """OAR ``properties`` of the simple form ``name='value' AND ...`` as (name, value) pairs (none for an
+    empty text), or the first term not of that form. The Slurm adapter and the simulator take only these."""
+    if not properties or not properties.strip():
+        return []
+    terms = []
+    for term in _AND.split(properties.strip()):
+        match = _PROPERTY.match(term)
+        if not match:
+            return term
+        terms.append((match.group(1), match.group(2)))
+    return terms
+
+
 def resource_slots(resources: dict[str, int]) -> tuple[int, int]:
     """(nodes, slots per node) of a parsed resource request."""
     nodes = 1

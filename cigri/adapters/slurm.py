@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from ..errors import AdapterError, ConfigError, JdlError, SubmitError
-from ..jdl import format_walltime, parse_resources
+from ..jdl import format_walltime, parse_resources, property_terms
 from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
 from . import AdapterContext, Option, expand_home
 from .transport import CommandRunner, RemoteCommands, runner_for, shell
@@ -58,7 +58,6 @@ UNREACHABLE = re.compile(
     r"Zero Bytes were transmitted|Communication connection failure",
     re.I,
 )
-_PROPERTY = re.compile(r"^\s*(\w+)\s*=\s*'([^']*)'\s*$")
 
 
 def exit_status(raw: int | None) -> int | None:
@@ -93,15 +92,10 @@ def resource_options(resources: str, path: str) -> list[str]:
 
 def constraint(properties: str, path: str) -> str | None:
     """OAR properties ``name='value' AND ...`` as a Slurm constraint ``value&...``; anything else is refused."""
-    if not properties or not properties.strip():
-        return None
-    features = []
-    for term in re.split(r"\s+AND\s+", properties.strip(), flags=re.I):
-        match = _PROPERTY.match(term)
-        if not match:
-            raise JdlError(path, f"Slurm takes properties of the form name='value' (joined by AND), not {term!r}")
-        features.append(match.group(2))
-    return "&".join(features)
+    terms = property_terms(properties)
+    if isinstance(terms, str):
+        raise JdlError(path, f"Slurm takes properties of the form name='value' (joined by AND), not {terms!r}")
+    return "&".join(value for _, value in terms) or None
 
 
 def batch_options(spec: JobSpec, config: dict, home: str, path: str) -> list[str]:

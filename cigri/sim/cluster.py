@@ -17,29 +17,23 @@ from __future__ import annotations
 
 import heapq
 import random
-import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..adapters.slurm import _PROPERTY, constraint
 from ..errors import JdlError, SubmitError, TransportError
-from ..jdl import parse_resources, resource_slots
+from ..jdl import parse_resources, property_terms, resource_slots
 from ..model import Capacity, JobSpec, RemoteState, RemoteStatus
 
 BLACK_HOLE_DURATION = 0.01
-_AND = re.compile(r"\s+AND\s+", re.I)
 
 
 def parse_properties(text: str, path: str) -> dict[str, str]:
-    """OAR properties ``name='value' AND ...`` as {name: value}: the form the Slurm adapter accepts, checked
-    by its own parser."""
-    try:
-        if constraint(text, path) is None:
-            return {}
-    except JdlError:
-        raise JdlError(path, f"expected name='value' terms joined by AND, not {text!r}") from None
-    return dict(_PROPERTY.match(term).groups() for term in _AND.split(text.strip()))
+    """OAR properties ``name='value' AND ...`` as {name: value}: the form the Slurm adapter accepts."""
+    terms = property_terms(text)
+    if isinstance(terms, str):
+        raise JdlError(path, f"expected name='value' terms joined by AND, not {text!r}")
+    return dict(terms)
 
 
 def request(resources: str, properties: str, path: str) -> tuple[int, int, dict[str, str]]:
@@ -51,7 +45,7 @@ def request(resources: str, properties: str, path: str) -> tuple[int, int, dict[
 
 def valid_property(name: str, value: str) -> bool:
     """Can a job ask for this node property (``name='value'``)?"""
-    return _PROPERTY.match(f"{name}='{value}'") is not None
+    return property_terms(f"{name}='{value}'") == [(name, value)]
 
 
 @dataclass(frozen=True)
