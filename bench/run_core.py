@@ -43,6 +43,9 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sections import section_lines
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = ROOT / "docs" / "benchmarks.md"
 
@@ -960,22 +963,8 @@ class Bench:
             *getattr(self, "machine_lines", ["- (setup failed: no machine information)"]),
             "",
         ]
-        missed = []
-        for number, sec in enumerate(self.sections, 1):
-            title = sec.title if sec.title.startswith("Diagnostics") else f"{number}. {sec.title}"
-            out += [f"## {title}", "", sec.intro, ""]
-            if sec.error:
-                out += [f"**This benchmark failed:** `{sec.error}`", ""]
-            if sec.rows:
-                out += ["| measure | cigri | baseline | ratio | target | met? |", "|---|---|---|---|---|---|"]
-                for r in sec.rows:
-                    cells = [c.replace("|", "\\|") for c in (r.measure, r.cigri, r.baseline, r.ratio, r.target, r.met)]
-                    out.append("| " + " | ".join(cells) + " |")
-                    if r.met.startswith("**NO**"):
-                        missed.append(f"{r.measure}: {r.met.replace('**NO**: ', '')}")
-                out.append("")
-            for note in sec.notes:
-                out += [note, ""]
+        body, missed = section_lines(self.sections)
+        out += body
         out += ["## Summary", ""]
         if missed:
             out += [f"Targets missed ({len(missed)}):", ""] + [f"- {m}" for m in missed] + [""]
