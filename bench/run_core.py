@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sections import section_lines
+from sections import HEADER, code_version, cpu_model, section_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = ROOT / "docs" / "benchmarks.md"
@@ -901,14 +901,7 @@ class Bench:
     def machine(self) -> list[str]:
         py = self.r.run([self.r.py, "-c", "import sys, sqlite3; print(sys.version.split()[0], sqlite3.sqlite_version)"])
         pyver, sqlver = py.out.split()
-        cpu = "unknown"
-        try:
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-        except OSError:
-            pass
+        cpu = cpu_model()
         mem = ""
         try:
             kb = int(Path("/proc/meminfo").read_text().split()[1])
@@ -917,18 +910,7 @@ class Bench:
             pass
         parallel = shutil.which("parallel")
         pv = self.r.run([parallel, "--version"], check=False).out.splitlines()[0] if parallel else "not installed"
-        try:
-            head = subprocess.run(
-                ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-            ).stdout.strip()
-            dirty = subprocess.run(
-                ["git", "-C", ROOT, "status", "--porcelain", "--", "cigri"], capture_output=True, text=True, check=True
-            ).stdout.strip()
-            code = f"commit {head}" + (
-                f" with uncommitted changes in {len(dirty.splitlines())} file(s) of cigri/" if dirty else ""
-            )
-        except (OSError, subprocess.CalledProcessError):
-            code = "unknown (not a git checkout)"
+        code = code_version(ROOT)
         return [
             f"- cigri code: {code}",
             f"- Date: {datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}",
@@ -984,12 +966,7 @@ class Bench:
 
 
 # The report is shared: each bench script rewrites only its own section, between its marker lines.
-COMMON_HEADER = (
-    "# Benchmarks\n\n"
-    "Two scripts write this file, each only its own section (between its marker lines): `bench/run_core.py` "
-    "(cigri's core costs, local cluster) and `bench/run_slurm.py` (the Slurm adapters against a real Slurm). "
-    "Running one leaves the other's section as it is.\n"
-)
+COMMON_HEADER = HEADER
 
 
 def write_section(path: Path, script: str, body: str) -> str:

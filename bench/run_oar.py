@@ -29,7 +29,6 @@ import math
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 
 import httpx  # noqa: E402
-from sections import write_section  # noqa: E402
+from sections import HEADER, code_version, cpu_model, write_section  # noqa: E402
 
 from cigri.adapters import AdapterContext  # noqa: E402
 from cigri.adapters.oar import array_command, walltime_request  # noqa: E402
@@ -53,7 +52,6 @@ from tests.oar.server import OarServer, _Handler  # noqa: E402
 
 SCRIPT = "bench/run_oar.py"
 DOC = ROOT / "docs" / "benchmarks.md"
-HEADER = "# Benchmarks\n\nSeveral scripts write this file, each only its own section (between its marker lines).\n"
 LOGIN = "cigritest"
 CORES = 64  # the contract cluster: 64 of the 1,000 polled jobs run, the others wait
 TARGET_RATE = 200.0  # jobs/s through submit(), as for the Slurm adapters (bench/run_slurm.py)
@@ -221,24 +219,8 @@ class Bench:
 
     # ---- report -------------------------------------------------------------------------------------
     def run_lines(self) -> list[str]:
-        try:
-            head = subprocess.run(
-                ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-            ).stdout.strip()
-            dirty = subprocess.run(
-                ["git", "-C", ROOT, "status", "--porcelain", "--", "cigri"], capture_output=True, text=True, check=True
-            ).stdout.strip()
-            code = f"commit {head}" + (
-                f" with uncommitted changes in {len(dirty.splitlines())} file(s) of cigri/" if dirty else ""
-            )
-        except (OSError, subprocess.CalledProcessError):
-            code = "unknown (not a git checkout)"
-        cpu = "unknown"
-        with contextlib.suppress(OSError):
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
+        code = code_version(ROOT)
+        cpu = cpu_model()
         return [
             f"- cigri code: {code}",
             f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
@@ -255,7 +237,6 @@ class Bench:
         n = self.args.jobs
         small, large = self.args.poll
         table = ["| measure | cigri | baseline | ratio | target | met? |", "|---|---|---|---|---|---|"]
-        chunks = math.ceil(large / IDS_PER_QUERY)
         body = [
             "## OAR adapters against the contract server (`bench/run_oar.py`)",
             "",
@@ -302,11 +283,10 @@ class Bench:
             *table,
             *polling,
             "",
-            f"Why: `OarRest._jobs` splits the ids into queries of at most `IDS_PER_QUERY` = {IDS_PER_QUERY} ids "
-            f"(to keep URLs short), each paginated on its own: {large:,} jobs make {chunks} queries (ids per "
-            f"request, last flavour: {self.asked}), so with page_size {page_size} the requests grow with "
-            f"ceil(jobs / {IDS_PER_QUERY}), not with pages. A page_size dividing {IDS_PER_QUERY} (such as 100) "
-            "hides it: each query then ends on a full page.",
+            "Why: `OarRest._jobs` reads the login's current jobs in one paginated listing (no ids in the URL: "
+            f"ids per request, last flavour: {self.asked}), then asks by id, in queries of at most "
+            f"`IDS_PER_QUERY` = {IDS_PER_QUERY} ids, only for the jobs that listing no longer shows (ended since "
+            f"the last pass; none here): the requests follow the pages, ceil(jobs / page_size), not the jobs.",
             "",
             *(note for note in self.notes),
             "### Raw samples",

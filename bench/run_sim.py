@@ -3,10 +3,13 @@
 
     python bench/run_sim.py            # small, trace, 100k and the grid week (about 10 minutes)
     python bench/run_sim.py --quick    # without the grid week
+    python bench/run_sim.py --previous # keep the baseline now in docs/benchmarks.md beside the new one
 
 Each scenario runs once in this process (the simulation is deterministic: same seed, same figures);
 wall time is measured around it. The figures of the current scheduler (test campaigns first, then
 FIFO) are the baseline every later strategy is compared with. Writes its section of docs/benchmarks.md.
+With --previous, the baseline table the section held (from an earlier run, with its own metrics) is kept
+below the new one, once, so that a change of metric or of scheduler shows side by side.
 """
 
 from __future__ import annotations
@@ -15,12 +18,12 @@ import argparse
 import datetime
 import logging
 import platform
+import re
 import resource
-import subprocess
 import time
 from pathlib import Path
 
-from sections import write_section
+from sections import HEADER, code_version, write_section
 
 from cigri.cli.output import duration
 from cigri.sim.run import Simulation
@@ -35,14 +38,15 @@ BASELINE_HEADER = (
     + " | ".join(
         [
             "scenario",
-            "jobs done",
-            "makespan",
+            "jobs done (lost, skipped, twice)",
+            "makespan (x available-capacity bound)",
             "short p50 / p90 / p99",
             "long p50 / p90 / p99",
-            "utilization",
-            "resubmitted / wasted slot-s",
+            "utilization (completed / available)",
+            "resubmitted",
+            "wasted slot-s killed / failed / duplicates",
             "remote queue max / mean",
-            "fairness",
+            "fairness (max-min Jain)",
         ]
     )
     + " |"
@@ -51,6 +55,21 @@ BASELINE_HEADER = (
 
 def hms(seconds: float | None) -> str:
     return duration(seconds)
+
+
+def previous_baseline(doc: Path) -> str:
+    """The baseline table the simulator section now holds, retitled as the earlier run's."""
+    text = doc.read_text() if doc.exists() else ""
+    section = text.split("<!-- bench/run_sim.py: begin -->", 1)[-1].split("<!-- bench/run_sim.py: end -->", 1)[0]
+    if "### Baseline" not in section:
+        return ""
+    commit = re.search(r"Run: (?:cigri code )?commit (\w+)", section)
+    old = section.split("### Baseline", 1)[1].split("\n", 1)[1].split("### Previous run", 1)[0].strip()
+    return f"### Previous run (commit {commit.group(1) if commit else '?'}), as it was published\n\n{old}\n"
+
+
+def fixed(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def growth(simulation: Simulation) -> list[tuple[str, int, float]]:
@@ -63,8 +82,11 @@ def growth(simulation: Simulation) -> list[tuple[str, int, float]]:
     return [(labels[min(d, 4)], len(v), sum(v) / len(v)) for d, v in sorted(buckets.items())]
 
 
-def run(name: str) -> tuple[dict, Simulation, float]:
-    simulation = Simulation(load(SCENARIOS / f"{name}.yaml"))
+SEEDS = {"small": (1, 2, 3, 7)}  # one scenario on several seeds: a stall shows as one seed far off the others
+
+
+def run(name: str, seed: int | None = None) -> tuple[dict, Simulation, float]:
+    simulation = Simulation(load(SCENARIOS / f"{name}.yaml"), seed=seed)
     start = time.perf_counter()
     result = simulation.run()
     return result, simulation, time.perf_counter() - start
@@ -75,7 +97,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="skip the grid week")
     parser.add_argument("--output", type=Path, default=DOC)
+    parser.add_argument("--previous", action="store_true", help="keep the baseline now in --output beside the new")
     args = parser.parse_args()
+    previous = previous_baseline(args.output) if args.previous else ""
     names = ["small", "trace", "hundred-k"] + ([] if args.quick else ["grid-week"])
     speed, baseline, growth_rows = [], [], []
     for name in names:
@@ -90,28 +114,38 @@ def main() -> None:
             f"{1000 * p['mean_pass_seconds']:.1f} ms | {f'≤ {target:g} s' if target else '-'} | {met} |"
         )
         c = result["completion_time"]
-        util = sum(v["utilization"] for v in result["clusters"].values()) / len(result["clusters"])
+        waste = result["waste"]
         baseline.append(
             f"| {name} | {result['jobs_done']:,}/{result['jobs']:,} "
-            f"(lost {result['lost']}, twice {result['duplicated']}) | "
-            f"{hms(result['makespan'])} ({result['makespan_over_bound']:.2f}x bound) | "
+            f"({result['lost']:,}, {result['skipped']:,}, {result['duplicated']:,}) | "
+            f"{hms(result['makespan'])} ({fixed(result['makespan_over_bound'], 2)}x) | "
             f"{hms(c['short']['p50'])} / {hms(c['short']['p90'])} / {hms(c['short']['p99'])} | "
-            f"{hms(c['long']['p50'])} / {hms(c['long']['p90'])} / {hms(c['long']['p99'])} | {100 * util:.1f}% | "
-            f"{result['resubmitted']:,} / {result['wasted_slot_seconds']:,.0f} | "
+            f"{hms(c['long']['p50'])} / {hms(c['long']['p90'])} / {hms(c['long']['p99'])} | "
+            f"{fixed(100 * result['utilization'] if result['utilization'] is not None else None, 1)}% | "
+            f"{result['resubmitted']:,} | "
+            f"{waste['killed']:,.0f} / {waste['failed']:,.0f} / {waste['duplicates']:,.0f} | "
             f"{result['remote_queue']['max']:,} / {result['remote_queue']['mean']:,.0f} | "
-            f"{result['fairness_jain']:.3f} |"
+            f"{fixed(result['fairness_maxmin_jain'])} |"
         )
         growth_rows += [f"| {name} | {label} | {n:,} | {1000 * mean:.1f} ms |" for label, n, mean in growth(simulation)]
         simulation.store.close()
         print(f"  {wall:.1f} s", flush=True)
+    seeds = []
+    for name, values in SEEDS.items():
+        for seed in values:
+            result, simulation, _ = run(name, seed)
+            simulation.store.close()
+            seeds.append(
+                f"| {name} | {seed} | {result['jobs_done']:,} ({result['lost']:,} lost) | {hms(result['makespan'])} | "
+                f"{fixed(result['makespan_over_bound'], 2)}x | {fixed(result['fairness_maxmin_jain'])} |"
+            )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
     body = f"""
 ## Simulator (`bench/run_sim.py`)
 
 The real almighty cycle (store, metascheduler, predictor, runner) on simulated clusters and a simulated clock
 (`grid simulate`). Regenerate with `python bench/run_sim.py` (`--quick` skips the grid week). Scenarios are in
-`bench/scenarios/` (`grid-week.yaml` is written by `make_grid_week.py`). Run: commit {commit.strip()},
+`bench/scenarios/` (`grid-week.yaml` is written by `make_grid_week.py`). Run: cigri code {code_version(ROOT)},
 {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, peak RSS {rss:,.0f} MB.
 
 ### Speed
@@ -128,17 +162,30 @@ The real almighty cycle (store, metascheduler, predictor, runner) on simulated c
 
 ### Baseline: the current scheduler (test campaigns first, then FIFO)
 
-Every later strategy is compared with these figures, on the same scenarios and seeds. Completion times are
-from each campaign's submission (short/long split by the scenario's cutoff on the mean job duration);
-utilization is the mean over clusters of grid slot-seconds over slots x time; fairness is Jain's index of
-usage / entitlement.
+Every later strategy is compared with these figures, on the same scenarios and seeds. All of them come from
+the simulated clusters' records of what ran, never from cigri's own counts. A job is done when a cluster ran
+it to a real end (exit 0, not on a black hole); a test campaign's jobs that never ran are skipped; any other
+job that never completed is lost. Completion times are from each campaign's submission (short/long split by
+the scenario's cutoff on the mean job duration). The makespan's bound is the larger of the longest job on
+the fastest cluster and the work over the capacity the grid really had: the first T where the sum over
+clusters of speed x (slots, less outages and local users' cores) integrated from the first submission to T
+reaches the work. Utilization is the slot-seconds of completed jobs (each once) over that available
+capacity; killed (preempted, outage, walltime), failed and duplicate runs are the waste, apart. Fairness is
+Jain's index of each user's usage over its max-min fair share (weighted by shares, capped by its demand:
+the cores of its arrived, not yet completed jobs) of the cores the grid used, pass by pass.
 
 {BASELINE_HEADER}
-|---|---|---|---|---|---|---|---|---|
+|---|---|---|---|---|---|---|---|---|---|
 {chr(10).join(baseline)}
-"""
-    header = "# Benchmarks\n\nSeveral scripts write this file, each only its own section (between its marker lines).\n"
-    write_section(args.output, "bench/run_sim.py", body, header)
+
+The same scenario on several seeds (a job parked where it cannot start shows as one seed far above the others):
+
+| scenario | seed | jobs done | makespan | vs bound | fairness |
+|---|---|---|---|---|---|
+{chr(10).join(seeds)}
+
+{previous}"""
+    write_section(args.output, "bench/run_sim.py", body, HEADER)
     print(f"wrote {args.output}")
 
 

@@ -65,7 +65,7 @@ from run_core import (
     samples,
     write_section,
 )
-from sections import section_lines
+from sections import code_version, cpu_model, section_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = ROOT / "docs" / "benchmarks.md"
@@ -1047,24 +1047,8 @@ class SlurmBench:
         pyver, httpx_version = py.out.split()
         slurm = self.r.run(["sinfo", "--version"], check=False).out.strip()
         nodes = self.r.run(["sinfo", "-h", "-p", self.partition, "-o", "%D node(s), %c CPUs each"], check=False)
-        cpu = "unknown"
-        with contextlib.suppress(OSError):
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-        try:
-            head = subprocess.run(
-                ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-            ).stdout.strip()
-            dirty = subprocess.run(
-                ["git", "-C", ROOT, "status", "--porcelain", "--", "cigri"], capture_output=True, text=True, check=True
-            ).stdout.strip()
-            code = f"commit {head}" + (
-                f" with uncommitted changes in {len(dirty.splitlines())} file(s) of cigri/" if dirty else ""
-            )
-        except (OSError, subprocess.CalledProcessError):
-            code = "unknown (not a git checkout)"
+        cpu = cpu_model()
+        code = code_version(ROOT)
         s = self.sizes
         return [
             f"- cigri code: {code}",

@@ -2,7 +2,40 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
+
+HEADER = (
+    "# Benchmarks\n\n"
+    "Four scripts write this file, each only its own section (between its marker lines): `bench/run_core.py` "
+    "(cigri's core costs, local cluster), `bench/run_slurm.py` (the Slurm adapters against a real Slurm), "
+    "`bench/run_sim.py` (the simulator and the current scheduler's baseline) and `bench/run_oar.py` (the OAR "
+    "adapters against the contract OAR of `tests/oar`). Running one leaves the others' sections as they are.\n"
+)
+
+
+def code_version(root: Path) -> str:
+    """The commit the benchmarked code is at, and whether cigri/ has uncommitted changes."""
+    try:
+        head = git(root, "rev-parse", "--short", "HEAD")
+        dirty = git(root, "status", "--porcelain", "--", "cigri")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    changed = f" with uncommitted changes in {len(dirty.splitlines())} file(s) of cigri/" if dirty else ""
+    return f"commit {head}{changed}"
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def cpu_model() -> str:
+    """The CPU's model name, from /proc/cpuinfo."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return "unknown"
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown")
 
 
 def write_section(path: Path, script: str, body: str, header: str) -> None:

@@ -15,7 +15,7 @@ from .clock import Clock
 from .cycle import RETRY, stage_remote
 from .errors import CigriError, JdlError, NotFound, PermissionDenied
 from .jdl import Jdl, job_blocks
-from .model import Campaign, CampaignState, CampaignType, EventClass, EventState, JobState
+from .model import Campaign, CampaignState, CampaignType, EventClass, EventCode, EventState, JobState
 from .store import Store
 
 
@@ -182,7 +182,7 @@ def fix_events(
 
 
 def blocked_reason(store: Store, campaign: Campaign) -> str | None:
-    """Why a campaign that is not over cannot progress without the user, or None."""
+    """Why a campaign that is not over cannot progress without the user (or a cluster's return), or None."""
     if campaign.state == CampaignState.PAUSED:
         return "paused"
     if campaign.state != CampaignState.IN_TREATMENT:
@@ -190,10 +190,30 @@ def blocked_reason(store: Store, campaign: Campaign) -> str | None:
     counts = store.counts(campaign.id)
     if any(counts[s] for s in (JobState.LAUNCHING, JobState.SUBMITTED, JobState.RUNNING)):
         return None
-    events = store.events(campaign_id=campaign.id)
-    if not events:
+    clusters = store.campaign_clusters(campaign.id, settings=False)
+    if campaign.type == CampaignType.TEST and all(info["launched"] for info in clusters.values()):
+        return None  # its test is over: the next pass ends it
+    closed = _closed_clusters(store, campaign, clusters)
+    if counts[JobState.TO_LAUNCH] and len(closed) < len(clusters):
         return None
-    usable = set(store.campaign_clusters(campaign.id)) - store.blocked_clusters(campaign.id)
-    if counts[JobState.TO_LAUNCH] and usable:
-        return None
-    return f"{len(events)} open event(s): see gridevents -c {campaign.id}"
+    # a test that could not start on a cluster ends there: that event does not wait for the user
+    events = [e for e in store.events(campaign_id=campaign.id) if e.code != EventCode.TEST_NOT_STARTED]
+    if events:
+        return f"{len(events)} open event(s): see gridevents -c {campaign.id}"
+    if counts[JobState.TO_LAUNCH]:
+        return "no usable cluster: " + ", ".join(f"{name} {why}" for name, why in sorted(closed.items()))
+    return None
+
+
+def _closed_clusters(store: Store, campaign: Campaign, clusters: dict[str, dict]) -> dict[str, str]:
+    """The campaign's clusters where it cannot send a job now, with why."""
+    blocked = store.blocked_clusters(campaign.id)
+    closed = {}
+    for name, info in clusters.items():
+        if name in blocked:
+            closed[name] = "has an open event of the campaign"
+        elif store.open_cluster_event(name) is not None:
+            closed[name] = "unreachable"
+        elif campaign.type == CampaignType.TEST and info["launched"]:
+            closed[name] = "tested"
+    return closed

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .adapters import AdapterContext, adapter_class, adapter_for, validate_config
+from .adapters import AdapterContext, adapter_class, adapter_for, validate_cluster, validate_config
+from .calls import Bounded
 from .clock import Clock
 from .errors import AdapterError, CigriError, ConfigError
 from .model import Capacity
@@ -28,6 +29,7 @@ def add(store: Store, name: str, adapter: str, options: dict, clock: Clock) -> N
         raise ConfigError(f"cluster name {name!r}: letters, digits, '.', '_' and '-' only")
     adapter_class(adapter)
     config = validate_config(adapter, options)
+    validate_cluster(name, adapter, config)
     if store.has_cluster(name):
         raise ConfigError(f"cluster {name!r} exists already (change it with gridclusters set)")
     with store.transaction():
@@ -37,17 +39,18 @@ def add(store: Store, name: str, adapter: str, options: dict, clock: Clock) -> N
 def set_options(store: Store, name: str, options: dict) -> dict:
     cluster = store.cluster(name)
     config = {**cluster.config, **validate_config(cluster.adapter, options)}
+    validate_cluster(name, cluster.adapter, config)
     with store.transaction():
         store.set_cluster_config(name, config)
     return config
 
 
-def remove(store: Store, name: str) -> None:
+def remove(store: Store, name: str, clock: Clock) -> None:
     store.cluster(name)
     if store.cluster_in_use(name):
         raise CigriError(f"cluster {name!r} is used by a campaign that is not over; cancel or finish it first")
     with store.transaction():
-        store.remove_cluster(name)
+        store.remove_cluster(name, clock.now())
 
 
 @dataclass(frozen=True)
@@ -61,20 +64,28 @@ class ClusterUsage:
 
 
 def usage(store: Store, clock: Clock) -> list[ClusterUsage]:
-    out = []
+    """Each cluster's capacity, asked of all concurrently and bounded as the almighty's calls are."""
+    context = AdapterContext(store.directory, clock)
+    asked = []
     for cluster in store.clusters():
-        event = store.open_cluster_event(cluster.name)
-        capacity, problem = None, ""
-        adapter = adapter_for(cluster, AdapterContext(store.directory, clock))
+        adapter = Bounded(cluster.name, lambda _, cluster=cluster: adapter_for(cluster, context))
         try:
-            capacity = adapter.capacity()
+            asked.append((cluster, adapter, adapter.start("capacity")))
+        except AdapterError as exc:
+            asked.append((cluster, adapter, exc))
+    out = []
+    for cluster, adapter, call in asked:
+        capacity, problem = None, ""
+        try:
+            if isinstance(call, AdapterError):
+                raise call
+            capacity = call.result()
         except AdapterError as exc:
             problem = str(exc)
-        finally:
-            adapter.close()
+        best_effort = not isinstance(call, AdapterError) and adapter.best_effort  # built, unless it cannot be
+        adapter.close()
+        event = store.open_cluster_event(cluster.name)
         if event and not problem:
             problem = f"event {event.id} open: {event.message}"
-        out.append(
-            ClusterUsage(cluster.name, cluster.adapter, capacity is not None, capacity, adapter.best_effort, problem)
-        )
+        out.append(ClusterUsage(cluster.name, cluster.adapter, capacity is not None, capacity, best_effort, problem))
     return out

@@ -21,7 +21,10 @@ import yaml
 
 from .errors import JdlError
 
-GLOBAL_ONLY = ("name", "clusters", "param_file", "nb_jobs", "params", "jobs_type")
+GLOBAL_ONLY = ("name", "clusters", "param_file", "nb_jobs", "params")
+# CiGri keys cigri does not build yet: refused by name rather than accepted and silently ignored
+NOT_SUPPORTED = ("jobs_type", "temporal_grouping", "dimensional_grouping", "checkpointing_type")
+NOT_SUPPORTED_PREFIX = "output_"  # output_gathering_method, output_file, output_destination
 
 # per-cluster keys and their defaults (CiGri v3's); None means "not set"
 CLUSTER_DEFAULTS: dict[str, object] = {
@@ -38,12 +41,7 @@ CLUSTER_DEFAULTS: dict[str, object] = {
     "epilogue": [],
     "prologue_walltime": None,
     "epilogue_walltime": None,
-    "temporal_grouping": False,
-    "dimensional_grouping": False,
-    "checkpointing_type": None,
-    "output_gathering_method": None,
-    "output_file": None,
-    "output_destination": None,
+    "environment": {},  # variables every job gets (the CIGRI_* ones win)
 }
 
 MAX_WALLTIME = 366 * 86400
@@ -168,6 +166,26 @@ def _lines(value: object, path: str) -> list[str]:
     raise JdlError(path, "expected a list of shell lines")
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _environment(value: object, path: str) -> dict[str, str]:
+    """The JDL's ``environment:``: variable names (as a shell takes them) to string values."""
+    if not isinstance(value, dict):
+        raise JdlError(path, "expected a mapping of variable names to values")
+    for name, text in value.items():
+        where = f"{path}.{name}"
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+            raise JdlError(where, "not a variable name (letters, digits and _, not starting with a digit)")
+        if name.upper().startswith("CIGRI_"):
+            raise JdlError(where, "CIGRI_* variables are cigri's to set")
+        if not isinstance(text, str):
+            raise JdlError(where, f"expected a string, not {type(text).__name__} (quote it)")
+        if any(c in text for c in "\0\n\r"):
+            raise JdlError(where, "holds a NUL or a line break, which a job's environment cannot be given")
+    return dict(value)
+
+
 def _cluster_settings(raw: dict, path: str) -> dict:
     """Validate and normalise one cluster's settings (defaults already merged)."""
     out: dict = {}
@@ -180,10 +198,6 @@ def _cluster_settings(raw: dict, path: str) -> dict:
             "exec_directory",
             "properties",
             "project",
-            "checkpointing_type",
-            "output_gathering_method",
-            "output_file",
-            "output_destination",
         ):
             out[key] = _str(value, kpath)
         elif key == "resources":
@@ -198,12 +212,14 @@ def _cluster_settings(raw: dict, path: str) -> dict:
             if kind not in ("best-effort", "normal"):
                 raise JdlError(kpath, f"type must be best-effort or normal, not {value!r}")
             out[key] = kind
-        elif key in ("test_mode", "temporal_grouping", "dimensional_grouping"):
+        elif key == "test_mode":
             out[key] = _bool(value, kpath)
         elif key == "max_jobs":
             out[key] = _int(value, kpath, 1)
         elif key in ("prologue", "epilogue"):
             out[key] = _lines(value, kpath)
+        elif key == "environment":
+            out[key] = _environment(value, kpath)
     if not out.get("exec_file"):
         raise JdlError(f"{path}.exec_file", "required (globally or for this cluster)")
     for stage in ("prologue", "epilogue"):
@@ -216,7 +232,6 @@ def _cluster_settings(raw: dict, path: str) -> dict:
 class Jdl:
     name: str
     clusters: dict[str, dict]
-    jobs_type: str = "normal"
     params: tuple[str, ...] | None = None
     param_file: Path | None = None
     nb_jobs: int | None = None
@@ -230,7 +245,7 @@ class Jdl:
             if self.params is not None
             else ({"param_file": str(self.param_file)} if self.param_file else {"nb_jobs": self.nb_jobs})
         )
-        return {"name": self.name, "jobs_type": self.jobs_type, "clusters": self.clusters, "source": source}
+        return {"name": self.name, "clusters": self.clusters, "source": source}
 
     def param_blocks(self, size: int) -> Iterator[tuple[int, list[str]]]:
         """The param lines in blocks of up to ``size``: (number of the block's first line, its lines). A param
@@ -339,6 +354,10 @@ def _lower_keys(data: dict, path: str) -> dict:
 
 def _check_keys(keys, allowed, path: str) -> None:
     for key in keys:
+        if key in NOT_SUPPORTED or key.startswith(NOT_SUPPORTED_PREFIX):
+            raise JdlError(
+                f"{path}.{key}" if path else key, "not supported yet (cigri would ignore it): remove the key"
+            )
         if key not in allowed:
             where = f"{path}.{key}" if path else key
             close = difflib.get_close_matches(key, allowed, n=1)
@@ -444,12 +463,10 @@ def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None)
         if nb_jobs > MAX_NB_JOBS:
             raise JdlError("nb_jobs", f"at most {MAX_NB_JOBS:,} jobs".replace(",", " "))
 
-    jobs_type = _str(top.get("jobs_type", "normal"), "jobs_type")
     test_mode = any(s["test_mode"] for s in clusters.values()) if test is None else test
     return Jdl(
         name=name,
         clusters=clusters,
-        jobs_type=jobs_type,
         params=params,
         param_file=param_file,
         nb_jobs=nb_jobs,

@@ -55,13 +55,16 @@ def run_passes(
             return []
         if give_up is not None and clock.now() >= give_up:
             raise TimedOut(f"still running after {timeout:g} s")
-        _wait(cycle, clock, started, period)
+        wait_for_news(cycle, clock, started, period)
 
 
-def _wait(cycle: Cycle, clock: Clock, started: float, period: float) -> None:
-    """Sleep until the period is over, or sooner once a cluster shows activity."""
-    clock.sleep(max(0.0, started + MIN_GAP - clock.now()))
+def wait_for_news(
+    cycle: Cycle, clock: Clock, started: float, period: float, *, min_gap: float = MIN_GAP, poll: float = POLL
+) -> None:
+    """Sleep until the period is over, or sooner once a cluster shows activity (the simulator, on its own
+    clock, sets a coarser ``min_gap`` and ``poll``)."""
+    clock.sleep(max(0.0, started + min_gap - clock.now()))
     while clock.now() < started + period:
         if cycle.news():
             return
-        clock.sleep(POLL)
+        clock.sleep(poll)

@@ -73,6 +73,7 @@ class EventCode(StrEnum):
     EPILOGUE_ERROR = "EPILOGUE_ERROR"
     SUBMIT_ERROR = "SUBMIT_ERROR"  # the RM rejected the campaign's settings
     CLUSTER_UNREACHABLE = "CLUSTER_UNREACHABLE"
+    TEST_NOT_STARTED = "TEST_NOT_STARTED"  # a test job did not start on that cluster: the test ends there
 
 
 @dataclass(frozen=True)

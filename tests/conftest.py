@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import settings
 
 from cigri import clusters
 from cigri.adapters.local_rm import Spool
@@ -22,6 +23,37 @@ from cigri.store import Store
 from .slurm import shared_dir, slurm  # noqa: F401 (fixtures for the tests that need the real Slurm)
 
 PYTHON = sys.executable
+LEFTOVERS = pytest.StashKey[set]()
+
+# a busy machine (CI, two cores shared) makes examples slow, not wrong: no per-example wall-clock deadline
+settings.register_profile("cigri", deadline=None)
+settings.load_profile("cigri")
+
+
+CLUSTER_HOME = Path("~cigritest").expanduser()  # the cluster user of scripts/slurm-local.sh
+
+
+def watched_leftovers() -> set[Path]:
+    """What a test could leave behind: cigri's, OAR's and Slurm's files in /tmp (``slurm-N.out`` is sbatch's
+    default output), anything in the cluster user's home. Not the
+    sockets of ssh masters that outlive their test by ControlPersist: they go with their process."""
+    found = {path for pattern in ("cigri*", "OAR.*", "slurm-*.out") for path in Path("/tmp").glob(pattern)}
+    if CLUSTER_HOME.is_dir():
+        found |= set(CLUSTER_HOME.rglob("*"))
+    return {path for path in found if not path.is_socket()}
+
+
+def pytest_sessionstart(session):
+    session.config.stash[LEFTOVERS] = watched_leftovers()
+
+
+def pytest_sessionfinish(session):
+    """The run fails when it left something new in /tmp or in the cluster user's home."""
+    new = sorted(str(path) for path in watched_leftovers() - session.config.stash[LEFTOVERS])
+    if new:
+        shown = ", ".join(new[:10]) + (f" and {len(new) - 10} more" if len(new) > 10 else "")
+        session.config.get_terminal_writer().line(f"\ntests left files behind: {shown}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def wait_for(condition, timeout: float = 20.0, interval: float = 0.02):
@@ -69,7 +101,12 @@ def state(tmp_path: Path):
     clusters.set_options(store, "local", {"slots": 2, "idle_exit": 2})
     store.close()
     yield path
-    for spool in (path.parent / "clusters").glob("*"):
+    stop_local_daemons(path.parent)
+
+
+def stop_local_daemons(state_dir: Path) -> None:
+    """Stop the daemons of the local clusters of the state in ``state_dir`` (their jobs are killed)."""
+    for spool in (state_dir / "clusters").glob("*"):
         if (spool / "rm.db").exists():
             s = Spool(spool)
             s.stop_daemon()
@@ -131,5 +168,5 @@ def runs(tmp_path: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-__all__ = ["PYTHON", "Grid", "runs", "wait_for", "write_jdl"]
+__all__ = ["PYTHON", "Grid", "runs", "stop_local_daemons", "wait_for", "write_jdl"]
 os.environ["CIGRI_STATE"] = "/dev/null/tests-must-use-the-state-fixture"

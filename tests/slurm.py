@@ -82,8 +82,11 @@ def rest_cluster_options(env: dict[str, str], token_file: Path) -> list[str]:
     ]
 
 
-def ssh_cluster_options(env: dict[str, str]) -> list[str]:
+def ssh_cluster_options(env: dict[str, str], remote_dir: Path) -> list[str]:
+    """slurm-ssh as cigritest; its staged scripts and outputs in ``remote_dir`` (a shared_dir), not in its home."""
     return [
+        "--remote-dir",
+        str(remote_dir),
         "--host",
         env["SSH_HOST"],
         "--port",

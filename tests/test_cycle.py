@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import textwrap
+import threading
 from collections import Counter
 
 import pytest
 
 from cigri import campaigns as ops
 from cigri import clusters
+from cigri.adapters.local import LocalAdapter
 from cigri.clock import RealClock
 from cigri.errors import PermissionDenied
 from cigri.jdl import load
@@ -66,6 +68,19 @@ def test_a_campaign_runs_to_the_end(cli, tmp_path, job_script):
     assert sorted(runs(tmp_path)) == sorted(f"p{i} {i}" for i in range(20))
     assert "id: 1,1,terminated,local,p0,p0 0" in cli("gridstat", "-f", "-c", str(cid))
     assert cli("gridstat", "-j", "1", "-O") == "done p0\n"
+
+
+def test_a_jobs_output_stays_readable_once_its_cluster_was_removed(cli, tmp_path, job_script):
+    cli("gridclusters", "add", "annex", "--adapter", "local", "--slots", "1", "--idle-exit", "2")
+    cid = cli.submit(write_jdl(tmp_path, exec_file=str(job_script), params=["a ok", "b fail"], clusters={"annex": {}}))
+    cli.until_done()
+    cli("gridevents", "-c", str(cid), "-f")
+    cli("almighty")
+    assert cli.json("gridstat", "-c", str(cid))["state"] == "terminated"
+    cli("gridclusters", "remove", "annex")
+    assert "annex" not in [c["name"] for c in cli.json("gridclusters")]
+    assert cli("gridstat", "-j", "1", "-O") == "done a\n"
+    assert cli("gridstat", "-j", "2", "-E") == "first line\nfailure of b\n"
 
 
 def test_failures_open_events_block_and_fix_resubmits(cli, tmp_path, job_script):
@@ -246,12 +261,38 @@ def test_a_pass_killed_anywhere_loses_nothing_and_runs_nothing_twice(cli, tmp_pa
     assert (row["state"], row["done"], row["total"]) == ("terminated", 8, 8)
 
 
-def test_two_passes_never_overlap(store, state):
-    from cigri.cycle import exclusive
-    from cigri.errors import Busy
+def test_a_pass_started_while_another_runs_exits_75_and_changes_nothing(cli, state, tmp_path, job_script, monkeypatch):
+    """The first pass is held inside its submission to the cluster while a second almighty process starts."""
+    cid = cli.submit(write_jdl(tmp_path, exec_file=str(job_script), params=["a ok", "b ok"]))
+    entered, release = threading.Event(), threading.Event()
+    original = LocalAdapter.submit
 
-    with exclusive(store), pytest.raises(Busy, match="another almighty pass"), exclusive(store):
-        pass
+    def held_submit(self, *args, **kwargs):
+        entered.set()
+        release.wait()
+        return original(self, *args, **kwargs)
+
+    def grid_process(*args: str) -> subprocess.CompletedProcess:
+        command = [PYTHON, "-c", "from cigri.cli import grid; grid()", "--state", str(state), *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+    monkeypatch.setattr(LocalAdapter, "submit", held_submit)
+    outcome: list[str] = []
+    first = threading.Thread(target=lambda: outcome.append(cli("almighty")))
+    first.start()
+    try:
+        assert entered.wait(timeout=60), "the first pass never reached the cluster"
+        before = grid_process("gridstat", "-f", "-c", str(cid), "--json").stdout
+        second = grid_process("almighty")
+        assert (second.returncode, second.stdout) == (75, "")
+        assert "another almighty pass" in second.stderr
+        assert grid_process("gridstat", "-f", "-c", str(cid), "--json").stdout == before
+    finally:
+        release.set()
+        first.join()
+    assert len(outcome) == 1  # the first pass went to its end (cli checks its exit status)
+    cli.until_done()
+    assert sorted(runs(tmp_path)) == ["a ok", "b ok"]
 
 
 def test_a_looping_almighty_hears_of_every_submission(store, cycle, tmp_path, job_script):

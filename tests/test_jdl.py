@@ -49,8 +49,30 @@ def test_defaults_are_cigris():
         3600,
         "best-effort",
     )
-    assert a["max_jobs"] is None and a["temporal_grouping"] is False
+    assert a["max_jobs"] is None and "temporal_grouping" not in a
     assert list(jdl.jobs_of(parsed)) == [("0", "0"), ("1", "1")]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("jobs_type", "desktop_computing"),
+        ("temporal_grouping", True),
+        ("dimensional_grouping", "false"),
+        ("checkpointing_type", "blcr"),
+        ("output_gathering_method", "scp"),
+        ("output_file", "out.tgz"),
+        ("output_destination", "frontend:/data"),
+        ("OUTPUT_anything", "x"),
+    ],
+)
+def test_keys_cigri_would_ignore_are_refused_by_name(key, value):
+    with pytest.raises(JdlError) as top:
+        jdl.parse({"name": "n", "exec_file": "x", "nb_jobs": 1, "clusters": {"a": {}}, key: value})
+    assert str(top.value) == f"{key.lower()}: not supported yet (cigri would ignore it): remove the key"
+    with pytest.raises(JdlError) as per_cluster:
+        jdl.parse({"name": "n", "exec_file": "x", "nb_jobs": 1, "clusters": {"a": {key: value}}})
+    assert str(per_cluster.value).startswith(f"clusters.a.{key.lower()}: not supported yet")
 
 
 def test_keys_are_case_insensitive_and_cluster_keys_override_globals():

@@ -7,21 +7,30 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import pytest
 
 from cigri.adapters import AdapterContext, adapter_class, validate_config
-from cigri.adapters.oar import array_command, exit_status, job_of, param_line, resubmitted_as, translate
+from cigri.adapters.oar import (
+    array_command,
+    exit_status,
+    job_of,
+    job_wrapper,
+    param_line,
+    resubmitted_as,
+    translate,
+)
 from cigri.adapters.oar_rest import OarRest
 from cigri.adapters.oar_ssh import OarSsh
 from cigri.adapters.transport import LocalRunner, Result
 from cigri.clock import RealClock
 from cigri.errors import AdapterError, ConfigError, SubmitError, TransportError
 from cigri.model import Cluster, JobSpec, RemoteState
-from tests.oar.contract import OarState
-from tests.oar.fake_commands import install_fake_commands
+from tests.oar.contract import OarState, unwrapped
+from tests.oar.fake_commands import execute, install_fake_commands
 from tests.oar.server import OarServer
 
 from .conftest import write_jdl
@@ -103,16 +112,16 @@ def test_a_resubmitted_job_names_its_new_id():
 def test_param_lines_give_back_the_exact_words():
     words = ["n1", *NASTY]
     line = param_line(spec(1, *words))
-    assert shlex.split(line) == words and "\n" not in line
+    assert shlex.split(line) == ["1", "n1", *words] and "\n" not in line  # the job's id and name lead
     with pytest.raises(SubmitError, match="line break"):
         param_line(spec(2, "n2", "two\nlines"))
 
 
 def test_a_batch_is_an_array_job_and_a_single_job_carries_its_words():
     command, params = array_command([spec(1, "a", "1"), spec(2, "a1", "x y")], "/home/alice")
-    assert command == "/home/alice/bin/run" and params == "a 1\na1 'x y'\n"
+    assert command == f"{job_wrapper(spec(1))} /home/alice/bin/run" and params == "1 a a 1\n2 a1 a1 'x y'\n"
     command, params = array_command([spec(1, "pro", "multi\nline")], "$HOME")
-    assert params is None and command == "\"$HOME\"/bin/run pro 'multi\nline'"
+    assert params is None and command == f"{job_wrapper(spec(1))} \"$HOME\"/bin/run 1 pro pro 'multi\nline'"
 
 
 def test_both_adapters_are_registered_with_their_options():
@@ -126,7 +135,7 @@ def test_both_adapters_are_registered_with_their_options():
 
 
 def mocked(tmp_path: Path, handler, **config) -> OarRest:
-    settings = {"url": "http://oar.example/oarapi", "login": LOGIN, **config}
+    settings = {"url": "https://oar.example/oarapi", "login": LOGIN, **config}
     cluster = Cluster("oar", "oar-rest", settings)
     return OarRest(cluster, AdapterContext(tmp_path, RealClock()), transport=httpx.MockTransport(handler))
 
@@ -143,7 +152,7 @@ def refusal(adapter: OarRest, call, error: type[Exception]) -> str:
 @pytest.mark.parametrize(
     ("exc", "words"),
     [
-        (httpx.ConnectError("[Errno 111] Connection refused"), "cannot reach OAR's API at http://oar.example/oarapi"),
+        (httpx.ConnectError("[Errno 111] Connection refused"), "cannot reach OAR's API at https://oar.example/oarapi"),
         (httpx.ReadTimeout("timed out"), "gave no answer within 5 s"),
     ],
 )
@@ -223,8 +232,8 @@ def test_submission_fields_and_mapping_by_array_index(tmp_path):
     (payload,) = sent
     assert payload == {
         "resource": "/resource_id=1,walltime=00:10:00",
-        "command": '"$HOME"/bin/run',
-        "param_file": "job1\njob10\njob1 0\n",
+        "command": f'{job_wrapper(specs[0])} "$HOME"/bin/run',
+        "param_file": "1 job1 job1\n2 job10 job10\n3 job1 job1 0\n",
         "name": "cigri.x.7.b.1",
         "directory": "$HOME/out",
         "property": "host != 'n3'",
@@ -313,7 +322,7 @@ def test_a_batch_runs_and_maps_exactly_where_params_prefix_each_other(oar, tmp_p
     server = oar.serve(flavour=flavour, page_size=2)
     adapter = oar.rest(server, page_size=3)
     names = ["a", "a1", "job1", "job10", "job100"]
-    specs = [spec(i, name, "5", str(i % 2 * 3)) for i, name in enumerate(names, start=1)]
+    specs = [spec(i, name, "5", str(i % 2 * 3), directory=str(tmp_path)) for i, name in enumerate(names, start=1)]
     ids = adapter.submit("cigri.x.7.b.1", specs)
     assert adapter.find_batch("cigri.x.7.b.1") == ids and adapter.find_batch("cigri.x.7.b.2") is None
     by_id = {str(job["id"]): job for job in state.jobs()}
@@ -348,9 +357,18 @@ def test_a_batch_runs_and_maps_exactly_where_params_prefix_each_other(oar, tmp_p
 def test_oar_kills_are_resubmitted_and_the_workdir_error_is_the_users(oar, tmp_path):
     state = oar.state
     adapter = oar.rest(oar.serve())
-    normal = adapter.submit("cigri.x.7.b.1", [spec(1, "walltime", "900", walltime=60), spec(2, "deleted", "50")])
+    normal = adapter.submit(
+        "cigri.x.7.b.1",
+        [
+            spec(1, "walltime", "900", walltime=60, directory=str(tmp_path)),
+            spec(2, "deleted", "50", directory=str(tmp_path)),
+        ],
+    )
     # batches of two: OAR takes no array of one param line, and the contract runs a plain job 1 s
-    best = adapter.submit("cigri.x.7.b.2", [spec(3, "preempted", "50", best_effort=True), spec(5, "ok")])
+    best = adapter.submit(
+        "cigri.x.7.b.2",
+        [spec(3, "preempted", "50", best_effort=True, directory=str(tmp_path)), spec(5, "ok", directory=str(tmp_path))],
+    )
     lost = adapter.submit("cigri.x.7.b.3", [spec(4, "lost", directory=str(tmp_path / "missing"))])
     state.advance(2)
     state.besteffort_kill(int(best[0]))
@@ -370,7 +388,10 @@ def test_oar_kills_are_resubmitted_and_the_workdir_error_is_the_users(oar, tmp_p
 def test_a_job_oar_resubmits_is_followed_under_its_old_id(oar, tmp_path):
     state = oar.state
     adapter = oar.rest(oar.serve(flavour="3"))
-    old, _ = adapter.submit("cigri.x.7.b.1", [spec(1, "moved", "30", "4"), spec(2, "other")])
+    old, _ = adapter.submit(
+        "cigri.x.7.b.1",
+        [spec(1, "moved", "30", "4", directory=str(tmp_path)), spec(2, "other", directory=str(tmp_path))],
+    )
     state.advance(2)
     new = str(state.resubmit_automatically(int(old)))
     status = adapter.states([old])[old]
@@ -469,7 +490,7 @@ def test_ssh_submission_stages_the_param_file_and_maps_by_index(tmp_path):
     specs = [spec(1, "a", *NASTY, best_effort=True, project="p"), spec(2, "a1")]
     assert adapter.submit("cigri.x.7.b.1", specs) == ["20", "21"]
     (script, staged) = next((argv, stdin) for argv, stdin in runner.calls if "oarsub" in " ".join(argv))
-    assert [shlex.split(line) for line in staged.splitlines()] == [["a", *NASTY], ["a1"]]
+    assert [shlex.split(line) for line in staged.splitlines()] == [["1", "a", "a", *NASTY], ["2", "a1", "a1"]]
     oarsub = shlex.split(script[2].split(" && ")[4].split(" > ")[0])
     assert oarsub == [
         "/opt/oar/bin/oarsub",
@@ -485,7 +506,7 @@ def test_ssh_submission_stages_the_param_file_and_maps_by_index(tmp_path):
         "besteffort",
         "--array-param-file",
         "/home/alice/.cigri/cigri.x.7.b.1.params",
-        "/home/alice/bin/run",
+        f"{job_wrapper(specs[0])} /home/alice/bin/run",
     ]
 
 
@@ -520,7 +541,10 @@ def front(tmp_path):
 def test_ssh_batches_keep_their_words_and_map_exactly(front):
     state, adapter, work = front
     names = ["a", "a1", "job1", "job10"]
-    specs = [spec(1, "a", "5", "0", *NASTY, directory=str(work))]
+    words = work / "words.sh"
+    words.write_text('#!/bin/sh\nfor word in "$@"; do printf "[%s]" "$word"; done\n')
+    words.chmod(0o755)
+    specs = [replace(spec(1, "a", "5", "0", *NASTY, directory=str(work)), argv=(str(words), "a", "5", "0", *NASTY))]
     specs += [spec(i, name, "5", "2", directory=str(work)) for i, name in enumerate(names[1:], start=2)]
     ids = adapter.submit("cigri.x.7.b.1", specs)
     assert adapter.find_batch("cigri.x.7.b.1") == ids and adapter.find_batch("cigri.x.7.b.9") is None
@@ -534,15 +558,16 @@ def test_ssh_batches_keep_their_words_and_map_exactly(front):
         (RemoteState.EXITED, 2)
     ] * 3
     assert adapter.tail(ids[3], "stderr", 5) == "stderr of job10\njob10 exited with status 2"
+    ran = execute(jobs[ids[0]])  # as OAR runs it, by the shell: the words arrive literal, nothing else runs
+    assert (ran.returncode, ran.stdout) == (0, "".join(f"[{word}]" for word in ("a", "5", "0", *NASTY)))
     assert not (work / "pwned").exists()
 
 
 def test_ssh_single_jobs_cancel_and_resubmissions(front):
     state, adapter, work = front
     (prologue,) = adapter.submit("cigri.x.7.prologue", [spec(1, "-c", "set -e\nmkdir -p x", directory=str(work))])
-    assert state.jobs()[0]["command"] == "'" + str(Path.home()) + "/bin/run' -c 'set -e\nmkdir -p x'" or (
-        shlex.split(state.jobs()[0]["command"])[1:] == ["-c", "set -e\nmkdir -p x"]
-    )
+    program = unwrapped(shlex.split(state.jobs()[0]["command"]))
+    assert program == [f"{Path.home()}/bin/run", "-c", "set -e\nmkdir -p x"]
     moved, _ = adapter.submit("cigri.x.7.b.2", [spec(2, "moved", "50", directory=str(work)), spec(3, "b")])
     state.advance(2)
     new = str(state.resubmit_automatically(int(moved)))
@@ -597,7 +622,7 @@ def test_a_campaign_completes_with_events_and_resubmissions(cli, oar, tmp_path, 
     assert (row["done"], row["failed"], row["total"]) == (7, 1, 8)
 
     def name(job: dict) -> str:  # the word after the exec_file, in an array's or a plain job's command
-        return shlex.split(job["command"])[1]
+        return unwrapped(shlex.split(job["command"]))[1]
 
     ran = [name(j) for j in state.jobs() if j["state"] == "Terminated"]
     assert sorted(ran) == sorted(p.split()[0] for p in params)  # each once to its end
@@ -607,3 +632,63 @@ def test_a_campaign_completes_with_events_and_resubmissions(cli, oar, tmp_path, 
     remote = {str(j["id"]): name(j) for j in state.jobs()}
     jobs = cli.json("gridstat", "-c", str(cid), "-f")
     assert len(jobs) == 8 and all(remote[job["remote_id"]] == job["name"] for job in jobs)
+
+
+@pytest.mark.parametrize("adapter_name", ["oar-rest 2.5", "oar-rest 3", "oar-ssh"])
+def test_a_paused_campaigns_waiting_jobs_are_held_until_it_resumes(cli, oar, tmp_path, adapter_name):
+    state = oar.state
+    work = tmp_path / "campaign"
+    work.mkdir()
+    if adapter_name.startswith("oar-rest"):
+        flavour = adapter_name.split()[1]
+        options = ["--url", oar.serve(flavour=flavour).url, "--api-flavour", flavour, "--login", LOGIN]
+    else:
+        install_fake_commands(tmp_path / "bin", state.path, sys.executable)
+        options = ["--bin-dir", str(tmp_path / "bin"), "--slots", "4", "--remote-dir", str(tmp_path / "rd")]
+    cli("gridclusters", "add", "oar", "--adapter", adapter_name.split()[0], *options)
+    params = [f"j{i} 20" for i in range(6)]  # 4 cores: 2 jobs wait
+    cid = cli.submit(
+        write_jdl(work, exec_file="/bin/run", exec_directory=str(work), params=params, clusters={"oar": {}})
+    )
+    cli("almighty")
+    state.advance(2)
+    cli("griddel", "-p", str(cid))
+    cli("almighty")
+    assert sorted(job["state"] for job in state.jobs()) == ["Hold", "Hold", "Running", "Running", "Running", "Running"]
+    assert cli.json("gridstat", "-c", str(cid))["held"] == 2
+    state.advance(60)  # the running jobs end and free their cores
+    cli("almighty")
+    assert sorted(job["state"] for job in state.jobs()) == ["Hold", "Hold", *["Terminated"] * 4]
+    cli("griddel", "-r", str(cid))
+    cli("almighty")
+    assert sorted(job["state"] for job in state.jobs()) == [*["Terminated"] * 4, "Waiting", "Waiting"]
+    drive(cli, state, lambda: cli.json("gridstat", "-c", str(cid))["state"] == "terminated")
+    assert [job["state"] for job in state.jobs()] == ["Terminated"] * 6
+
+
+@pytest.mark.parametrize("flavour", ["2.5", "3"])
+def test_rest_holds_and_resumptions_are_idempotent_and_forgive_jobs_that_started(oar, flavour):
+    adapter = oar.rest(oar.serve(flavour=flavour))
+    started, waiting = (str(i) for i in oar.state.submit(LOGIN, "/bin/run", "core=4", params=["a 5", "b 5"]))
+    oar.state.advance(0)
+    for _ in range(2):  # OAR refuses the second hold, and the started job's: neither is an error
+        adapter.hold([started, waiting])
+        assert [job["state"] for job in oar.state.jobs()] == ["Launching", "Hold"]
+    for _ in range(2):
+        adapter.release([started, waiting])
+        assert [job["state"] for job in oar.state.jobs()] == ["Launching", "Waiting"]
+
+
+HOLD_REFUSED = Result(("oarhold", "5", "6"), 1, "", "[ERROR] permission denied\n")
+
+
+def test_a_hold_oar_refuses_for_a_job_that_started_is_no_error(tmp_path):
+    oarstat = json.dumps({"5": record(5, "Running"), "6": record(6, "Terminated", 0)})
+    ssh_adapter(tmp_path, FakeRunner({"oarhold": HOLD_REFUSED, "oarstat": oarstat})).hold(["5", "6"])
+
+
+def test_a_hold_oar_refuses_for_a_job_still_waiting_is_an_error(tmp_path):
+    oarstat = json.dumps({"5": record(5, "Waiting"), "6": record(6, "Terminated", 0)})
+    adapter = ssh_adapter(tmp_path, FakeRunner({"oarhold": HOLD_REFUSED, "oarstat": oarstat}))
+    with pytest.raises(AdapterError, match="permission denied"):
+        adapter.hold(["5", "6"])

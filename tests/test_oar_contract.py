@@ -186,6 +186,15 @@ def test_outputs_are_kept_and_written_in_the_launching_directory(oar: OarState, 
     assert (tmp_path / f"OAR.{job_id}.stdout").read_text() == "stdout of fails\n"
 
 
+def test_a_job_naming_no_directory_runs_in_the_contract_home_not_the_machine_one(oar: OarState, tmp_path: Path):
+    home = tmp_path / "oar" / "homes" / "cigritest"
+    home.mkdir(parents=True)
+    [job_id] = oar.submit("cigritest", "/bin/run", params=["x 1 0"])
+    oar.advance(5)
+    assert oar.job(job_id)["launching_directory"] == str(home) == oar.home("cigritest")
+    assert (home / f"OAR.{job_id}.stdout").read_text() == "stdout of x\n"
+
+
 def test_too_many_cores_is_refused(oar: OarState):
     with pytest.raises(OarError, match="not enough resources"):
         oar.submit("alice", "/bin/run", "/nodes=2/core=4")
@@ -382,3 +391,40 @@ def test_fake_commands_in_process(oar: OarState, tmp_path: Path, capsys):
     assert "Job 7 not found" in capsys.readouterr().err
     assert main(["oarsub", "--state", str(oar.path), "-l", "core=99", "x"]) == 1
     assert "not enough resources" in capsys.readouterr().err
+
+
+# -- holds and resumptions ----------------------------------------------------------------------------------------
+def test_a_held_job_is_not_scheduled_until_resumed_and_other_states_are_refused(oar: OarState):
+    running, held = oar.submit("alice", "/bin/run", "core=4,walltime=00:01:00", params=["a 5", "b 5"])
+    oar.advance(0)
+    assert oar.hold(held) == f"[{held}] Hold request was sent to the OAR server."
+    with pytest.raises(OarError, match="the job is Launching, not Waiting"):
+        oar.hold(running)
+    with pytest.raises(OarError, match="the job is Hold, not Waiting"):
+        oar.hold(held)
+    oar.advance(60)  # the running job ends: the held one still waits
+    assert states(oar) == {running: "Terminated", held: "Hold"}
+    assert oar.resume(held) == f"[{held}] Resume request was sent to the OAR server."
+    with pytest.raises(OarError, match="the job is Waiting, not Hold"):
+        oar.resume(held)
+    oar.advance(0)
+    assert states(oar)[held] == "Launching"
+
+
+def test_holds_and_resumptions_through_both_apis_and_the_commands(oar, api, client, client3):
+    ids = oar.submit("cigritest", "/bin/run", "core=1", params=["a", "b", "c"])
+    answer = client.post(f"/jobs/{ids[0]}/holds/new").json()
+    assert (answer["status"], answer["cmd_output"]) == (
+        "Hold request registered",
+        f"[{ids[0]}] Hold request was sent to the OAR server.",
+    )
+    refused = client.post(f"/jobs/{ids[0]}/holds/new")
+    assert refused.status_code == 500 and "Oarhold error" in refused.text
+    assert client.post(f"/jobs/{ids[0]}", json={"method": "resume"}).json()["status"] == "Resume request registered"
+    assert client3.post(f"/jobs/{ids[1]}/hold/new").json()["exit_status"] == 0
+    assert client3.post(f"/jobs/{ids[1]}/hold/new").json()["exit_status"] == 1  # HTTP 200 all the same
+    assert client3.post(f"/jobs/{ids[1]}/resumptions/new").json()["exit_status"] == 0
+    assert main(["oarhold", "--state", str(oar.path), str(ids[2]), "99"]) == 1  # 99 is unknown: the others held
+    assert states(oar) == {ids[0]: "Waiting", ids[1]: "Waiting", ids[2]: "Hold"}
+    assert main(["oarresume", "--state", str(oar.path), str(ids[2])]) == 0
+    assert states(oar)[ids[2]] == "Waiting"

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
 
 from cigri import scheduling
-from cigri.errors import ConfigError
-from cigri.model import EventClass, EventCode
+from cigri.errors import ConfigError, TimedOut
+from cigri.model import EventClass, EventCode, JobSpec
 from cigri.scheduling import TestFirstFifo
-from cigri.sim.run import Simulation, jain, percentile, simulate
+from cigri.sim.clock import SimClock
+from cigri.sim.cluster import ClusterSpec, Ledger, NodeGroup, SimCluster
+from cigri.sim.run import Simulation, fair_shares, fairness, jain, percentile, simulate, work_bound
 from cigri.sim.scenario import parse, read_trace
 
 from .conftest import Grid
@@ -61,7 +64,7 @@ def test_every_job_ends_exactly_once_despite_failures_preemption_and_outages():
     result = simulate(parse(data))
     assert (result["jobs_done"], result["lost"], result["duplicated"]) == (90, 0, 0)
     assert result["clusters"]["b"]["killed"] > 0 and result["failures_fixed"] > 0  # preempted, failed: run again
-    assert result["wasted_slot_seconds"] > 0
+    assert result["waste"]["killed"] > 0 and result["waste"]["failed"] > 0
 
 
 def test_a_known_optimal_makespan_is_met_within_waves_times_period():
@@ -74,7 +77,7 @@ def test_a_known_optimal_makespan_is_met_within_waves_times_period():
         "campaigns": [{"name": "w", "jobs": 40, "duration": {"dist": "fixed", "value": 100}}],
     }
     result = simulate(parse(data))
-    assert result["lower_bounds"]["work_over_slots"] == 400
+    assert result["lower_bounds"]["work_over_available_capacity"] == 400
     assert 400 <= result["makespan"] <= 400 + 4 * period
     assert result["makespan_over_bound"] <= 1.1
 
@@ -96,7 +99,7 @@ def test_an_outage_shows_as_no_utilization_and_no_start_on_that_cluster():
     assert any(simulation.trace.utilization["a"][i] > 0 for i, t in enumerate(simulation.trace.times) if t >= 510)
 
 
-def test_a_black_hole_shows_as_jobs_of_near_zero_duration_on_that_cluster():
+def test_a_black_hole_shows_as_jobs_of_near_zero_duration_on_that_cluster_and_its_jobs_as_lost():
     data = {
         "name": "sink",
         "period": 10,
@@ -106,7 +109,9 @@ def test_a_black_hole_shows_as_jobs_of_near_zero_duration_on_that_cluster():
     result = simulate(parse(data))
     assert result["clusters"]["hole"]["black_hole_ends"] == result["clusters"]["hole"]["started"] > 0
     assert result["clusters"]["good"]["black_hole_ends"] == 0
-    assert result["jobs_done"] == 100
+    swallowed = result["clusters"]["hole"]["black_hole_ends"]
+    assert result["lost"] == swallowed  # cigri counts them terminated: nothing ran them
+    assert result["jobs_done"] == 100 - swallowed
 
 
 class EverythingToTheSlowCluster(TestFirstFifo):
@@ -161,11 +166,21 @@ def test_statistics():
             {"clusters": [{"name": "a", "slots": 1}], "campaigns": [{"jobs": 1, "duration": {"dist": "zipf"}}]},
             "unknown distribution 'zipf'",
         ),
+        (
+            {"clusters": [{"name": "a", "slots": 1}], "campaigns": [{"jobs": 1, "duration": "long"}]},
+            "scenario campaigns[0].duration: expected seconds or {dist: ...}, not 'long'",
+        ),
+        ({"clusters": [{"name": "a", "slots": 1}], "fix_delay": -5}, "scenario fix_delay: must be at least 0"),
     ],
 )
 def test_bad_scenarios_are_clear_errors(data, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
         parse(data)
+
+
+def test_a_duration_in_seconds_is_a_fixed_one():
+    data = {"clusters": [{"name": "a", "slots": 1}], "campaigns": [{"jobs": 3, "duration": 12}]}
+    assert parse(data).campaigns[0].durations == (12.0, 12.0, 12.0)
 
 
 def test_grid_simulate_prints_the_figures_and_json(tmp_path, state):
@@ -184,8 +199,10 @@ def test_the_ci_scenario_runs_and_plots(tmp_path, state):
     small = Path(__file__).parent.parent / "bench" / "scenarios" / "small.yaml"
     png = tmp_path / "small.png"
     data = json.loads(Grid(state)("simulate", str(small), "--json", "--plot", str(png)))
-    assert (data["jobs_done"], data["lost"], data["duplicated"]) == (data["jobs"], 0, 0)
-    assert data["clusters"]["beta"]["killed"] > 0  # its outage killed what it ran
+    assert (data["jobs_done"] + data["skipped"], data["lost"], data["duplicated"]) == (data["jobs"], 0, 0)
+    assert data["skipped"] == 50 - 3  # test-c runs one job on each of the 3 clusters
+    assert data["clusters"]["beta"]["down_seconds"] == 1800  # its outage, of which the lower bound knows
+    assert data["clusters"]["gamma"]["killed"] > 0  # local users preempted grid jobs
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
 
@@ -376,3 +393,162 @@ def test_grid_simulate_reports_a_bad_node_group_in_one_line(tmp_path, state):
     out = Grid(state)("simulate", str(path), code=4)
     expected = "scenario clusters[0].nodes[0].properties.gpu: write the value in quotes (gpu: 'yes'?)"
     assert out.strip() == f"grid simulate: error: {expected}"
+
+
+# ---- honest measurement: from the simulated world's own records ----------------------------------
+
+
+def sim_job(job_id: int, duration: float, user: str = "u") -> JobSpec:
+    return JobSpec(job_id, 1, f"j{job_id}", ("sim", f"c0j{job_id}", str(duration)), ".", 3600, user=user)
+
+
+def test_a_job_starting_at_t0_holds_its_slots_for_its_real_duration():
+    spec = ClusterSpec("a", (NodeGroup(1, 4),), outages=((250.0, 300.0),))
+    cluster = SimCluster(spec, SimClock(), random.Random(1))
+    cluster.submit("b1", [sim_job(1, 100), sim_job(2, 1000)])
+    cluster.advance_to(260)
+    assert cluster.usage.by_user == {"u": 100 + 250}
+    assert cluster.usage.wasted_slot_seconds == 250  # job 2 ran 250 s before the outage killed it
+
+
+def test_skipped_test_jobs_are_reported_apart_not_done():
+    data = scenario(campaigns=[{"name": "t", "user": "alice", "type": "test", "jobs": 10, "durations": [5] * 10}])
+    result = simulate(parse(data))
+    assert (result["jobs_done"], result["skipped"], result["lost"]) == (2, 8, 0)  # one test job per cluster
+
+
+def test_the_lower_bound_counts_only_the_capacity_the_grid_really_had():
+    # a: 10 slots down from 100 to 300; b: 10 slots at speed 2. 6000 s of work: 30 work-s/s until 100 (3000),
+    # then 20 work-s/s for 150 s: 250 s. Over the nominal 30 work-s/s it would be 200 s.
+    data = {
+        "name": "bound",
+        "period": 10,
+        "clusters": [{"name": "a", "slots": 10, "outages": [[100, 300]]}, {"name": "b", "slots": 10, "speed": 2}],
+        "campaigns": [{"name": "c", "jobs": 60, "duration": {"dist": "fixed", "value": 100}}],
+    }
+    result = simulate(parse(data))
+    assert result["lower_bounds"]["work_over_available_capacity"] == pytest.approx(250)
+    assert result["lower_bounds"]["longest_job"] == 50
+    assert result["makespan_over_bound"] == pytest.approx(result["makespan"] / 250)
+
+
+def test_the_lower_bound_removes_what_local_users_took():
+    # 10 slots; local users hold 4 of them until 100, all 10 until 150, then none. 1500 s of work:
+    # 600 by 100, nothing until 150, then 900 at 10/s: 240 s
+    timeline = [(0.0, 6), (100.0, 0), (150.0, 10)]
+    assert work_bound([(1.0, timeline)], start=0.0, work=1500) == pytest.approx(240)
+    # at speed 2 from 50: 600 by 100, then 900 at 20/s from 150: 195, 145 s after the start
+    assert work_bound([(2.0, timeline)], start=50.0, work=1500) == pytest.approx(145)
+    # two such clusters, one of them down from 0 to 150: 600 + 900 at 20/s from 150 -> 195 s
+    down = [(0.0, 0), (150.0, 10)]
+    assert work_bound([(1.0, timeline), (1.0, down)], start=0.0, work=1500) == pytest.approx(195)
+    assert work_bound([(1.0, [(0.0, 4), (10.0, 0)])], start=0.0, work=100) is None  # never done
+
+
+def test_utilization_counts_only_completed_work_over_the_available_capacity_and_waste_apart():
+    # 2 jobs of 100 s on 2 slots; the outage at 50 kills both (100 slot-s wasted); they run again after it
+    data = {
+        "name": "util",
+        "period": 10,
+        "clusters": [{"name": "a", "slots": 2, "outages": [[50, 150]]}],
+        "campaigns": [{"name": "c", "jobs": 2, "duration": {"dist": "fixed", "value": 100}}],
+    }
+    result = simulate(parse(data))
+    available = 2 * (result["simulated_seconds"] - 100)
+    assert result["clusters"]["a"]["utilization"] == pytest.approx(200 / available)
+    assert result["waste"] == {"killed": 100, "failed": 0, "duplicates": 0}
+
+
+def test_water_filling_gives_a_small_demand_all_it_asked_and_shares_the_rest_by_weight():
+    assert fair_shares(12, {"a": 2, "b": 10, "c": 10}, {"a": 1, "b": 1, "c": 1}) == {"a": 2, "b": 5, "c": 5}
+    assert fair_shares(10, {"a": 3, "b": 100}, {"a": 2, "b": 1}) == {"a": 3, "b": 7}
+    assert fair_shares(9, {"a": 100, "b": 100, "c": 1}, {"a": 2, "b": 1, "c": 1}) == {"a": 16 / 3, "b": 8 / 3, "c": 1}
+    assert fair_shares(5, {"a": 1, "b": 1}, {"a": 1, "b": 1}) == {"a": 1, "b": 1}  # nobody needs more
+
+
+def test_fairness_is_jain_over_usage_against_the_fair_share():
+    assert fairness({"a": 2, "b": 5, "c": 5}, {"a": 2, "b": 5, "c": 5}) == 1
+    # b got 8 of its fair 5, c 2 of 5: ratios 1, 1.6, 0.4 -> 3^2 / (3 * (1 + 2.56 + 0.16))
+    assert fairness({"a": 2, "b": 8, "c": 2}, {"a": 2, "b": 5, "c": 5}) == pytest.approx(9 / (3 * 3.72))
+
+
+def test_a_user_who_asks_little_does_not_make_the_grid_look_unfair():
+    # alice runs 300 jobs, then bob one, alone: each always had all it asked for. Usage over the raw
+    # shares (1:1) would say 300:1, very unfair; against the demand-capped fair share it is exactly fair.
+    data = scenario(
+        campaigns=[
+            {"name": "many", "user": "alice", "jobs": 300, "durations": [30] * 300},
+            {"name": "one", "user": "bob", "arrival": 5000, "jobs": 1, "durations": [30]},
+        ],
+        users={"alice": {"share": 1}, "bob": {"share": 1}},
+    )
+    result = simulate(parse(data))
+    assert "fairness_jain" not in result
+    assert result["fairness_maxmin_jain"] == pytest.approx(1)
+    assert result["users"]["alice"]["usage"] == pytest.approx(result["users"]["alice"]["fair_share"])
+
+
+def test_the_simulated_user_fixes_failed_jobs_after_its_delay():
+    data = scenario(fix_delay=300)
+    data["clusters"][1]["failure"] = 0.3
+    simulation = Simulation(parse(data))
+    result = simulation.run()
+    fixed = [e for e in simulation.store.events(cls=EventClass.JOB, open_only=False) if e.closed_at is not None]
+    assert fixed and result["failures_fixed"] == len(fixed)
+    assert all(300 <= e.closed_at - e.created_at < 300 + data["period"] for e in fixed)
+
+
+def test_a_job_end_between_passes_wakes_the_loop_before_its_period():
+    data = {
+        "name": "wake",
+        "period": 100,
+        "min_gap": 1,
+        "poll": 1,
+        "clusters": [{"name": "a", "slots": 1}],
+        "campaigns": [{"name": "c", "jobs": 2, "durations": [30, 30]}],
+    }
+    simulation = Simulation(parse(data))
+    simulation.run()
+    assert simulation.trace.times == [0, 30, 60]  # each end is seen at once, not 100 s later
+
+
+def test_a_stuck_simulation_stops_with_an_error_naming_what_is_stuck():
+    data = {
+        "name": "stuck",
+        "period": 10,
+        "stall": 3600,
+        "clusters": [{"name": "a", "slots": 1, "outages": [[0, 100000]]}],
+        "campaigns": [{"name": "c", "user": "alice", "jobs": 3, "durations": [5, 5, 5]}],
+    }
+    with pytest.raises(TimedOut, match=r"no progress for 3600 s.*campaign 1 c \(alice\): 3 to_launch.*a: down"):
+        simulate(parse(data))
+
+
+def test_grid_simulate_stall_option_is_a_one_line_error(tmp_path, state):
+    path = tmp_path / "s.yaml"
+    data = {
+        "name": "stuck",
+        "period": 10,
+        "clusters": [{"name": "a", "slots": 1, "outages": [[0, 100000]]}],
+        "campaigns": [{"name": "c", "jobs": 1, "durations": [5]}],
+    }
+    path.write_text(json.dumps(data))
+    text = Grid(state)("simulate", str(path), "--stall", "600", code=12)
+    assert len(text.strip().splitlines()) == 1 and "no progress for 600 s" in text
+
+
+def test_a_scenario_job_completed_on_two_clusters_is_done_once_and_its_second_run_is_waste():
+    ledger, clock = Ledger(), SimClock()
+    first, second = (
+        SimCluster(ClusterSpec(n, (NodeGroup(1, 2),)), clock, random.Random(1), None, ledger) for n in "ab"
+    )
+    first.submit("b", [sim_job(1, 100)])
+    second.submit("b", [sim_job(7, 150)])
+    for cluster in (first, second):
+        cluster.advance_to(200)
+    assert ledger.completed == {"c0j1": 1, "c0j7": 1}
+    second.submit("again", [sim_job(1, 50)])
+    second.advance_to(300)
+    assert ledger.completed == {"c0j1": 2, "c0j7": 1} and ledger.cores_by_user == {"u": 2}
+    assert (first.usage.useful_slot_seconds, second.usage.useful_slot_seconds) == (100, 150)
+    assert second.usage.duplicate_slot_seconds == 50

@@ -3,8 +3,10 @@ of scripts/slurm-local.sh as the unprivileged user cigritest (outputs read back 
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import socket
 import subprocess
 import time
 import uuid
@@ -16,7 +18,7 @@ import pytest
 from cigri.adapters import AdapterContext, adapter_class
 from cigri.adapters.slurm_rest import SlurmRest, args_printer, read_token, task_indices
 from cigri.clock import RealClock
-from cigri.errors import ConfigError, SubmitError, TransportError
+from cigri.errors import AdapterError, ConfigError, SubmitError, TransportError
 from cigri.model import Capacity, Cluster, JobSpec, RemoteState
 
 from .conftest import wait_for, write_jdl
@@ -40,10 +42,14 @@ def spec(i: int, *argv: str, walltime: int = 60, resources: str = "core=1") -> J
     )
 
 
+def all_in(states: dict, ids, *wanted: RemoteState) -> bool:
+    """Every one of ``ids`` has a state, one of ``wanted`` (an empty answer is not "all")."""
+    return set(states) == set(ids) and all(s.state in wanted for s in states.values())
+
+
 def finished(adapter, ids):
     states = adapter.states(ids)
-    done = all(s.state in (RemoteState.EXITED, RemoteState.KILLED) for s in states.values())
-    return states if done else None
+    return states if all_in(states, ids, RemoteState.EXITED, RemoteState.KILLED) else None
 
 
 # ---- without Slurm: httpx.MockTransport -----------------------------------------------------------
@@ -57,21 +63,21 @@ def failed(status: int, *errors: dict, **fields) -> httpx.Response:
     return httpx.Response(status, json={"meta": {}, "errors": list(errors), **fields})
 
 
-def mocked(tmp_path: Path, handler, clock=None, **config) -> SlurmRest:
+def mocked(tmp_path: Path, handler, clock=None, token=TOKEN, **config) -> SlurmRest:
     """An adapter whose slurmrestd is ``handler``; v0.0.38 answers pings unless the handler says otherwise.
     Adapters made on the same ``tmp_path`` share a state directory: each is the next process."""
     token_file = tmp_path / "token"
-    token_file.write_text(f"SLURM_JWT={TOKEN}\n")
+    token_file.write_text(f"SLURM_JWT={token}\n")
 
     def serve(request: httpx.Request) -> httpx.Response:
-        assert request.headers["X-SLURM-USER-TOKEN"] == TOKEN and request.headers["X-SLURM-USER-NAME"] == "alice"
+        assert request.headers["X-SLURM-USER-TOKEN"] == token and request.headers["X-SLURM-USER-NAME"] == "alice"
         answer = handler(request)
         if answer is None and request.url.path.endswith("/ping"):
             return ok(pings=[{"ping": "UP"}]) if "v0.0.38" in request.url.path else httpx.Response(404, text="no")
         return answer
 
     settings = {
-        "url": "http://rest.example:6820",
+        "url": "https://rest.example:6820",
         "user": "alice",
         "token_file": str(token_file),
         "home": "/home/alice",
@@ -96,17 +102,56 @@ def test_http_401_is_an_authentication_failure(tmp_path):
     assert message.startswith("rest:") and "authentication refused (HTTP 401)" in message
 
 
-def test_http_500_of_a_bad_token_is_an_authentication_failure(tmp_path):
-    bad_token = {"description": "slurmctld config is unable to load", "error_number": -1, "error": "Unspecified error"}
-    adapter = mocked(tmp_path, lambda request: failed(500, bad_token))
+FIXTURES = Path(__file__).parent / "fixtures" / "slurm"
+
+
+def jwt(**claims) -> str:
+    """A token as `scontrol token` makes them (the signature does not matter to the adapter)."""
+    header, payload = (
+        base64.urlsafe_b64encode(json.dumps(part).encode()).decode().rstrip("=")
+        for part in ({"alg": "HS256", "typ": "JWT"}, claims)
+    )
+    return f"{header}.{payload}.c2lnbmF0dXJl"
+
+
+def recorded(name: str) -> httpx.Response:
+    """slurmrestd 22.05's answer, recorded: ``badtoken-*`` to a token slurmctld refused, ``down-*`` with
+    slurmctld unreachable (a second slurmrestd given a SlurmctldPort nothing listens on): the same bodies."""
+    return httpx.Response(500, json=json.loads((FIXTURES / f"rest-500.{name}.json").read_text()))
+
+
+@pytest.mark.parametrize("path", ["ping", "jobs", "nodes"])
+def test_slurmrestd_answers_the_same_500_for_a_refused_token_and_an_absent_slurmctld(path):
+    assert recorded(f"badtoken-{path}").json()["errors"] == recorded(f"down-{path}").json()["errors"]
+
+
+@pytest.mark.parametrize("path", ["ping", "nodes"])
+def test_http_500_with_a_live_token_says_slurmctld_does_not_answer(tmp_path, path):
+    live = jwt(exp=1_700_000_600, sun="alice")  # valid 10 more minutes
+    adapter = mocked(tmp_path, lambda request: recorded(f"down-{path}"), clock=FakeClock(1_700_000_000), token=live)
     message = refusal(adapter, SlurmRest.capacity, TransportError)
-    assert "authentication refused (HTTP 500" in message and "token is invalid or expired" in message
+    assert message.startswith("rest: slurmrestd got no answer from slurmctld (HTTP 500: Unspecified error")
+    assert "slurmctld is down or unreachable" in message and "authentication" not in message
+
+
+def test_http_500_with_an_expired_token_says_it_expired(tmp_path):
+    expired = jwt(exp=1_699_999_940, sun="alice")
+    adapter = mocked(tmp_path, lambda request: recorded("badtoken-ping"), clock=FakeClock(1_700_000_000), token=expired)
+    message = refusal(adapter, SlurmRest.capacity, TransportError)
+    assert "authentication refused (HTTP 500: Unspecified error (slurmctld config is unable to load))" in message
+    assert "the token in token_file expired at 2023-11-14 22:12 UTC: renew it" in message
+
+
+def test_http_500_with_something_that_is_no_jwt_says_so(tmp_path):
+    adapter = mocked(tmp_path, lambda request: recorded("badtoken-jobs"))
+    message = refusal(adapter, SlurmRest.capacity, TransportError)
+    assert "authentication refused (HTTP 500: Unspecified error" in message and "token_file holds no JWT" in message
 
 
 @pytest.mark.parametrize(
     ("exc", "words"),
     [
-        (httpx.ConnectError("[Errno 111] Connection refused"), "cannot reach slurmrestd at http://rest.example:6820"),
+        (httpx.ConnectError("[Errno 111] Connection refused"), "cannot reach slurmrestd at https://rest.example:6820"),
         (httpx.ConnectError("[Errno -2] Name or service not known"), "Name or service not known"),
         (httpx.ReadTimeout("timed out"), "no answer within 5 s"),
     ],
@@ -117,6 +162,30 @@ def test_unreachable_slurmrestd_is_a_transport_error(tmp_path, exc, words):
 
     message = refusal(mocked(tmp_path, handler, timeout=5), SlurmRest.capacity, TransportError)
     assert message.startswith("rest:") and words in message
+
+
+def live_adapter(tmp_path: Path, url: str, **config) -> SlurmRest:
+    token = tmp_path / "token"
+    token.write_text(jwt(sun="alice"))
+    settings = {"url": url, "user": "alice", "token_file": str(token), "home": "/home/alice", **config}
+    return SlurmRest(Cluster("rest", "slurm-rest", settings), AdapterContext(tmp_path, RealClock()))
+
+
+def test_a_port_where_nothing_listens_is_a_transport_error_at_once(tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # free once closed
+    message = refusal(live_adapter(tmp_path, f"http://127.0.0.1:{port}"), SlurmRest.capacity, TransportError)
+    assert message == f"rest: cannot reach slurmrestd at http://127.0.0.1:{port}: [Errno 111] Connection refused"
+
+
+def test_a_server_that_accepts_and_never_answers_is_a_transport_error_within_the_timeout(tmp_path):
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # the kernel accepts connections; nobody ever reads or answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        message = refusal(live_adapter(tmp_path, url, timeout=1), SlurmRest.capacity, TransportError)
+    assert message == f"rest: slurmrestd at {url} gave no answer within 1 s"
 
 
 def test_other_server_errors_are_transport_errors(tmp_path):
@@ -299,6 +368,29 @@ def test_cancel_ignores_gone_jobs_and_deletes_whole_arrays(tmp_path):
     adapter.cancel(["10_1", "10_2", "20_1", "20_3", "99_1"])
     adapter.close()
     assert deleted == ["10", "20_1", "20_3"]
+
+
+def test_hold_and_release_update_each_task_and_ignore_tasks_gone(tmp_path):
+    """slurmrestd 22.05's answers to ``{"hold": ...}`` (as the real one gives them: HTTP 200, and an error
+    without a number even when the update worked)."""
+    updates = []
+    answers = {
+        "5_1": ok(errors=[{"description": "job array update from [localhost]:1 failed"}]),
+        "5_2": ok(errors=[{"description": "job array update failed", "error_number": 2084}]),
+        "6_1": ok(errors=[{"description": "job update failed", "error_number": 2002, "error": "Access denied"}]),
+    }
+
+    def handler(request):
+        if request.method == "POST":
+            updates.append((request.url.path.rsplit("/", 1)[1], json.loads(request.content)))
+            return answers[updates[-1][0]]
+        return None
+
+    adapter = mocked(tmp_path, handler)
+    adapter.hold(["5_1", "5_2"])
+    adapter.release(["5_1"])
+    assert updates == [("5_1", {"hold": True}), ("5_2", {"hold": True}), ("5_1", {"hold": False})]
+    assert "refused to hold 6_1: Access denied" in refusal(adapter, lambda a: a.hold(["6_1"]), AdapterError)
 
 
 def test_token_files_and_tails_without_ssh(tmp_path):
@@ -519,7 +611,7 @@ def test_slurmrestd_gives_an_array_whole_by_its_id_and_lists_all_jobs_or_none(re
     ids = rest.submit(key(), [spec(i, "sleep", "60") for i in (1, 2, 3)])
     later: list[str] = []
     try:
-        wait_for(lambda: all(s.state == RemoteState.RUNNING for s in rest.states(ids).values()), 20, 0.3)
+        wait_for(lambda: all_in(rest.states(ids), ids, RemoteState.RUNNING), 20, 0.3)
         since = int(time.time()) + 1
         wait_for(lambda: time.time() >= since + 1, timeout=5)
         later = rest.submit(key(), [spec(1, "true")])  # a change after `since`, none to the first array
@@ -548,7 +640,7 @@ def test_activity_changes_once_a_job_ends(rest):
 def test_cancel_kills_running_tasks_one_or_all(rest):
     ids = rest.submit(key(), [spec(1, "sleep", "60"), spec(2, "sleep", "60")])
     try:
-        wait_for(lambda: all(s.state == RemoteState.RUNNING for s in rest.states(ids).values()), 20, 0.3)
+        wait_for(lambda: all_in(rest.states(ids), ids, RemoteState.RUNNING), 20, 0.3)
         capacity = rest.capacity()
         assert capacity.total == 8 and capacity.grid_used >= 2 and capacity.used >= 2
         rest.cancel(ids[:1])  # one task of the array

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import uuid
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from cigri.adapters import AdapterContext
 from cigri.adapters.slurm import SlurmSsh
+from cigri.adapters.transport import TIMEOUT
 from cigri.clock import RealClock
+from cigri.errors import TransportError
 from cigri.model import Cluster, JobSpec, RemoteState
 
 from .conftest import wait_for, write_jdl
@@ -20,8 +25,8 @@ pytestmark = pytest.mark.slurm
 
 
 @pytest.fixture
-def cluster(cli, slurm):
-    cli("gridclusters", "add", "slurm", "--adapter", "slurm-ssh", *ssh_cluster_options(slurm))
+def cluster(cli, slurm, shared_dir):
+    cli("gridclusters", "add", "slurm", "--adapter", "slurm-ssh", *ssh_cluster_options(slurm, shared_dir / "cigri"))
     return "slurm"
 
 
@@ -91,7 +96,7 @@ def test_a_walltime_overrun_is_killed_by_slurm_and_resubmitted(cli, cluster, sha
 def test_a_stopped_controller_is_a_cluster_event_and_nothing_is_lost(cli, cluster, shared_dir, slurm):
     cid = campaign(cli, shared_dir, [f"s{i} sleep 1" for i in range(12)])
     cli("almighty")
-    subprocess.run(["pkill", "-x", "slurmctld"], check=True)
+    os.kill(int(Path("/run/slurm/slurmctld.pid").read_text()), signal.SIGTERM)  # this daemon, by its pid
     wait_for(lambda: "UP" not in subprocess.run(["scontrol", "ping"], capture_output=True, text=True).stdout)
     cli("almighty")
     [event] = [e for e in cli.json("gridevents", "-a") if e["class"] == "cluster"]
@@ -109,7 +114,7 @@ def test_a_stopped_controller_is_a_cluster_event_and_nothing_is_lost(cli, cluste
 def test_a_refused_ssh_key_is_a_clear_cluster_event(cli, slurm, shared_dir, tmp_path):
     key = tmp_path / "wrong_key"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-    options = ssh_cluster_options({**slurm, "SSH_KEY": str(key)})
+    options = ssh_cluster_options({**slurm, "SSH_KEY": str(key)}, shared_dir / "cigri")
     cli("gridclusters", "add", "slurm", "--adapter", "slurm-ssh", *options)
     campaign(cli, shared_dir, ["never"])
     out = cli("almighty")
@@ -153,6 +158,7 @@ def test_preempted_best_effort_jobs_are_requeued_and_complete(cli, cluster, shar
             f"--partition={slurm['SLURM_PARTITION']}",
             "--ntasks=8",
             "--job-name=preemptor",
+            "--output=/dev/null",
             "--wrap",
             "sleep 1",
         ],
@@ -210,3 +216,17 @@ def test_activity_changes_once_a_job_ends(slurm, shared_dir, tmp_path):
     finally:
         adapter.cancel(ids)
         adapter.close()
+
+
+def test_an_absent_slurmctld_is_a_transport_error_saying_so_within_the_timeout(slurm, tmp_path, monkeypatch):
+    """Slurm's commands, given a controller port where nothing listens, retry for MessageTimeout (~9 s
+    measured) then say "Unable to contact slurm controller": within cigri's default timeout, so the
+    cluster event carries Slurm's own words."""
+    conf = tmp_path / "slurm.conf"
+    lines = Path("/etc/slurm/slurm.conf").read_text().splitlines()
+    conf.write_text("\n".join(["SlurmctldPort=1", *lines]) + "\n")  # nothing listens on port 1
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    adapter = SlurmSsh(Cluster("slurm", "slurm-ssh", {"accounting": "none"}), AdapterContext(tmp_path, RealClock()))
+    assert adapter.runner.timeout == TIMEOUT
+    with pytest.raises(TransportError, match=r"^slurm: .* Unable to contact slurm controller \(connect failure\)$"):
+        adapter.capacity()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import stat
+import subprocess
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,6 +11,8 @@ from hypothesis import strategies as st
 from cigri.model import CampaignType, JobState
 from cigri.store import Store, default_state_path
 from cigri.store.migrations import MIGRATIONS
+
+from .conftest import PYTHON
 
 
 def test_new_state_is_private_migrated_and_wal(tmp_path):
@@ -50,7 +53,7 @@ def test_a_failed_transaction_writes_nothing(tmp_path):
 STATES = [s for s in JobState]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(st.lists(st.tuples(st.integers(0, 19), st.sampled_from(STATES)), max_size=60))
 def test_counts_always_match_the_jobs(moves):
     store = Store(":memory:")
@@ -65,3 +68,21 @@ def test_counts_always_match_the_jobs(moves):
     counted = {s.value: n for s, n in store.counts(cid).items() if n}
     assert counted == real
     store.close()
+
+
+def test_hypothesis_has_no_wall_clock_deadline():
+    """A slow or busy machine makes examples slow, not wrong: conftest turns hypothesis' deadline off."""
+    assert settings().deadline is None
+
+
+def test_a_second_store_on_the_same_file_leaves_the_first_ones_wal_index(state):
+    """Opening the state again in this process must not drop the locks SQLite holds for the first connection:
+    else another process closing its connection believes itself the last and deletes the WAL index."""
+    first = Store(state)
+    first.campaigns()
+    Store(state).close()
+    closing = "import sys; from cigri.store import Store; Store(sys.argv[1]).close()"
+    subprocess.run([PYTHON, "-c", closing, str(state)], check=True)
+    assert state.with_name("state.db-shm").exists()
+    assert first.campaigns() == []
+    first.close()

@@ -10,8 +10,13 @@ The contract every adapter implements (:class:`ResourceManager`):
 - ``states(remote_ids)``: every job's :class:`~cigri.model.RemoteStatus`, in one bulk query. A job the
   RM does not know is UNKNOWN, never assumed done.
 - ``cancel(remote_ids)``: in bulk.
+- ``hold(remote_ids)`` / ``release(remote_ids)``: in bulk, keep queued jobs from starting (a paused
+  campaign's) and let them start again. Both are idempotent, and a job that is no longer queued (running,
+  ended, unknown to the RM) is left as it is without an error: cigri asks again after a killed pass.
 - ``tail(remote_id, stream, lines)``: the end of a job's stdout or stderr.
 - ``check(settings, path)``: refuse (JdlError) a campaign setting the cluster cannot honour.
+- ``validate(name, config)`` (optional classmethod): refuse (ConfigError) at ``gridclusters add/set`` a
+  configuration the adapter can tell is unusable without reaching the cluster.
 - ``activity()``: a value that changes when something may have happened on the cluster (lets a looping
   almighty wake early); adapters without a cheap signal return None.
 
@@ -21,6 +26,7 @@ subclasses once, at their edge.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +58,10 @@ class ResourceManager(Protocol):
 
     def cancel(self, remote_ids: Sequence[str]) -> None: ...
 
+    def hold(self, remote_ids: Sequence[str]) -> None: ...
+
+    def release(self, remote_ids: Sequence[str]) -> None: ...
+
     def tail(self, remote_id: str, stream: str, lines: int) -> str: ...
 
     def check(self, settings: dict, path: str) -> None: ...
@@ -73,28 +83,38 @@ class Option:
     choices: tuple[str, ...] = ()  # the values it may take, when they are a fixed few
 
 
-def job_environment(spec: JobSpec, workdir: str, nodefile: str) -> dict[str, str]:
-    """The CIGRI_* variables of a job, with the aliases of the 2009 design and OAR's habits."""
+def batch_environment(spec: JobSpec, workdir: str) -> dict[str, str]:
+    """What every job of a batch gets: the JDL's ``environment`` map, then the CIGRI_* variables they share
+    (which win), with the aliases of the 2009 design."""
     values = {
         "CIGRI_CAMPAIGN_ID": str(spec.campaign_id),
-        "CIGRI_JOB_ID": str(spec.job_id),
-        "CIGRI_JOB_NAME": spec.name,
-        "CIGRI_USER": spec.user,
+        "CIGRI_CAMPAIGNID": str(spec.campaign_id),
+        "CIGRI_USER": spec.user,  # the campaign's owner, whatever login runs the job
         "CIGRI_WORKDIR": workdir,
+        "CIGRI_WORKING_DIRECTORY": workdir,
         "CIGRI_RESOURCES": spec.resources,
         "CIGRI_WALLTIME": format_walltime(spec.walltime),
         "CIGRI_WALLTIME_SECONDS": str(spec.walltime),
-        "CIGRI_NODE_FILE": nodefile,
     }
-    aliases = {
-        "CIGRI_CAMPAIGNID": "CIGRI_CAMPAIGN_ID",
-        "CIGRI_JOBID": "CIGRI_JOB_ID",
-        "CIGRI_JOBNAME": "CIGRI_JOB_NAME",
-        "CIGRI_WORKING_DIRECTORY": "CIGRI_WORKDIR",
-        "CIGRI_NODEFILE": "CIGRI_NODE_FILE",
-    }
-    values.update({alias: values[name] for alias, name in aliases.items()})
     return {**spec.env, **values}
+
+
+def job_environment(spec: JobSpec, workdir: str, nodefile: str) -> dict[str, str]:
+    """A job's environment beyond its login's: :func:`batch_environment` and the job's own CIGRI_* variables."""
+    return {
+        **batch_environment(spec, workdir),
+        "CIGRI_JOB_ID": str(spec.job_id),
+        "CIGRI_JOBID": str(spec.job_id),
+        "CIGRI_JOB_NAME": spec.name,
+        "CIGRI_JOBNAME": spec.name,
+        "CIGRI_NODE_FILE": nodefile,
+        "CIGRI_NODEFILE": nodefile,
+    }
+
+
+def exports(environment: dict[str, str]) -> str:
+    """Shell lines exporting ``environment``, every value quoted (nothing in it is expanded)."""
+    return "\n".join(f"export {name}={shlex.quote(value)}" for name, value in environment.items())
 
 
 def expand_home(text: str, home: str) -> str:
@@ -151,3 +171,14 @@ def validate_config(adapter: str, given: dict) -> dict:
             raise ConfigError(f"{key} must be one of {', '.join(option.choices)}, not {value!r}")
         out[key] = value
     return out
+
+
+def validate_cluster(name: str, adapter: str, config: dict) -> None:
+    """Checks of a whole cluster configuration before it is saved: a secret sent only where it is safe, then
+    the adapter's own check (when it has one)."""
+    from .http import check_secret_url  # http imports this module
+
+    check_secret_url(name, adapter_class(adapter), config)
+    validate = getattr(adapter_class(adapter), "validate", None)
+    if validate is not None:
+        validate(name, config)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import socket
 from collections import deque
 from collections.abc import Sequence
@@ -11,18 +12,34 @@ from pathlib import Path
 from ..errors import JdlError
 from ..jdl import parse_resources, resource_slots
 from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
+from ..private import write_private
 from . import AdapterContext, Option, expand_home, job_environment
 from .local_rm import Spool
 
 # the local RM's states, translated
 STATES = {
     "queued": RemoteState.PENDING,
+    "held": RemoteState.PENDING,
     "running": RemoteState.RUNNING,
     "exited": RemoteState.EXITED,
     "killed": RemoteState.KILLED,
     "cancelled": RemoteState.KILLED,
     "lost": RemoteState.KILLED,
 }
+
+
+def login_environment(home: str) -> dict[str, str]:
+    """What a job of this machine starts from: the environment a login gives the user the daemon runs jobs
+    as, not the environment of whatever process started the daemon. ``home``: the one {HOME} stands for."""
+    account = pwd.getpwuid(os.geteuid())
+    return {
+        "HOME": home,
+        "USER": account.pw_name,
+        "LOGNAME": account.pw_name,
+        "SHELL": account.pw_shell or "/bin/sh",
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+    }
 
 
 def default_slots() -> int:
@@ -72,7 +89,7 @@ class LocalAdapter:
     def _nodefile(self, slots: int) -> str:
         path = self.spool.dir / f"nodefile.{slots}"
         if not path.exists():
-            path.write_text(f"{socket.gethostname()}\n" * slots)
+            write_private(path, f"{socket.gethostname()}\n" * slots)
         return str(path)
 
     def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:
@@ -80,7 +97,7 @@ class LocalAdapter:
         for spec in specs:
             cwd = expand_home(spec.directory, self.home)
             argv = [expand_home(spec.argv[0], self.home), *spec.argv[1:]]
-            env = job_environment(spec, cwd, self._nodefile(spec.slots))
+            env = {**login_environment(self.home), **job_environment(spec, cwd, self._nodefile(spec.slots))}
             jobs.append({"argv": argv, "cwd": cwd, "env": env, "walltime": spec.walltime, "slots": spec.slots})
         ids = self.spool.submit(batch_key, jobs, self.clock.now())
         self.spool.ensure_daemon()
@@ -99,6 +116,13 @@ class LocalAdapter:
 
     def cancel(self, remote_ids: Sequence[str]) -> None:
         self.spool.cancel([int(r) for r in remote_ids], self.clock.now())
+        self.spool.ensure_daemon()
+
+    def hold(self, remote_ids: Sequence[str]) -> None:
+        self.spool.hold([int(r) for r in remote_ids])
+
+    def release(self, remote_ids: Sequence[str]) -> None:
+        self.spool.release([int(r) for r in remote_ids])
         self.spool.ensure_daemon()
 
     def tail(self, remote_id: str, stream: str, lines: int) -> str:

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..private import open_private, private_dir, write_private
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     id INTEGER PRIMARY KEY,
@@ -38,7 +40,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     env TEXT NOT NULL,
     walltime INTEGER NOT NULL,
     slots INTEGER NOT NULL,
-    state TEXT NOT NULL,            -- queued, running, exited, killed, cancelled, lost
+    state TEXT NOT NULL,            -- queued, held, running, exited, killed, cancelled, lost
     cancel INTEGER NOT NULL DEFAULT 0,
     pid INTEGER,
     pid_start TEXT,
@@ -68,8 +70,11 @@ class Spool:
 
     def __init__(self, directory: Path):
         self.dir = Path(directory)
-        (self.dir / "out").mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(self.dir / "rm.db", isolation_level=None, timeout=30)
+        for folder in (self.dir.parent, self.dir, self.dir / "out"):  # clusters/, its spool, the outputs
+            private_dir(folder)
+        os.close(open_private(self.dir / "rm.db", os.O_RDWR | os.O_CREAT))  # sqlite gives its WAL the same mode
+        # the cycle calls an adapter on a worker thread of its own (cigri.calls), one call at a time
+        self.conn = sqlite3.connect(self.dir / "rm.db", isolation_level=None, timeout=30, check_same_thread=False)
         self.conn.execute("PRAGMA busy_timeout = 30000")
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA synchronous = NORMAL")
@@ -154,11 +159,32 @@ class Spool:
                 chunk = list(ids[start : start + 900])
                 self.conn.execute(
                     f"UPDATE jobs SET state = 'cancelled', ended_at = ?, reason = 'cancelled before start' "
-                    f"WHERE state = 'queued' AND id IN ({_marks(len(chunk))})",
+                    f"WHERE state IN ('queued', 'held') AND id IN ({_marks(len(chunk))})",
                     [now, *chunk],
                 )
                 self.conn.execute(
                     f"UPDATE jobs SET cancel = 1 WHERE state = 'running' AND id IN ({_marks(len(chunk))})", chunk
+                )
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def hold(self, ids: Sequence[int]) -> None:
+        """Queued jobs become held: the daemon does not start them (the others are left as they are)."""
+        self._move(ids, "queued", "held")
+
+    def release(self, ids: Sequence[int]) -> None:
+        """Held jobs are queued again, in their place (the queue is in id order)."""
+        self._move(ids, "held", "queued")
+
+    def _move(self, ids: Sequence[int], old: str, new: str) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for start in range(0, len(ids), 900):
+                chunk = list(ids[start : start + 900])
+                self.conn.execute(
+                    f"UPDATE jobs SET state = ? WHERE state = ? AND id IN ({_marks(len(chunk))})", [new, old, *chunk]
                 )
             self.conn.execute("COMMIT")
         except BaseException:
@@ -330,8 +356,8 @@ class Daemon:
         argv = json.loads(argv)
         out = self.spool.out_path(job_id, "stdout")
         err = self.spool.out_path(job_id, "stderr")
-        environment = {**os.environ, **json.loads(env)}
-        with open(out, "wb") as out_file, open(err, "wb") as err_file:
+        environment = json.loads(env)  # all of it: the daemon's own environment is not the job's
+        with open(open_private(out), "wb") as out_file, open(open_private(err), "wb") as err_file:
             try:
                 proc = subprocess.Popen(
                     argv,
@@ -448,7 +474,7 @@ def serve(directory: Path) -> None:
     lock = _take_lock(spool.lock_path, wait=10.0)
     if lock is None:
         return  # another daemon holds the spool
-    spool.pid_path.write_text(str(os.getpid()))
+    write_private(spool.pid_path, str(os.getpid()))
     signal_r, signal_w = os.pipe()
     os.set_blocking(signal_r, False)
     os.set_blocking(signal_w, False)
@@ -495,7 +521,7 @@ def main(argv: list[str]) -> None:
     if os.fork():
         os._exit(0)
     null = os.open(os.devnull, os.O_RDWR)
-    log = os.open(directory / "daemon.log", os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600)
+    log = open_private(directory / "daemon.log", os.O_CREAT | os.O_WRONLY | os.O_APPEND)
     os.dup2(null, 0)
     os.dup2(log, 1)
     os.dup2(log, 2)

@@ -39,7 +39,7 @@ from datetime import datetime
 from ..errors import JdlError, SubmitError
 from ..jdl import format_walltime, parse_resources
 from ..model import JobSpec, RemoteState, RemoteStatus
-from . import Option, expand_home
+from . import Option, batch_environment, expand_home, exports
 
 STATES: dict[str, RemoteState] = {
     "Waiting": RemoteState.PENDING,
@@ -158,6 +158,20 @@ def job_of(item: dict, key: str | None = None) -> OarJob | None:
     )
 
 
+# the state a hold or a resumption takes a job out of: oarhold holds only Waiting jobs, oarresume resumes
+# only jobs in Hold (OAR's documentation); any other state is no longer cigri's to change
+MOVED_FROM = {"hold": "Waiting", "resume": "Hold"}
+
+
+def still_unmoved(failed: dict[str, str], jobs: dict[str, OarJob], verb: str) -> list[str]:
+    """Of the jobs OAR refused to hold or resume (id -> its words), those still in the state the request
+    takes a job out of, as "id: words": real failures. A job that started, ended or left meanwhile is none."""
+    unmoved = MOVED_FROM[verb]
+    return [
+        f"{job_id}: {words}" for job_id, words in failed.items() if (job := jobs.get(job_id)) and job.state == unmoved
+    ]
+
+
 def cigri_job(job: OarJob) -> bool:
     """Is this one of cigri's jobs (named after a batch key)?"""
     return job.name.startswith("cigri.")
@@ -269,19 +283,42 @@ def shell_path(text: str, home: str) -> str:
 
 
 def param_line(spec: JobSpec) -> str:
-    """The spec's words after the exec_file, quoted for the shell OAR appends them to the command in."""
-    words = spec.argv[1:]
+    """The job's id, its name and its words after the exec_file, quoted for the shell OAR appends them to
+    the command in (the command's wrapper takes the id and the name off)."""
+    words = [str(spec.job_id), spec.name, *spec.argv[1:]]
     if any("\n" in word or "\r" in word for word in words):
         raise SubmitError(f"job {spec.job_id}: a word holds a line break, which an OAR param file cannot carry")
     return " ".join(shlex.quote(word) for word in words)
 
 
+def job_wrapper(spec: JobSpec) -> str:
+    """The start of every command of a batch: ``sh -c`` of a script exporting the job's environment (the
+    JDL's map, then CIGRI_*), which then execs the exec_file (its $1) with the job's words, after taking
+    off the job's id and name ($2, $3). OAR gives the job its folder and $OAR_NODEFILE."""
+    shared = {
+        k: v for k, v in batch_environment(spec, "").items() if k not in ("CIGRI_WORKDIR", "CIGRI_WORKING_DIRECTORY")
+    }
+    script = "; ".join(  # one line: OAR stores and runs the command as one
+        [
+            exports(shared).replace("\n", "; "),
+            'export CIGRI_WORKDIR="$PWD" CIGRI_WORKING_DIRECTORY="$PWD"',
+            'export CIGRI_NODE_FILE="$OAR_NODEFILE" CIGRI_NODEFILE="$OAR_NODEFILE"',
+            'export CIGRI_JOB_ID="$2" CIGRI_JOBID="$2" CIGRI_JOB_NAME="$3" CIGRI_JOBNAME="$3"',
+            "program=$1",
+            "shift 3",
+            'exec "$program" "$@"',
+        ]
+    )
+    return f"sh -c {shlex.quote(script)} cigri-job"
+
+
 def array_command(specs: Sequence[JobSpec], home: str) -> tuple[str, str | None]:
     """(command, param file) of a batch: an array job, or a plain job for a batch of one (OAR refuses
     a one-line param file)."""
-    command = shell_path(specs[0].argv[0], home)
+    command = f"{job_wrapper(specs[0])} {shell_path(specs[0].argv[0], home)}"
     if len(specs) == 1:
-        words = specs[0].argv[1:]
+        spec = specs[0]
+        words = [str(spec.job_id), spec.name, *spec.argv[1:]]
         return " ".join([command, *(shlex.quote(word) for word in words)]), None
     return command, "\n".join(param_line(spec) for spec in specs) + "\n"
 
@@ -325,5 +362,5 @@ OAR_OPTIONS = (
         "jobs per OAR array job at most (lower it when the cluster refuses large submissions; default 1000)",
         minimum=1,
     ),
-    Option("timeout", int, "seconds to wait for the cluster's answer (default 60)", minimum=1),
+    Option("timeout", int, "seconds to wait for one answer of the cluster (default 20)", minimum=1),
 )

@@ -29,7 +29,7 @@ import httpx
 
 from ..errors import AdapterError, ConfigError, SubmitError, TransportError
 from ..model import Capacity, Cluster, JobSpec, RemoteStatus
-from . import AdapterContext, Option, expand_home
+from . import AdapterContext, Option, expand_home, http
 from .oar import (
     ALL_STATES,
     OAR_OPTIONS,
@@ -42,10 +42,12 @@ from .oar import (
     job_of,
     output_path,
     statuses,
+    still_unmoved,
     tally,
     walltime_request,
 )
 from .slurm import check_batch
+from .transport import TIMEOUT
 
 FLAVOURS = ("2.5", "3")
 STRESS_LIMIT = 0.8  # CiGri's STRESS_FACTOR: a cluster this stressed gets no new jobs
@@ -55,10 +57,7 @@ MAX_PAGES = 10_000  # a server whose pagination never ends is an error, not a ha
 
 def read_token(path: str) -> str:
     """The bearer token in ``path``: the file's only non-blank line."""
-    try:
-        text = Path(path).expanduser().read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read token_file {path}: {exc.strerror or exc}") from None
+    text = http.read_secret(path)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     token = lines[0].removeprefix("Bearer ").strip() if len(lines) == 1 else ""
     if not token or any(c.isspace() for c in token):
@@ -94,6 +93,7 @@ class OarRest:
         Option("key_file", str, "private key of cert_file"),
         Option("ca_file", str, "CA bundle to check the API's certificate with (default: the system's)"),
         Option("token_file", str, "auth bearer: file holding the token alone (keep it 0600)"),
+        http.INSECURE,
         Option(
             "home",
             str,
@@ -114,11 +114,12 @@ class OarRest:
         self.name = cluster.name
         self.config = cluster.config
         self.clock = context.clock
-        self.timeout = float(cluster.config.get("timeout") or 60)
+        self.timeout = float(cluster.config.get("timeout") or TIMEOUT)
         self.configured_depth = int(cluster.config.get("queue_depth", 100))
         self.queue_depth = self.configured_depth
         self.max_batch = int(cluster.config.get("max_batch", 1000))
         self.page_size = int(cluster.config.get("page_size") or 500)
+        http.check_secret_url(self.name, type(self), self.config)  # before any token is read
         self.transport = transport
         self._client: httpx.Client | None = None
         self._followed: dict[str, str] = {}  # remote id -> the job OAR resubmitted it as, lately seen
@@ -150,12 +151,16 @@ class OarRest:
             return {str(self.config.get("ident_header") or "X_REMOTE_IDENT"): self.login}
         raise ConfigError(f"cluster {self.name!r}: auth must be ident or bearer, not {auth!r}")
 
+    @staticmethod
+    def sends_secret(config: dict) -> bool:
+        return config.get("auth") == "bearer"
+
     @property
     def client(self) -> httpx.Client:
         if self._client is None:
-            url = self._setting("url")
-            if not url.startswith(("http://", "https://")):
-                raise ConfigError(f"cluster {self.name!r}: url must start with http:// or https://, not {url!r}")
+            url = http.check_url(
+                self.name, self._setting("url"), secret=self.sends_secret(self.config), insecure=self.insecure
+            )
             self.flavour  # noqa: B018 (refuses a bad api_flavour before any request)
             cert = None
             if self.config.get("cert_file"):
@@ -163,15 +168,19 @@ class OarRest:
                 key_file = self.config.get("key_file")
                 cert = (cert_file, str(Path(key_file).expanduser())) if key_file else cert_file
             verify = str(Path(self.config["ca_file"]).expanduser()) if self.config.get("ca_file") else True
-            self._client = httpx.Client(
-                base_url=url.rstrip("/") + "/",
+            self._client = http.client(
+                url.rstrip("/") + "/",
+                self.timeout,
+                self.transport,
                 headers={"Accept": "application/json", **self._headers()},
-                timeout=self.timeout,
                 cert=cert,
                 verify=verify,
-                transport=self.transport,
             )
         return self._client
+
+    @property
+    def insecure(self) -> bool:
+        return bool(self.config.get("insecure"))
 
     def _request(
         self,
@@ -187,15 +196,10 @@ class OarRest:
 
         ``submitting``: OAR refusing the request is a SubmitError; ``probing``: HTTP 404 gives None."""
         url = self._setting("url")
-        try:
-            response = self.client.request(method, path, params=params, json=payload)
-        except httpx.TimeoutException as exc:
-            raise TransportError(f"{self.name}: OAR's API at {url} gave no answer within {self.timeout:g} s") from exc
-        except httpx.HTTPError as exc:  # refused, unknown host, reset, TLS
-            cause = str(exc) or type(exc).__name__
-            raise TransportError(f"{self.name}: cannot reach OAR's API at {url}: {cause}") from exc
-        except OSError as exc:  # a certificate file that cannot be read
-            raise TransportError(f"{self.name}: cannot set up TLS for {url}: {exc.strerror or exc}") from exc
+        # the client is made inside send, which maps a TLS file it cannot read
+        response = http.send(
+            self.name, "OAR's API", url, self.timeout, lambda: self.client, method, path, params=params, json=payload
+        )
         status = response.status_code
         if status < 400:
             return response
@@ -368,6 +372,31 @@ class OarRest:
                 raise
             except AdapterError:  # OAR refuses to delete a job that is over: nothing is left to cancel
                 continue
+
+    def hold(self, remote_ids: Sequence[str]) -> None:
+        self._hold_or_resume("hold", remote_ids)
+
+    def release(self, remote_ids: Sequence[str]) -> None:
+        self._hold_or_resume("resume", remote_ids)
+
+    def _hold_or_resume(self, verb: str, remote_ids: Sequence[str]) -> None:
+        """``POST jobs/<id>/holds/new`` or ``resumptions/new`` per job (both flavours; the job OAR resubmitted
+        one as, when it did). OAR 2.5 refuses with an HTTP error (oarapi answers 500 when the command fails),
+        OAR 3 with a non-zero exit_status: one listing of the refused jobs then tells which were truly refused
+        (and meets an outage as one)."""
+        resource = "holds" if verb == "hold" else "resumptions"
+        failed: dict[str, str] = {}
+        for job_id in dict.fromkeys(self._followed.get(rid, rid) for rid in remote_ids):
+            try:
+                answer = self._json("POST", f"jobs/{job_id}/{resource}/new", probing=True)
+            except AdapterError as exc:
+                failed[job_id] = str(exc)
+                continue
+            if answer and answer.get("exit_status") not in (None, 0):
+                failed[job_id] = str(answer.get("cmd_output") or "").strip() or f"exit status {answer['exit_status']}"
+        refused = still_unmoved(failed, self._jobs(list(failed)), verb) if failed else []
+        if refused:
+            raise AdapterError(f"{self.name}: OAR refused to {verb} {len(refused)} jobs: {'; '.join(refused[:3])}")
 
     def tail(self, remote_id: str, stream: str, lines: int) -> str:
         """The end of a job's output through the media endpoint; "" when OAR cannot give it."""

@@ -23,6 +23,7 @@ from ..errors import AdapterError, SubmitError
 from ..model import Capacity, Cluster, JobSpec, RemoteStatus
 from . import AdapterContext, Option, expand_home
 from .oar import (
+    MOVED_FROM,
     OAR_OPTIONS,
     OarJob,
     array_command,
@@ -33,6 +34,7 @@ from .oar import (
     job_of,
     output_path,
     statuses,
+    still_unmoved,
     tally,
     walltime_request,
 )
@@ -188,6 +190,25 @@ class OarSsh(RemoteCommands):
         result = self._run([self._cmd("oardel"), *targets])
         if not result.ok and not re.search(r"unknown|not found|already", result.stdout + result.stderr, re.I):
             raise AdapterError(f"{self.name}: {result.describe()}")
+
+    def hold(self, remote_ids: Sequence[str]) -> None:
+        self._hold_or_resume("hold", remote_ids)
+
+    def release(self, remote_ids: Sequence[str]) -> None:
+        self._hold_or_resume("resume", remote_ids)
+
+    def _hold_or_resume(self, verb: str, remote_ids: Sequence[str]) -> None:
+        """``oarhold`` / ``oarresume`` on the jobs (the job OAR resubmitted one as, when it did), in one
+        command; when OAR refuses some, ``oarstat`` tells which were truly refused."""
+        targets = list(dict.fromkeys(self._followed.get(rid, rid) for rid in remote_ids))
+        if not targets:
+            return
+        result = self._run([self._cmd(f"oar{verb}"), *targets])
+        if result.ok:
+            return
+        refused = still_unmoved(dict.fromkeys(targets, result.describe()), self._jobs(targets), verb)
+        if refused:
+            raise AdapterError(f"{self.name}: {result.describe()} (still {MOVED_FROM[verb]}: {len(refused)} jobs)")
 
     def tail(self, remote_id: str, stream: str, lines: int) -> str:
         job = self._jobs([self._followed.get(remote_id, remote_id)]).get(self._followed.get(remote_id, remote_id))

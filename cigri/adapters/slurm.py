@@ -21,7 +21,7 @@ from datetime import datetime
 from ..errors import AdapterError, ConfigError, JdlError, SubmitError
 from ..jdl import format_walltime, parse_resources, property_terms
 from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
-from . import AdapterContext, Option, expand_home
+from . import AdapterContext, Option, batch_environment, expand_home, exports
 from .transport import CommandRunner, RemoteCommands, runner_for, shell
 
 # Slurm job states (squeue %T / sacct State / REST job_state), translated. Anything else is UNKNOWN.
@@ -136,17 +136,7 @@ def job_script(spec: JobSpec, home: str, args: str) -> str:
     """The array job script. ``args`` is a shell command printing the args lines: ``cat FILE``, or a
     ``printf`` of them when the script must carry them itself (REST). It runs inside ``$(...)``, where
     a here-document's end line would not be found."""
-    constants = {
-        "CIGRI_CAMPAIGN_ID": str(spec.campaign_id),
-        "CIGRI_CAMPAIGNID": str(spec.campaign_id),
-        "CIGRI_USER": spec.user,
-        "CIGRI_WORKDIR": expand_home(spec.directory, home),
-        "CIGRI_WORKING_DIRECTORY": expand_home(spec.directory, home),
-        "CIGRI_RESOURCES": spec.resources,
-        "CIGRI_WALLTIME": format_walltime(spec.walltime),
-        "CIGRI_WALLTIME_SECONDS": str(spec.walltime),
-    }
-    exports = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in constants.items())
+    workdir = expand_home(spec.directory, home)
     return f"""#!/bin/sh
 # cigri array job: task N runs the Nth args line; its words were quoted by cigri, so eval only
 # undoes that quoting and nothing in them is expanded.
@@ -156,19 +146,24 @@ eval "set -- $line"
 CIGRI_JOB_ID=$1 CIGRI_JOB_NAME=$2
 shift 2
 export CIGRI_JOB_ID CIGRI_JOBID="$CIGRI_JOB_ID" CIGRI_JOB_NAME CIGRI_JOBNAME="$CIGRI_JOB_NAME"
-{exports}
-CIGRI_NODE_FILE="${{TMPDIR:-/tmp}}/cigri-nodes.$SLURM_JOB_ID"
+{exports(batch_environment(spec, workdir))}
+# mktemp: a fresh 0600 file under an unguessable name (a fixed /tmp name could be a planted symlink)
+CIGRI_NODE_FILE=$(mktemp "${{TMPDIR:-/tmp}}/cigri-nodes.XXXXXXXXXX") || exit 1
 scontrol show hostnames "$SLURM_JOB_NODELIST" > "$CIGRI_NODE_FILE" 2>/dev/null || hostname > "$CIGRI_NODE_FILE"
 export CIGRI_NODE_FILE CIGRI_NODEFILE="$CIGRI_NODE_FILE"
+# removed however the job ends: on its own, or cancelled, preempted or out of walltime (Slurm's SIGTERM)
+trap 'rm -f "$CIGRI_NODE_FILE"' EXIT
+trap 'exit 143' TERM
 "$@"
-status=$?
-rm -f "$CIGRI_NODE_FILE"
-exit $status
 """
 
 
 LISTING_TTL = 0.5  # seconds a read of the cluster serves again: the stages of one pass share one read
 ACTIVITY_EVERY = 0.5  # seconds between two probes of a looping almighty's wake-up checks, at least
+
+# scontrol's answers about a job that is no longer there to hold or release: not an error
+GONE = re.compile(r"Invalid job id|already finished|already completing or completed|slurm_suspend error", re.I)
+CONTROL_CHUNK = 500  # job ids per scontrol command line
 
 
 def live(state: str) -> bool:
@@ -272,7 +267,7 @@ SLURM_OPTIONS = (
     Option("besteffort_qos", str, "Slurm QOS for best-effort jobs"),
     Option("queue_depth", int, "jobs cigri may queue beyond the free slots (default 100)", minimum=0),
     Option("max_batch", int, "tasks per array job at most (below the cluster's MaxArraySize; default 1000)", minimum=1),
-    Option("timeout", int, "seconds to wait for the cluster's answer (default 60)", minimum=1),
+    Option("timeout", int, "seconds to wait for one answer of the cluster (default 20)", minimum=1),
     Option(
         "accounting",
         str,
@@ -442,6 +437,22 @@ class SlurmSsh(RemoteCommands):
         result = self._run([self._cmd("scancel"), *remote_ids])
         if not result.ok and "Invalid job id" not in result.stderr:
             raise AdapterError(f"{self.name}: {result.describe()}")
+
+    def hold(self, remote_ids: Sequence[str]) -> None:
+        """``scontrol uhold``: a hold the job's owner may release (plain ``hold`` by root is an admin hold)."""
+        self._control("uhold", remote_ids)
+
+    def release(self, remote_ids: Sequence[str]) -> None:
+        self._control("release", remote_ids)
+
+    def _control(self, verb: str, remote_ids: Sequence[str]) -> None:
+        """``scontrol <verb>`` on tasks, in bulk; tasks already over or gone are no error (running ones
+        are left as they are by scontrol itself)."""
+        self._listing.drop()
+        for start in range(0, len(remote_ids), CONTROL_CHUNK):
+            result = self._run([self._cmd("scontrol"), verb, *remote_ids[start : start + CONTROL_CHUNK]])
+            if not result.ok and any(line.strip() and not GONE.search(line) for line in result.stderr.splitlines()):
+                raise AdapterError(f"{self.name}: {result.describe()}")
 
     def tail(self, remote_id: str, stream: str, lines: int) -> str:
         path = f"{self.remote_dir}/out/{remote_id}.{'out' if stream == 'stdout' else 'err'}"

@@ -23,12 +23,14 @@ it is asked about, ``capacity`` the arrays the memory holds live, and ``find_bat
 memory; only a batch the memory lacks, and a cluster without memory yet, cost the full listing.
 
 Every HTTP exchange goes through :meth:`SlurmRest._request`, which maps failures once: unreachable,
-timeout and authentication refusals (HTTP 401, or the HTTP 500 a bad token gets) become
-:class:`TransportError`, a submission refused for the job's own settings :class:`SubmitError`.
+timeout, authentication refusals (HTTP 401) and slurmctld's failures (HTTP 500, whose "Unspecified error"
+the token's own expiry tells apart) become :class:`TransportError`, a submission refused for the job's
+own settings :class:`SubmitError`.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -36,13 +38,15 @@ import re
 import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 
 from ..errors import AdapterError, ConfigError, SubmitError, TransportError
 from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
-from . import AdapterContext, Option, expand_home
+from ..private import write_private
+from . import AdapterContext, Option, expand_home, http
 from .slurm import (
     LISTING_TTL,
     SLURM_OPTIONS,
@@ -57,7 +61,7 @@ from .slurm import (
     resource_options,
     translate,
 )
-from .transport import CommandRunner, SshRunner, shell
+from .transport import TIMEOUT, CommandRunner, SshRunner, shell
 
 VERSIONS = ("v0.0.39", "v0.0.38", "v0.0.37")  # newest first: the data formats this adapter reads and writes
 
@@ -76,6 +80,9 @@ FIELDS: dict[str, tuple[str, type]] = {
 # the environment of the jobs: slurmrestd requires one, and passes nothing of the caller's
 PATH = "/bin:/usr/bin:/usr/local/bin"
 INVALID_JOB = 2017  # "Invalid job id specified": the job is gone, which a cancel does not mind
+# a task update's answers that are no error: 22.05 tells of a task update that worked with an error
+# without a number; then the task gone, already done (2021) or finished (2084)
+UPDATED_OR_GONE = {None, INVALID_JOB, 2021, 2084}
 KEEP_ENDED = 86400  # seconds the memory keeps a batch whose tasks all ended (find_batch still knows it)
 _COMMENT = re.compile(r"cigri batch of (\d+) tasks")
 _UNAVAILABLE = "({stream} tail unavailable: slurmrestd cannot read files; configure ssh for this cluster)"
@@ -257,7 +264,7 @@ class Memory:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}")
-            temporary.write_text(json.dumps(data, indent=1) + "\n")
+            write_private(temporary, json.dumps(data, indent=1) + "\n")
             os.replace(temporary, self.path)
         except OSError:
             return
@@ -275,16 +282,25 @@ def args_printer(specs: Sequence[JobSpec], home: str) -> str:
 
 def read_token(path: str) -> str:
     """The JWT in ``path``: the file's only content, or the value of its ``SLURM_JWT=`` line."""
-    try:
-        text = Path(path).expanduser().read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read token_file {path}: {exc.strerror or exc}") from None
+    text = http.read_secret(path)
     lines = [line.strip().removeprefix("export ") for line in text.splitlines() if line.strip()]
     assigned = [line.split("=", 1)[1].strip().strip("'\"") for line in lines if line.startswith("SLURM_JWT=")]
     token = assigned[0] if assigned else (lines[0] if len(lines) == 1 else "")
     if not token or any(c.isspace() for c in token):
         raise ConfigError(f"token_file {path} holds no token (the token alone, or a SLURM_JWT=... line)")
     return token
+
+
+def token_expiry(token: str) -> float | None:
+    """When a JWT expires (its ``exp`` claim, readable without the key; inf without one), or None when
+    ``token`` is no JWT at all."""
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
+    except (IndexError, ValueError):
+        return None
+    if not isinstance(claims, dict):
+        return None
+    return float(claims["exp"]) if isinstance(claims.get("exp"), int | float) else math.inf
 
 
 def error_text(data: dict) -> str:
@@ -316,6 +332,7 @@ class SlurmRest:
             str,
             "file holding the user's JWT (`scontrol token`: the token alone or a SLURM_JWT=... line; keep it 0600)",
         ),
+        http.INSECURE,
         Option(
             "api",
             str,
@@ -346,19 +363,31 @@ class SlurmRest:
         self.name = cluster.name
         self.config = cluster.config
         self.clock = context.clock
-        self.timeout = float(cluster.config.get("timeout") or 60)
+        self.timeout = float(cluster.config.get("timeout") or TIMEOUT)
         self.queue_depth = int(cluster.config.get("queue_depth", 100))
         self.max_batch = int(cluster.config.get("max_batch", 1000))
         self.best_effort = bool(cluster.config.get("besteffort_partition") or cluster.config.get("besteffort_qos"))
+        http.check_secret_url(self.name, type(self), self.config)  # before any token is read
         self.runner = runner or self._ssh_runner()
         self.transport = transport
         self._client: httpx.Client | None = None
+        self._token = ""  # read with the client: what an HTTP 500 is judged by
         self._api: str | None = None
         self._api_unconfirmed = False  # the version came from the memory and no request has used it yet
         self._home: str | None = None
         self._memory = Memory(context.state_dir / "clusters" / cluster.name / "slurm-rest.json", context.clock)
         self._reads: dict[int, tuple[float, list[Task]]] = {}  # array id -> (when read, its tasks)
         self._activity = Activity(context.clock)
+
+    @classmethod
+    def validate(cls, name: str, config: dict) -> None:
+        """What ``gridclusters add/set`` can check: the options every request needs, and a way to the
+        user's home directory (slurmrestd cannot tell it: the home option, or ssh through host)."""
+        for key in ("url", "user", "token_file"):
+            if not config.get(key):
+                raise ConfigError(f"cluster {name!r} (slurm-rest) needs the {key} option")
+        if not config.get("home") and not config.get("host"):
+            raise ConfigError(f"cluster {name!r} (slurm-rest) needs the home option, or host for ssh to read $HOME")
 
     # ---- plumbing -------------------------------------------------------------------------------
 
@@ -383,16 +412,18 @@ class SlurmRest:
     def user(self) -> str:
         return self._setting("user")
 
+    @staticmethod
+    def sends_secret(config: dict) -> bool:
+        return True  # the user's JWT, in every request
+
     @property
     def client(self) -> httpx.Client:
         if self._client is None:
-            url = self._setting("url")
-            if not url.startswith(("http://", "https://")):
-                raise ConfigError(f"cluster {self.name!r}: url must start with http:// or https://, not {url!r}")
-            headers = {"X-SLURM-USER-NAME": self.user, "X-SLURM-USER-TOKEN": read_token(self._setting("token_file"))}
-            self._client = httpx.Client(
-                base_url=url.rstrip("/"), headers=headers, timeout=self.timeout, transport=self.transport
-            )
+            insecure = bool(self.config.get("insecure"))
+            url = http.check_url(self.name, self._setting("url"), secret=True, insecure=insecure)
+            self._token = read_token(self._setting("token_file"))
+            headers = {"X-SLURM-USER-NAME": self.user, "X-SLURM-USER-TOKEN": self._token}
+            self._client = http.client(url.rstrip("/"), self.timeout, self.transport, headers=headers)
         return self._client
 
     def _request(
@@ -412,13 +443,9 @@ class SlurmRest:
         it refused ``what``;
         ``gone_ok``: "Invalid job id" is an answer, not an error; ``probing``: HTTP 404 gives None."""
         url = self._setting("url")
-        try:
-            response = self.client.request(method, path, json=payload)
-        except httpx.TimeoutException as exc:
-            raise TransportError(f"{self.name}: slurmrestd at {url} gave no answer within {self.timeout:g} s") from exc
-        except httpx.HTTPError as exc:  # connection refused, unknown host, reset
-            cause = str(exc) or type(exc).__name__
-            raise TransportError(f"{self.name}: cannot reach slurmrestd at {url}: {cause}") from exc
+        response = http.send(
+            self.name, "slurmrestd", url, self.timeout, lambda: self.client, method, path, json=payload
+        )
         try:
             data = response.json()
         except ValueError:
@@ -437,11 +464,8 @@ class SlurmRest:
         numbers = error_numbers(data)
         if gone_ok and numbers == {INVALID_JOB}:
             return data
-        if status == 500 and -1 in numbers:  # how slurmrestd 22.05 answers a bad or expired token
-            raise TransportError(
-                f"{self.name}: slurmrestd authentication refused (HTTP 500: {text}; "
-                "the token is invalid or expired): renew the token in token_file"
-            )
+        if status == 500 and -1 in numbers:
+            raise TransportError(self._unspecified(text))
         if UNREACHABLE.search(text):
             raise TransportError(
                 f"{self.name}: slurmrestd cannot reach slurmctld, or slurmctld refused the token "
@@ -452,6 +476,24 @@ class SlurmRest:
         if status >= 500:
             raise TransportError(f"{self.name}: slurmrestd answered HTTP {status} to {method} {path}: {text}")
         raise AdapterError(f"{self.name}: slurmrestd answered HTTP {status} to {method} {path}: {text}")
+
+    def _unspecified(self, text: str) -> str:
+        """What an HTTP 500 "Unspecified error" (-1) means. slurmrestd 22.05 answers the same body, to the
+        byte, whether slurmctld refused the token or could not be reached (recorded in
+        tests/fixtures/slurm/rest-500.*): the token itself tells which it can be."""
+        expiry = token_expiry(self._token)
+        if expiry is None:
+            return f"{self.name}: slurmrestd authentication refused (HTTP 500: {text}): token_file holds no JWT"
+        if expiry <= self.clock.now():
+            when = datetime.fromtimestamp(expiry, UTC).strftime("%Y-%m-%d %H:%M UTC")
+            return (
+                f"{self.name}: slurmrestd authentication refused (HTTP 500: {text}): the token in token_file "
+                f"expired at {when}: renew it"
+            )
+        return (
+            f"{self.name}: slurmrestd got no answer from slurmctld (HTTP 500: {text}): slurmctld is down or "
+            "unreachable (or refused a token it did not sign; the token has not expired)"
+        )
 
     @property
     def api(self) -> str:
@@ -678,6 +720,24 @@ class SlurmRest:
             whole = going and going <= indices
             for target in [str(array_id)] if whole else [f"{array_id}_{i}" for i in sorted(going & indices)]:
                 self._slurm("DELETE", f"job/{target}", refused=AdapterError, what=f"to cancel {target}", gone_ok=True)
+
+    def hold(self, remote_ids: Sequence[str]) -> None:
+        """One update per task, ``{"hold": true}`` (priority 0, Reason=JobHeldUser): slurmrestd takes no
+        list of ids, and an array id would hold the tasks cigri did not ask for too."""
+        self._set_hold(remote_ids, True)
+
+    def release(self, remote_ids: Sequence[str]) -> None:
+        self._set_hold(remote_ids, False)
+
+    def _set_hold(self, remote_ids: Sequence[str], hold: bool) -> None:
+        what = "to hold" if hold else "to release"
+        for rid in remote_ids:
+            self._reads.pop(array_of(rid), None)  # changed by what follows
+            answer = self._slurm(
+                "POST", f"job/{rid}", {"hold": hold}, refused=AdapterError, what=f"{what} {rid}", gone_ok=True
+            )
+            if error_numbers(answer) - UPDATED_OR_GONE:
+                raise AdapterError(f"{self.name} refused {what} {rid}: {error_text(answer)}")
 
     def tail(self, remote_id: str, stream: str, lines: int) -> str:
         if self.runner is None:

@@ -8,18 +8,26 @@ once; a command that ran and failed is returned with its exit status for the ada
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
 import shlex
 import subprocess
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from ..errors import TransportError
+from ..private import private_dir
+
+# Seconds a cluster has to answer one call. Slurm's commands retry an absent slurmctld for MessageTimeout
+# (default 10 s; measured: squeue and sbatch give up after 9 s with "Unable to contact slurm controller"),
+# so 20 s lets the RM say why itself, and still ends a pass that waits on a dead cluster well within the
+# minute of a cron period (the cycle talks to clusters concurrently, so one slow cluster delays no other).
+TIMEOUT = 20.0
+CONNECT_TIMEOUT = 5.0  # seconds to open a TCP connection (ssh, HTTP): a host that answers does so in far less
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,7 @@ class LocalRunner:
 
     where = "local"
 
-    def __init__(self, timeout: float = 60.0):
+    def __init__(self, timeout: float = TIMEOUT):
         self.timeout = timeout
 
     def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float | None = None) -> Result:
@@ -87,8 +95,8 @@ class SshRunner:
         user: str | None = None,
         port: int | None = None,
         identity_file: str | None = None,
-        timeout: float = 60.0,
-        connect_timeout: float = 10.0,
+        timeout: float = TIMEOUT,
+        connect_timeout: float = CONNECT_TIMEOUT,
         control_dir: Path | None = None,
         ssh: str = "ssh",
     ):
@@ -96,8 +104,7 @@ class SshRunner:
         self.timeout = timeout
         target = f"{user}@{host}" if user else host
         self.where = f"{target}:{port}" if port else target
-        control_dir = control_dir or Path(tempfile.gettempdir())
-        tag = hashlib.sha1(f"{self.where}|{identity_file}".encode()).hexdigest()[:12]
+        control_dir = private_dir(control_dir or runtime_dir() / "ssh")
         self.base = [
             ssh,
             "-o",
@@ -111,7 +118,9 @@ class SshRunner:
             "-o",
             "ControlMaster=auto",
             "-o",
-            f"ControlPath={control_dir}/cigri-ssh-{os.getuid()}-{tag}",
+            # %C: ssh's hash of host, port and user, short for the socket path limit; a master opened with
+            # one key must not serve another (a refused key must be refused)
+            f"ControlPath={control_dir}/%C-{hashlib.sha1(str(identity_file).encode()).hexdigest()[:8]}",
             "-o",
             "ControlPersist=60",
             "-o",
@@ -126,9 +135,8 @@ class SshRunner:
         self.base += [host, "--"]
 
     def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float | None = None) -> Result:
-        remote = shlex.join(argv)  # the remote shell splits this back into exactly argv
         try:
-            done = _run([*self.base, remote], input, timeout or self.timeout)
+            done = _run([*self.base, remote_command(argv)], input, timeout or self.timeout)
         except FileNotFoundError as exc:
             raise TransportError("ssh: command not found (install openssh-client)") from exc
         except subprocess.TimeoutExpired as exc:
@@ -181,6 +189,21 @@ class RemoteCommands:
         return folder if folder.startswith("/") else f"{self.home}/{folder}"
 
 
+def remote_command(argv: Sequence[str]) -> str:
+    """What ssh gives the login shell to run ``argv``: ``sh -c`` of a script the login shell sees only as
+    base64 in single quotes, which sh, bash, csh, tcsh, fish and zsh all read the same way (csh breaks on
+    a quoted line break, fish undoes backslashes inside single quotes: the quoted words cannot reach
+    them). sh decodes the script, ``eval`` splits it back into exactly argv."""
+    script = base64.b64encode(shlex.join(argv).encode()).decode()
+    return f"sh -c 'eval \"$(printf %s {script} | base64 -d)\"'"
+
+
+def runtime_dir() -> Path:
+    """cigri's private folder for sockets: $XDG_RUNTIME_DIR/cigri (a per-user tmpfs), else ~/.cache/cigri."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    return Path(base) / "cigri" if base else Path.home() / ".cache" / "cigri"
+
+
 def shell(script: str) -> list[str]:
     """argv running a POSIX shell script (clusters need only sh and their RM's commands)."""
     return ["sh", "-c", script]
@@ -188,7 +211,7 @@ def shell(script: str) -> list[str]:
 
 def runner_for(config: dict) -> CommandRunner:
     """The transport a cluster's config asks for: ssh when it names a host, else local commands."""
-    timeout = float(config.get("timeout") or 60)
+    timeout = float(config.get("timeout") or TIMEOUT)
     if config.get("host"):
         return SshRunner(
             config["host"],

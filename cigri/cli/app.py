@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
+import os
 import sqlite3
 from functools import cached_property
 from pathlib import Path
@@ -12,6 +13,7 @@ import click
 
 from ..clock import RealClock
 from ..errors import CigriError, StoreError
+from ..private import open_private
 
 SQLITE_MAX_INT = 2**63 - 1
 
@@ -47,11 +49,19 @@ class App:
         root.addHandler(console)
         if to_file:
             log_file = self.store.directory / "almighty.log"
-            handler = logging.handlers.RotatingFileHandler(log_file, maxBytes=5_000_000, backupCount=3)
+            handler = PrivateLog(log_file, maxBytes=5_000_000, backupCount=3)
             handler.setLevel(logging.INFO)
             handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
             handler.cigri_cli = True
             root.addHandler(handler)
+
+
+class PrivateLog(logging.handlers.RotatingFileHandler):
+    """The almighty's log, 0600 whatever the umask (it names users, campaigns and clusters); rotation
+    renames it, so the old ones stay 0600 too."""
+
+    def _open(self):
+        return open(open_private(Path(self.baseFilename), os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a")
 
 
 def app() -> App:

@@ -170,6 +170,7 @@ def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
     blocked = ops.blocked_reason(store, campaign)
     data = {
         **row,
+        "held": store.held_count(campaign_id),
         "average_duration": mean,
         "stddev_duration": std,
         "throughput_per_hour": stats["throughput"] * 3600 if stats["throughput"] is not None else None,
@@ -190,6 +191,7 @@ def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
             ("Submitted", output.when(campaign.submitted_at)),
             ("Progress", _pct(row["done"], row["total"])),
             ("Running / waiting / failed", f"{row['running']} / {row['waiting']} / {row['failed']}"),
+            ("Held on their clusters", data["held"]),
             ("Open events", row["open_events"]),
             ("Average job duration", f"{output.duration(mean)} (stddev {output.duration(std)})" if n else None),
             (
@@ -214,7 +216,8 @@ def _show_job(store, job_id: int, stream: str | None, as_json: bool) -> None:
     if stream:
         if not job.cluster or not job.remote_id:
             raise CigriError(f"job {job_id} has not run yet: no {stream}")
-        adapter = adapter_for(store.cluster(job.cluster), AdapterContext(store.directory, app().clock))
+        cluster = store.cluster_of_outputs(job.cluster)  # a removed cluster's jobs keep their outputs
+        adapter = adapter_for(cluster, AdapterContext(store.directory, app().clock))
         click.echo(adapter.tail(job.remote_id, stream, 0), nl=False)
         return
     data = {
@@ -230,6 +233,7 @@ def _show_job(store, job_id: int, stream: str | None, as_json: bool) -> None:
         "started_at": job.started_at,
         "ended_at": job.ended_at,
         "resubmits": job.resubmits,
+        "held": store.is_held(job.id),
     }
     if as_json:
         output.emit_json(data)
@@ -327,12 +331,22 @@ def _comma_ids(ctx: click.Context, param: click.Parameter, value: str | None) ->
 @click.command("griddel", cls=GridCommand)
 @click.argument("ids", nargs=-1, type=ID)
 @click.option("-c", "--campaigns", callback=_comma_ids, help="Campaign ids, separated by commas.")
-@click.option("-p", "--pause", is_flag=True, help="Pause: no new jobs; running ones finish.")
-@click.option("-r", "--resume", is_flag=True, help="Resume paused campaigns.")
+@click.option(
+    "-p",
+    "--pause",
+    is_flag=True,
+    help="Pause: no new jobs; queued ones are held on their cluster; running ones finish.",
+)
+@click.option("-r", "--resume", is_flag=True, help="Resume paused campaigns: their held jobs are released.")
 @click.option("-j", "--job", type=ID, help="Cancel this one job.")
 @common
 def griddel(ids, campaigns, pause, resume, job):
     """Cancel campaigns (running jobs are killed, the rest dropped), or pause / resume them.
+
+    Pausing takes effect at the next almighty pass: the campaign's jobs queued on a cluster are held
+    there (scontrol uhold, oarhold, the local queue), jobs already running keep running, and a batch
+    being submitted is submitted then held. Resuming releases them. Cancelling a paused campaign
+    kills its held jobs. gridstat -c shows how many jobs are held.
 
     \b
     Example:

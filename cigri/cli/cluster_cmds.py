@@ -20,7 +20,11 @@ def _adapter_options(command):
     for name, (kind, helps) in reversed(list(seen.items())):
         # an option several adapters declare with different meanings says each, with its adapters
         text = next(iter(helps)) if len(helps) == 1 else "; ".join(f"{', '.join(a)}: {h}" for h, a in helps.items())
-        command = click.option(f"--{name.replace('_', '-')}", name, type=kind, help=text)(command)
+        flag = name.replace("_", "-")
+        if kind is bool:  # a switch both ways, None when not given (so `set` leaves it as it is)
+            command = click.option(f"--{flag}/--no-{flag}", name, default=None, help=text)(command)
+        else:
+            command = click.option(f"--{flag}", name, type=kind, help=text)(command)
     return command
 
 
@@ -127,5 +131,6 @@ def set_(name, **options):
 @common
 def remove(name):
     """Remove a cluster no running campaign uses."""
-    ops.remove(app().store, name)
+    a = app()
+    ops.remove(a.store, name, a.clock)
     click.echo(f"cluster {name} removed")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 
@@ -18,14 +19,20 @@ def _fmt(seconds) -> str:
 
 def _report(m: dict) -> None:
     click.echo(f"scenario {m['scenario']} - policy {m['policy']} - seed {m['seed']}")
+    waste = m["waste"]
     click.echo(
-        f"jobs {m['jobs_done']}/{m['jobs']} done, {m['lost']} lost, {m['duplicated']} run twice; "
-        f"{m['resubmitted']} resubmitted, {m['wasted_slot_seconds']:.0f} slot-seconds wasted"
+        f"jobs {m['jobs_done']}/{m['jobs']} done, {m['lost']} lost, {m['skipped']} skipped (test), "
+        f"{m['duplicated']} run twice; {m['resubmitted']} resubmitted"
+    )
+    click.echo(
+        f"slot-seconds wasted: {waste['killed']:.0f} killed, {waste['failed']:.0f} failed, "
+        f"{waste['duplicates']:.0f} duplicates"
     )
     bound = m["makespan_over_bound"]
+    bounds = m["lower_bounds"]
     click.echo(
-        f"makespan {_fmt(m['makespan'])} (lower bounds: work/slots {_fmt(m['lower_bounds']['work_over_slots'])}, "
-        f"longest job {_fmt(m['lower_bounds']['longest_job'])}; ratio {bound:.2f})"
+        f"makespan {_fmt(m['makespan'])} (lower bounds: work/available capacity "
+        f"{_fmt(bounds['work_over_available_capacity'])}, longest job {_fmt(bounds['longest_job'])}; ratio {bound:.2f})"
         if bound
         else f"makespan {_fmt(m['makespan'])}"
     )
@@ -40,7 +47,7 @@ def _report(m: dict) -> None:
             [
                 name,
                 c["slots"],
-                f"{100 * c['utilization']:.1f}%",
+                _percent(c["utilization"]),
                 c["started"],
                 c["killed"],
                 c["black_hole_ends"],
@@ -49,15 +56,22 @@ def _report(m: dict) -> None:
             for name, c in m["clusters"].items()
         ],
     )
+    click.echo(f"utilization (completed work / capacity available to the grid): {_percent(m['utilization'])}")
     output.table(
-        ["User", "Entitlement", "Usage", "Usage / entitlement"],
+        ["User", "Entitlement", "Usage", "Max-min fair share", "Usage / fair share"],
         [
-            [u, f"{100 * v['share']:.1f}%", f"{100 * v['usage']:.1f}%", f"{v['usage'] / v['share']:.2f}"]
+            [
+                u,
+                _percent(v["share"]),
+                _percent(v["usage"]),
+                _percent(v["fair_share"]),
+                f"{v['usage'] / v['fair_share']:.2f}" if v["fair_share"] else "-",
+            ]
             for u, v in m["users"].items()
         ],
     )
-    fairness = m["fairness_jain"]
-    click.echo(f"fairness (Jain, usage/entitlement): {fairness:.3f}" if fairness is not None else "fairness: -")
+    fairness = m["fairness_maxmin_jain"]
+    click.echo(f"fairness (Jain, usage/max-min fair share): {fairness:.3f}" if fairness is not None else "fairness: -")
     click.echo(
         f"remote queue: max {m['remote_queue']['max']}, mean {m['remote_queue']['mean']:.1f} jobs; "
         f"bytes staged {m['bytes_staged']}"
@@ -67,6 +81,10 @@ def _report(m: dict) -> None:
         f"{m['simulated_seconds']:.0f} simulated s in {p['wall_seconds']:.2f} s "
         f"({p['simulated_per_wall_second']:.0f}x), {1000 * p['mean_pass_seconds']:.1f} ms per pass"
     )
+
+
+def _percent(fraction: float | None) -> str:
+    return f"{100 * fraction:.1f}%" if fraction is not None else "-"
 
 
 def _plot(simulation, path: str) -> None:
@@ -103,8 +121,15 @@ def _plot(simulation, path: str) -> None:
 @click.option("--seed", type=int, help="Random seed (default: the scenario's).")
 @click.option("--json", "as_json", is_flag=True, help="All figures as JSON.")
 @click.option("--plot", type=click.Path(dir_okay=False), help="Draw completion-time CDFs and utilization to a PNG.")
+@click.option(
+    "--stall",
+    type=click.FloatRange(min=1),
+    metavar="SECONDS",
+    help="Stop with an error naming what is stuck after that long (simulated) without a job starting or "
+    "ending or a campaign changing state (default: the scenario's stall, or a day).",
+)
 @common
-def simulate(scenario, policy, seed, as_json, plot):
+def simulate(scenario, policy, seed, as_json, plot, stall):
     """Run cigri's real cycle on simulated clusters and a simulated clock.
 
     The scenario (YAML) names clusters (slots, or nodes with cores and
@@ -112,7 +137,11 @@ def simulate(scenario, policy, seed, as_json, plot):
     users and their shares, and campaigns (arrival, jobs, durations,
     resources and properties as in a JDL), or Eagle/Sparrow traces. Prints completion times (short
     and long campaigns apart), utilization, resubmissions and waste, the
-    remote queue, bytes staged, fairness, and the lower bounds.
+    remote queue, bytes staged, fairness, and the lower bounds, all from
+    what the simulated clusters ran: done jobs ran to a real end somewhere;
+    utilization is completed work over the capacity left to the grid
+    (outages and local users' load removed), waste apart; fairness is Jain's
+    index of usage over each user's demand-capped (max-min) fair share.
 
     \b
     Example:
@@ -128,6 +157,8 @@ def simulate(scenario, policy, seed, as_json, plot):
         logging.getLogger("cigri").setLevel(logging.ERROR)
 
     plan = load(scenario)
+    if stall is not None:
+        plan = dataclasses.replace(plan, stall=stall)
     simulation = Simulation(plan, policy=policy, seed=seed)
     progress = None
     if sys.stderr.isatty() and not as_json:
@@ -140,7 +171,7 @@ def simulate(scenario, policy, seed, as_json, plot):
         def on_pass(sim):
             progress.update(
                 task,
-                completed=sum(c.usage.completions.__len__() for c in sim.clusters.values()),
+                completed=len(sim.ledger.completed),
                 t=output.duration(sim.clock.now()),
             )
     else:

@@ -11,6 +11,10 @@ nodes are free, and runs its duration (read from its params, divided by ``speed`
 Non-grid local load comes and goes, takes cores on one node, and preempts best-effort grid jobs; jobs
 fail with probability ``failure``; during an outage the cluster answers nothing, runs nothing, and the
 jobs it ran are lost; a black-hole cluster ends every job at once with exit 0 (the seed's sink effect).
+
+The cluster records what really happened (:class:`Usage`), and the clusters of one simulated world share a
+:class:`Ledger` of the scenario's jobs that ran to a real end: the simulator's metrics come from these
+records, never from what cigri counts about itself.
 """
 
 from __future__ import annotations
@@ -130,6 +134,16 @@ class SimJob:
     exit_code: int | None = None
     reason: str = ""
     generation: int = 0  # bumped when the job stops, to ignore its stale end event
+    work: str = ""  # the scenario job it runs (its param's name), whichever cigri job carries it
+
+
+@dataclass
+class Ledger:
+    """The simulated world's record, across its clusters, of the scenario jobs that ran to a real end (exit 0,
+    not on a black hole): how many times each did."""
+
+    completed: dict[str, int] = field(default_factory=dict)
+    cores_by_user: dict[str, int] = field(default_factory=dict)  # cores of each user's completed jobs
 
 
 @dataclass
@@ -137,7 +151,13 @@ class Usage:
     """What the metrics need from a cluster, accumulated as time advances."""
 
     grid_slot_seconds: float = 0.0
-    wasted_slot_seconds: float = 0.0
+    wasted_slot_seconds: float = 0.0  # held by jobs that were killed (preempted, outage, walltime, cancelled)
+    useful_slot_seconds: float = 0.0  # held by the first real completion of a scenario job
+    failed_slot_seconds: float = 0.0  # held by jobs that exited non-zero
+    duplicate_slot_seconds: float = 0.0  # held by completions of a scenario job that had already completed
+    available_slot_seconds: float = 0.0  # what the grid could use: slots, unless down, less local users' cores
+    local_slot_seconds: float = 0.0  # what local users' jobs held
+    down_seconds: float = 0.0
     started: int = 0
     ended: int = 0
     killed: int = 0
@@ -145,6 +165,7 @@ class Usage:
     bytes_staged: int = 0
     by_user: dict[str, float] = field(default_factory=dict)  # slot-seconds each user's jobs held
     completions: dict[int, int] = field(default_factory=dict)  # cigri job -> successful runs
+    availability: list[tuple[float, int]] = field(default_factory=list)  # (from when, slots the grid could use)
 
 
 def refusal(spec: ClusterSpec, resources: str, properties: str, need: Need) -> str:
@@ -161,8 +182,16 @@ class SimCluster:
     """Implements the ResourceManager contract; :meth:`advance_to` moves it along the simulated clock."""
 
     options = ()
+    answers_at_once = True  # no I/O: the cycle calls it on its own thread (see cigri.calls)
 
-    def __init__(self, spec: ClusterSpec, clock, rng: random.Random, file_sizes: dict[str, int] | None = None):
+    def __init__(
+        self,
+        spec: ClusterSpec,
+        clock,
+        rng: random.Random,
+        file_sizes: dict[str, int] | None = None,
+        ledger: Ledger | None = None,
+    ):
         self.spec = spec
         self.name = spec.name
         self.clock = clock
@@ -187,12 +216,15 @@ class SimCluster:
         self.seq = 0
         self.now = 0.0
         self.usage = Usage()
+        self.ledger = ledger or Ledger()
+        self.grid_by_user: dict[str, int] = {}  # cores each user's grid jobs hold now
         self.changed: set[str] = set()
         self._next_id = 1
         for start, end in spec.outages:
             self._push(start, "outage", True)
             self._push(end, "outage", False)
         self.down = False
+        self._note_available()
         if spec.local_rate > 0:
             self._push(rng.expovariate(spec.local_rate), "local_arrival", None)
 
@@ -209,12 +241,32 @@ class SimCluster:
             self._account(when)
             getattr(self, f"_on_{kind}")(payload)
             self._start_what_fits()
+            self._note_available()
         self._account(t)
         self._start_what_fits()
+        self._note_available()
+
+    def available(self) -> int:
+        """Cores the grid could use now: none while down, and not those local users hold."""
+        return 0 if self.down else self.slots - self.local_used
+
+    def _note_available(self) -> None:
+        """Record when the capacity left to the grid changes (the lower bound integrates it)."""
+        timeline = self.usage.availability
+        now, available = self.now, self.available()
+        if timeline and timeline[-1][1] == available:
+            return
+        if timeline and timeline[-1][0] == now:
+            timeline.pop()
+        timeline.append((now, available))
 
     def _account(self, t: float) -> None:
         if t > self.now:
-            self.usage.grid_slot_seconds += self.grid_used * (t - self.now)
+            span = t - self.now
+            self.usage.grid_slot_seconds += self.grid_used * span
+            self.usage.available_slot_seconds += self.available() * span
+            self.usage.local_slot_seconds += self.local_used * span
+            self.usage.down_seconds += span if self.down else 0.0
             self.now = t
 
     # ---- what happens ---------------------------------------------------------------------------
@@ -257,14 +309,30 @@ class SimCluster:
         job.state, job.exit_code, job.reason, job.ended = state, exit_code, reason, self.now
         job.generation += 1
         self.usage.ended += 1
-        held = job.slots * (self.now - (job.started or self.now))
+        self.grid_by_user[job.user] -= job.slots
+        held = job.slots * (self.now - job.started)
         self.usage.by_user[job.user] = self.usage.by_user.get(job.user, 0.0) + held
         if state == RemoteState.EXITED and exit_code == 0:
             self.usage.completions[job.job_id] = self.usage.completions.get(job.job_id, 0) + 1
+            self._record_completion(job, held)
+        elif state == RemoteState.EXITED:
+            self.usage.failed_slot_seconds += held
         if state == RemoteState.KILLED:
             self.usage.killed += 1
-            self.usage.wasted_slot_seconds += job.slots * (self.now - (job.started or self.now))
+            self.usage.wasted_slot_seconds += held
         self.changed.add(job.remote_id)
+
+    def _record_completion(self, job: SimJob, held: float) -> None:
+        """A successful end is real work once per scenario job; again, it is a duplicate; on a black hole, none."""
+        if self.spec.black_hole:
+            return
+        runs = self.ledger.completed.get(job.work, 0)
+        self.ledger.completed[job.work] = runs + 1
+        if runs:
+            self.usage.duplicate_slot_seconds += held
+            return
+        self.ledger.cores_by_user[job.user] = self.ledger.cores_by_user.get(job.user, 0) + job.slots
+        self.usage.useful_slot_seconds += held
 
     def _start_what_fits(self) -> None:
         if self.down:
@@ -339,6 +407,7 @@ class SimCluster:
         job.duration = duration
         self.running[job.remote_id] = job
         self.grid_used += job.slots
+        self.grid_by_user[job.user] = self.grid_by_user.get(job.user, 0) + job.slots
         for node in placed:
             self.free[node] -= job.need.cores
         self.usage.started += 1
@@ -400,6 +469,7 @@ class SimCluster:
                 inputs,
                 self.now,
                 self.now + self.spec.delay,
+                work=spec.argv[1] if len(spec.argv) > 1 else spec.name,
             )
             self.jobs[remote_id] = job
             self.pending.append(remote_id)
@@ -442,13 +512,32 @@ class SimCluster:
                 self.waiting -= 1
                 self.changed.add(remote_id)
         self._start_what_fits()
+        self._note_available()
+
+    def hold(self, remote_ids: Sequence[str]) -> None:
+        """Held jobs leave the queue, still pending (and counted as queued, as Slurm and OAR count them)."""
+        self._reachable()
+        held = set(remote_ids)
+        self.pending = deque(remote_id for remote_id in self.pending if remote_id not in held)
+
+    def release(self, remote_ids: Sequence[str]) -> None:
+        """Held jobs go back to their place in the queue (submission order); others are left as they are."""
+        self._reachable()
+        queued = set(self.pending)
+        back = [
+            r for r in remote_ids if r not in queued and (job := self.jobs.get(r)) and job.state == RemoteState.PENDING
+        ]
+        self.pending = deque(sorted([*self.pending, *back], key=int))
+        self._start_what_fits()
 
     def tail(self, remote_id: str, stream: str, lines: int) -> str:
         job = self.jobs.get(remote_id)
         return f"simulated failure of job {remote_id}" if job and job.exit_code else ""
 
     def activity(self) -> object:
-        return None
+        """Changes when one of its jobs ends: what wakes a looping almighty. Starts are left out, as the Slurm
+        adapters leave them: most follow cigri's own submission, and would wake it for nothing."""
+        return self.usage.ended
 
     def close(self) -> None:
         pass

@@ -1,8 +1,14 @@
 """Run a scenario: the real almighty cycle, pass after pass, on simulated clusters and a simulated clock.
 
 Each pass: campaigns that have arrived are submitted (through cigri.campaigns, as gridsub would), the
-clusters advance to the pass time, the cycle runs (updator, spritz, metasched, runner, nikita), and a
-simulated user fixes failed jobs' events with a resubmission. Metrics are sampled at every pass.
+cycle runs (updator, spritz, metasched, runner, nikita), and a simulated user fixes failed jobs' events
+with a resubmission, ``fix_delay`` after they failed. Between passes cigri waits as a looping almighty
+does (cigri.loop.wait_for_news): until its period is over, or sooner once a cluster reports a job's end;
+the clusters advance with the simulated clock. A watchdog stops a simulation that makes no progress.
+
+The metrics come from the simulated world's own records (cigri.sim.cluster: Usage, Ledger), never from
+what cigri counts about itself: a job is done when a cluster ran it to a real end (exit 0, not on a black
+hole); a test campaign's jobs that never ran are skipped, any other job that never completed is lost.
 """
 
 from __future__ import annotations
@@ -15,14 +21,16 @@ from dataclasses import dataclass, field
 
 from .. import campaigns as campaign_ops
 from ..cycle import Cycle
+from ..errors import TimedOut
 from ..jdl import MAX_WALLTIME
 from ..jdl import parse as parse_jdl
-from ..model import ACTIVE_JOB_STATES, CampaignState, EventClass, JobState
+from ..loop import wait_for_news
+from ..model import ACTIVE_JOB_STATES, FINAL_JOB_STATES, CampaignState, EventClass, JobState
 from ..prediction import predictor
 from ..scheduling import MetaScheduler, metascheduler
 from ..store import Store
 from .clock import SimClock
-from .cluster import SimCluster
+from .cluster import Ledger, SimCluster
 from .scenario import CampaignPlan, Scenario
 
 
@@ -41,6 +49,60 @@ def jain(values: list[float]) -> float | None:
     return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
 
 
+def fair_shares(capacity: float, demands: dict[str, float], weights: dict[str, float]) -> dict[str, float]:
+    """Weighted max-min fair shares of ``capacity`` (water-filling): a user who asks less than its weighted
+    share of what is left gets what it asks; the rest is shared again, by weight, among the others."""
+    shares = {}
+    left, asking = capacity, {user for user, demand in demands.items() if demand > 0}
+    while asking:
+        weight = sum(weights[user] for user in asking)
+        satisfied = {user for user in asking if demands[user] <= left * weights[user] / weight}
+        if not satisfied:
+            shares.update({user: left * weights[user] / weight for user in asking})
+            break
+        for user in satisfied:
+            shares[user] = demands[user]
+            left -= demands[user]
+        asking -= satisfied
+    return shares
+
+
+def fairness(usage: dict[str, float], shares: dict[str, float]) -> float | None:
+    """Jain's index of each user's usage over its fair share (users with a share): 1 when each got its share.
+    Usage over raw entitlements would measure demand, not scheduling: a user who asks little looks wronged."""
+    return jain([usage.get(user, 0.0) / share for user, share in shares.items() if share > 0])
+
+
+def work_bound(timelines: list[tuple[float, list[tuple[float, int]]]], *, start: float, work: float) -> float | None:
+    """The shortest time from ``start`` in which the clusters could have done ``work`` (core-seconds at speed
+    1), given each one's (speed, [(from when, cores the grid could use)]): the first T where
+    sum over clusters of speed x (integral from start to start + T of the cores available) reaches the work.
+    Past its last change a cluster keeps its last capacity; None if the work can never be done."""
+    changes = sorted(
+        (t, speed, cores - previous) for speed, timeline in timelines for t, cores, previous in _steps(timeline)
+    )
+    rate, done, at = 0.0, 0.0, start
+    for t, speed, step in changes:
+        if t > at:
+            if rate > 0 and done + rate * (t - at) >= work:
+                break
+            done += rate * (t - at)
+            at = t
+        rate += speed * step
+    else:
+        if rate <= 0:
+            return None
+    return at + (work - done) / rate - start
+
+
+def _steps(timeline: list[tuple[float, int]]):
+    """(when, cores from then, cores before) of each change, the first from 0 cores."""
+    previous = 0
+    for t, cores in timeline:
+        yield t, cores, previous
+        previous = cores
+
+
 @dataclass
 class Trace:
     """What the simulation records as it goes."""
@@ -50,6 +112,22 @@ class Trace:
     utilization: dict[str, list[float]] = field(default_factory=dict)  # grid slots busy / slots
     pass_seconds: list[float] = field(default_factory=list)  # wall time of each pass
     pending: list[int] = field(default_factory=list)  # jobs waiting in cigri at each pass
+    usage: dict[str, float] = field(default_factory=dict)  # cores each user held, integrated over time
+    fair: dict[str, float] = field(default_factory=dict)  # its max-min fair share of them, integrated
+
+
+@dataclass
+class Watchdog:
+    """When the simulated world last moved: a job started or ended somewhere, a campaign changed state."""
+
+    stall: float
+    seen: tuple = ()
+    since: float = 0.0
+
+    def moved(self, now: float, state: tuple) -> bool:
+        if state != self.seen:
+            self.seen, self.since = state, now
+        return now - self.since < self.stall
 
 
 class Simulation:
@@ -57,13 +135,15 @@ class Simulation:
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
         self.rng = random.Random(self.seed)
-        self.clock = SimClock(0.0)
+        self.clock = SimClock(0.0, on_advance=self._advance_clusters)
         self.store = Store(":memory:")
         file_sizes = dict(scenario.files)
+        self.ledger = Ledger()
         self.clusters: dict[str, SimCluster] = {}
         for spec in scenario.clusters:
             self.store.add_cluster(spec.name, "sim", {}, 0.0)
-            self.clusters[spec.name] = SimCluster(spec, self.clock, random.Random(self.rng.random()), file_sizes)
+            rng = random.Random(self.rng.random())
+            self.clusters[spec.name] = SimCluster(spec, self.clock, rng, file_sizes, self.ledger)
         scheduler = metascheduler(policy) if isinstance(policy, str) else policy
         self.policy = scheduler.name
         self.cycle = Cycle(
@@ -73,9 +153,29 @@ class Simulation:
         self.trace = Trace(utilization={name: [] for name in self.clusters})
         self.failures_fixed = 0
         self.total_jobs = sum(len(p.durations) for p in scenario.campaigns)
+        self.demand: dict[str, int] = {}  # cores each user's arrived jobs take, counted as they arrive
+        self.watchdog = Watchdog(scenario.stall)
+        self._last_usage: dict[str, int] = {}  # at the last pass: cores each user held
+        self._last_fair: dict[str, float] = {}  # and its fair share of them
+
+    def _advance_clusters(self, t: float) -> None:
+        for cluster in self.clusters.values():
+            cluster.advance_to(t)
+
+    @staticmethod
+    def work_key(plan_index: int, job_index: int) -> str:
+        """The name of a scenario job, as its param carries it to the cluster that runs it."""
+        return f"c{plan_index}j{job_index}"
+
+    def _expected(self, plan: CampaignPlan) -> int:
+        """Jobs of the campaign the world is asked to run: a test campaign's one job per cluster."""
+        if plan.type != "test":
+            return len(plan.durations)
+        return min(len(plan.durations), len(plan.clusters or self.clusters))
 
     def _submit(self, plan: CampaignPlan) -> None:
         names = plan.clusters or tuple(self.clusters)
+        index = self.scenario.campaigns.index(plan)
         longest = max(plan.durations, default=1.0)
         walltime = int(min(MAX_WALLTIME, max(3600, math.ceil(longest * 2))))
         files = ",".join(plan.input_files)
@@ -86,7 +186,7 @@ class Simulation:
             "resources": plan.resources,
             "test_mode": plan.type == "test",
             "clusters": {name: dict(plan.settings.get(name, {})) for name in names},
-            "params": [f"j{i} {d:.6f} {files}".rstrip() for i, d in enumerate(plan.durations)],
+            "params": [f"{self.work_key(index, i)} {d:.6f} {files}".rstrip() for i, d in enumerate(plan.durations)],
         }
         if plan.properties:
             data["properties"] = plan.properties
@@ -95,14 +195,15 @@ class Simulation:
             self.store, jdl, self.clock, user=plan.user, adapters=self.clusters.__getitem__
         )
         self.plans[campaign_id] = plan
+        self.demand[plan.user] = self.demand.get(plan.user, 0) + self._expected(plan) * plan.cores
 
     def _fix_failures(self) -> None:
-        """The simulated user runs `gridevents -c ID -f -r` on every failed job."""
-        for campaign_id in {e.campaign_id for e in self.store.events(cls=EventClass.JOB)}:
-            result = campaign_ops.fix_events(
-                self.store, self.clock, campaign_id=campaign_id, resubmit=True, user="root"
-            )
-            self.failures_fixed += result.resubmitted
+        """The simulated user runs `gridevents -e ID -f -r` on each failed job, ``fix_delay`` after it failed."""
+        noticed = self.clock.now() - self.scenario.fix_delay
+        for event in self.store.events(cls=EventClass.JOB):
+            if event.created_at <= noticed:
+                result = campaign_ops.fix_events(self.store, self.clock, event_id=event.id, resubmit=True, user="root")
+                self.failures_fixed += result.resubmitted
 
     def _close_refusals(self) -> None:
         """A cluster that refused a campaign (it can never run its jobs: a campaign event) keeps the campaign
@@ -120,20 +221,39 @@ class Simulation:
         for name, cluster in self.clusters.items():
             self.trace.utilization[name].append(cluster.grid_used / cluster.spec.slots)
         self.trace.pending.append(sum(self.store.counts(cid)[JobState.TO_LAUNCH] for cid in self._running()))
+        self._sample_fairness()
+
+    def _sample_fairness(self) -> None:
+        """Each user's cores held now and its max-min fair share of all the grid's cores held now (demand: the
+        cores its arrived, not yet completed jobs take), both counted until the next pass."""
+        times = self.trace.times
+        span = times[-1] - times[-2] if len(times) > 1 else 0.0
+        for user, cores in self._last_usage.items():
+            self.trace.usage[user] = self.trace.usage.get(user, 0.0) + cores * span
+        for user, cores in self._last_fair.items():
+            self.trace.fair[user] = self.trace.fair.get(user, 0.0) + cores * span
+        held: dict[str, int] = {}
+        for cluster in self.clusters.values():
+            for user, cores in cluster.grid_by_user.items():
+                held[user] = held.get(user, 0) + cores
+        done = self.ledger.cores_by_user
+        demands = {user: max(0, cores - done.get(user, 0)) for user, cores in self.demand.items()}
+        self._last_usage = held
+        self._last_fair = fair_shares(sum(held.values()), demands, self.scenario.users)
 
     def _running(self) -> list[int]:
         return [c.id for c in self.store.campaigns(states=[CampaignState.IN_TREATMENT])]
 
     def run(self, on_pass: Callable[[Simulation], None] | None = None) -> dict:
-        arrivals = list(self.scenario.campaigns)
-        period = self.scenario.period
-        t = 0.0
+        scenario = self.scenario
+        arrivals = list(scenario.campaigns)
+        period = scenario.period
         started = time.perf_counter()
+        self._advance_clusters(self.clock.now())
         while True:
-            while arrivals and arrivals[0].arrival <= t:
+            now = self.clock.now()
+            while arrivals and arrivals[0].arrival <= now:
                 self._submit(arrivals.pop(0))
-            for cluster in self.clusters.values():
-                cluster.advance_to(t)
             wall = time.perf_counter()
             self.cycle.run()
             self._fix_failures()
@@ -144,11 +264,41 @@ class Simulation:
             idle = not self._running()
             if idle and not arrivals:
                 break
-            if t >= self.scenario.max_time:
+            if now >= scenario.max_time:
                 break
-            t = t + period if not idle else max(t + period, period * math.ceil(arrivals[0].arrival / period))
-            self.clock.advance_to(t)
+            self._check_progress(now, idle)
+            if idle:
+                self.clock.advance_to(max(now + period, period * math.ceil(arrivals[0].arrival / period)))
+            else:
+                wait_for_news(self.cycle, self.clock, now, period, min_gap=scenario.min_gap, poll=scenario.poll)
         return self.metrics(time.perf_counter() - started)
+
+    def _check_progress(self, now: float, idle: bool) -> None:
+        """The watchdog: a TimedOut naming what is stuck once nothing moved for ``stall`` seconds."""
+        moves = (
+            idle,
+            sum(c.usage.started + c.usage.ended for c in self.clusters.values()),
+            tuple(self._running()),  # the campaigns in treatment: cheaper than all of them, and enough
+        )
+        if idle or self.watchdog.moved(now, moves):
+            return
+        raise TimedOut(
+            f"simulation stuck at {now:g} s: no progress for {self.scenario.stall:g} s (no job started or ended, "
+            f"no campaign changed state); {'; '.join(self._stuck())}"
+        )
+
+    def _stuck(self) -> list[str]:
+        """What the running campaigns wait for, and in what state each cluster is."""
+        out = []
+        for campaign_id in self._running():
+            plan = self.plans[campaign_id]
+            counts = self.store.counts(campaign_id)
+            jobs = ", ".join(f"{n} {state.value}" for state, n in counts.items() if n and state not in FINAL_JOB_STATES)
+            out.append(f"campaign {campaign_id} {plan.name} ({plan.user}): {jobs or 'no job left'}")
+        for name, cluster in self.clusters.items():
+            state = "down" if cluster.down else "up"
+            out.append(f"{name}: {state}, {cluster.waiting} queued, {len(cluster.running)} running")
+        return out
 
     # ---- metrics --------------------------------------------------------------------------------
 
@@ -157,11 +307,8 @@ class Simulation:
         campaigns = self.store.campaigns()
         completion: dict[str, list[float]] = {"short": [], "long": []}
         per_campaign = []
-        done_jobs = 0
         for campaign in campaigns:
             plan = self.plans[campaign.id]
-            counts = self.store.counts(campaign.id)
-            done_jobs += counts[JobState.TERMINATED] + counts[JobState.SKIPPED]
             took = campaign.ended_at - campaign.submitted_at if campaign.ended_at is not None else None
             kind = "short" if plan.mean_duration <= scenario.short_cutoff else "long"
             if took is not None:
@@ -181,26 +328,24 @@ class Simulation:
         end = self.clock.now()
         first = min((c.submitted_at for c in campaigns), default=0.0)
         makespan = max((c.ended_at for c in campaigns if c.ended_at is not None), default=end) - first
-        capacity = sum(c.spec.slots * c.spec.speed for c in self.clusters.values())
-        work = sum(d * p.cores for p in scenario.campaigns for d in p.durations)
-        longest = max((d for p in scenario.campaigns for d in p.durations), default=0.0)
-        fastest = max(c.spec.speed for c in self.clusters.values())
-        bounds = {"work_over_slots": work / capacity if capacity else None, "longest_job": longest / fastest}
-        bound = max(v for v in bounds.values() if v is not None) if work else 0.0
-        completions: dict[int, int] = {}
-        for cluster in self.clusters.values():
-            for job_id, n in cluster.usage.completions.items():
-                completions[job_id] = completions.get(job_id, 0) + n
+        bounds = self._lower_bounds(first)
+        bound = max((v for v in bounds.values() if v is not None), default=0.0)
+        jobs = self._jobs()
+        clusters = self.clusters.values()
+        available = sum(c.usage.available_slot_seconds for c in clusters)
         shares = dict(scenario.users)
         total_share = sum(shares.values()) or 1.0
-        used: dict[str, float] = {}
-        for cluster in self.clusters.values():
-            for user, seconds in cluster.usage.by_user.items():
-                used[user] = used.get(user, 0.0) + seconds
-        total_used = sum(used.values()) or 1.0
-        users = {u: {"share": shares[u] / total_share, "usage": used.get(u, 0.0) / total_used} for u in shares}
-        ratios = [v["usage"] / v["share"] for v in users.values()]
-        horizon = max(end, 1e-9)
+        total_used = sum(self.trace.usage.values()) or 1.0
+        total_fair = sum(self.trace.fair.values()) or 1.0
+        users = {
+            u: {
+                "share": shares[u] / total_share,
+                "usage": self.trace.usage.get(u, 0.0) / total_used,
+                "fair_share": self.trace.fair.get(u, 0.0) / total_fair,
+                "held_slot_seconds": sum(c.usage.by_user.get(u, 0.0) for c in clusters),
+            }
+            for u in shares
+        }
         return {
             "scenario": scenario.name,
             "policy": self.policy,
@@ -208,9 +353,7 @@ class Simulation:
             "simulated_seconds": end,
             "passes": len(self.trace.times),
             "jobs": self.total_jobs,
-            "jobs_done": done_jobs,
-            "lost": self.total_jobs - done_jobs,
-            "duplicated": sum(1 for n in completions.values() if n > 1),
+            **jobs,
             "makespan": makespan,
             "lower_bounds": bounds,
             "makespan_over_bound": makespan / bound if bound else None,
@@ -221,7 +364,11 @@ class Simulation:
             "clusters": {
                 name: {
                     "slots": c.spec.slots,
-                    "utilization": c.usage.grid_slot_seconds / (c.spec.slots * horizon),
+                    "utilization": _ratio(c.usage.useful_slot_seconds, c.usage.available_slot_seconds),
+                    "held_slot_seconds": c.usage.grid_slot_seconds,  # by every grid job, killed or not
+                    "available_slot_seconds": c.usage.available_slot_seconds,
+                    "down_seconds": c.usage.down_seconds,
+                    "local_slot_seconds": c.usage.local_slot_seconds,
                     "started": c.usage.started,
                     "killed": c.usage.killed,
                     "black_hole_ends": c.usage.black_hole_ends,
@@ -229,16 +376,21 @@ class Simulation:
                 }
                 for name, c in self.clusters.items()
             },
-            "resubmitted": sum(c.usage.killed for c in self.clusters.values()) + self.failures_fixed,
+            "utilization": _ratio(sum(c.usage.useful_slot_seconds for c in clusters), available),
+            "waste": {
+                "killed": sum(c.usage.wasted_slot_seconds for c in clusters),
+                "failed": sum(c.usage.failed_slot_seconds for c in clusters),
+                "duplicates": sum(c.usage.duplicate_slot_seconds for c in clusters),
+            },
+            "resubmitted": sum(c.usage.killed for c in clusters) + self.failures_fixed,
             "failures_fixed": self.failures_fixed,
-            "wasted_slot_seconds": sum(c.usage.wasted_slot_seconds for c in self.clusters.values()),
             "remote_queue": {
                 "max": max(self.trace.queued, default=0),
                 "mean": sum(self.trace.queued) / len(self.trace.queued) if self.trace.queued else 0,
             },
             "bytes_staged": sum(c.usage.bytes_staged for c in self.clusters.values()),
             "users": users,
-            "fairness_jain": jain(ratios),
+            "fairness_maxmin_jain": fairness(self.trace.usage, self.trace.fair),
             "performance": {
                 "wall_seconds": wall,
                 "simulated_per_wall_second": end / wall if wall else None,
@@ -246,6 +398,40 @@ class Simulation:
             },
             "campaigns": per_campaign,
         }
+
+    def _jobs(self) -> dict[str, int]:
+        """done: scenario jobs some cluster ran to a real end; skipped: a test campaign's jobs that never ran;
+        lost: any other job that never completed; duplicated: jobs that completed more than once."""
+        completed = self.ledger.completed
+        done = skipped = 0
+        for index, plan in enumerate(self.scenario.campaigns):
+            ran = sum(1 for i in range(len(plan.durations)) if self.work_key(index, i) in completed)
+            done += ran
+            skipped += len(plan.durations) - ran if plan.type == "test" else 0
+        return {
+            "jobs_done": done,
+            "skipped": skipped,
+            "lost": self.total_jobs - done - skipped,
+            "duplicated": sum(1 for n in completed.values() if n > 1),
+        }
+
+    def _lower_bounds(self, first: float) -> dict[str, float | None]:
+        """No schedule beats these. Work over the capacity the grid really had: the clusters' slots at their
+        speed, less outages and what local users held (each cluster's record of it), from the first
+        submission on (see work_bound). The longest job on the fastest cluster."""
+        scenario = self.scenario
+        work = sum(d * p.cores for p in scenario.campaigns for d in p.durations)
+        longest = max((d for p in scenario.campaigns for d in p.durations), default=0.0)
+        fastest = max(c.spec.speed for c in self.clusters.values())
+        timelines = [(c.spec.speed, c.usage.availability) for c in self.clusters.values()]
+        return {
+            "work_over_available_capacity": work_bound(timelines, start=first, work=work) if work else 0.0,
+            "longest_job": longest / fastest,
+        }
+
+
+def _ratio(part: float, whole: float) -> float | None:
+    return part / whole if whole else None
 
 
 def simulate(

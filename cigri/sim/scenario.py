@@ -4,7 +4,11 @@
 A scenario::
 
     name: example
-    period: 30                # seconds between two cigri passes
+    period: 30                # seconds between two cigri passes, at most: a job's end wakes cigri sooner
+    min_gap: 5                # seconds between two passes, at least
+    poll: 1                   # how often, between passes, cigri looks for a job's end
+    fix_delay: 600            # the simulated user fixes (resubmits) a failed job that long after it failed
+    stall: 86400              # stop with an error after that long without a job starting or ending
     seed: 1
     clusters:
       - {name: alpha, slots: 64, delay: 10}          # slots: N is one node of N cores
@@ -22,7 +26,7 @@ A scenario::
       - {name: sweep, user: alice, arrival: 0, jobs: 2000, duration: {dist: exponential, mean: 60}}
       - name: render
         jobs: 100
-        durations: [...]                      # or jobs and a duration distribution
+        durations: [...]                      # or jobs and a duration: SECONDS or a distribution
         resources: /nodes=2/core=4            # a JDL's (default core=1; cores: C is core=C)
         properties: "gpu='yes' AND mem='64'"  # name='value' joined by AND
         clusters:                             # a list of names, or names with their own settings
@@ -95,6 +99,10 @@ class Scenario:
     short_cutoff: float = 60.0
     max_time: float = 90 * 86400.0
     seed: int = 1
+    fix_delay: float = 600.0  # how long the simulated user takes to fix a failed job
+    min_gap: float = 5.0  # the looping almighty: seconds between two passes, however busy the clusters
+    poll: float = 1.0  # how often, between passes, it looks for a job's end
+    stall: float = 86400.0  # seconds without progress after which the simulation stops, naming what is stuck
 
 
 def _fail(path: str, message: str):
@@ -109,8 +117,12 @@ def _number(value, path: str, minimum: float = 0.0) -> float:
     return float(value)
 
 
-def _durations(spec: dict, n: int, rng: random.Random, path: str) -> tuple[float, ...]:
-    """Job durations from ``duration: {dist: fixed|uniform|exponential|lognormal, ...}``."""
+def _durations(spec, n: int, rng: random.Random, path: str) -> tuple[float, ...]:
+    """Job durations from ``duration: SECONDS`` or ``duration: {dist: fixed|uniform|exponential|lognormal, ...}``."""
+    if isinstance(spec, (int, float)) and not isinstance(spec, bool):
+        return (_number(spec, path),) * n
+    if not isinstance(spec, dict):
+        _fail(path, f"expected seconds or {{dist: ...}}, not {spec!r}")
     dist = spec.get("dist", "fixed")
     if dist == "fixed":
         value = _number(spec.get("value", spec.get("mean")), f"{path}.value")
@@ -389,4 +401,8 @@ def parse(data: dict, *, base_dir: Path = Path(".")) -> Scenario:
         short_cutoff=_number(data.get("short_cutoff", 60.0), "short_cutoff"),
         max_time=_number(data.get("max_time", 90 * 86400.0), "max_time", 1.0),
         seed=seed,
+        fix_delay=_number(data.get("fix_delay", 600.0), "fix_delay"),
+        min_gap=_number(data.get("min_gap", 5.0), "min_gap"),
+        poll=_number(data.get("poll", 1.0), "poll", 1e-3),
+        stall=_number(data.get("stall", 86400.0), "stall", 1.0),
     )

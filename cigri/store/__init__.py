@@ -8,6 +8,7 @@ chosen so that a pass touches the rows it works on, not the whole table.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -30,6 +31,7 @@ from ..model import (
     Job,
     JobState,
 )
+from ..private import open_private, private_dir
 from . import migrations
 
 CHUNK = 900  # stays under SQLite's default limit of host parameters per statement
@@ -92,9 +94,19 @@ class Store:
         return self._one("SELECT value FROM meta WHERE key = 'instance'")[0]
 
     def _create_file(self) -> None:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
-        os.close(fd)
+        """Create a new state file 0600 (in a private folder when cigri makes it). An existing one is only made
+        0600 by its path: closing any descriptor of it would drop the POSIX locks this process's other
+        connections hold on it (SQLite's), and another process closing its last connection would then believe
+        it the last user and delete the WAL index under them."""
+        if self.path.exists():
+            if self.path.stat().st_mode & 0o077:
+                with contextlib.suppress(PermissionError):  # a state someone else owns: theirs to mend
+                    self.path.chmod(0o600)
+            return
+        if not self.path.parent.exists():  # a folder cigri makes is private; one the user chose stays theirs
+            private_dir(self.path.parent)
+        with contextlib.suppress(FileExistsError):
+            os.close(open_private(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR))
 
     @property
     def directory(self) -> Path:
@@ -137,7 +149,10 @@ class Store:
         return [Cluster(name, adapter, json.loads(config)) for name, adapter, config in rows]
 
     def cluster(self, name: str) -> Cluster:
-        row = self._one("SELECT name, adapter, config FROM clusters WHERE name = ?", (name,))
+        return self._named_cluster("SELECT name, adapter, config FROM clusters WHERE name = ?", (name,), name)
+
+    def _named_cluster(self, query: str, args: tuple, name: str) -> Cluster:
+        row = self._one(query, args)
         if row is None:
             raise NotFound(f"no cluster named {name!r}")
         return Cluster(row[0], row[1], json.loads(row[2]))
@@ -154,8 +169,23 @@ class Store:
     def set_cluster_config(self, name: str, config: dict) -> None:
         self.conn.execute("UPDATE clusters SET config = ? WHERE name = ?", (json.dumps(config, sort_keys=True), name))
 
-    def remove_cluster(self, name: str) -> None:
+    def remove_cluster(self, name: str, now: float) -> None:
+        """Remove the cluster; its settings stay in removed_clusters for reading its jobs' outputs."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO removed_clusters (name, adapter, config, removed_at) "
+            "SELECT name, adapter, config, ? FROM clusters WHERE name = ?",
+            (now, name),
+        )
         self.conn.execute("DELETE FROM clusters WHERE name = ?", (name,))
+
+    def cluster_of_outputs(self, name: str) -> Cluster:
+        """The cluster that ran a job, to read its outputs: the cluster, else the one removed by that name."""
+        return self._named_cluster(
+            "SELECT name, adapter, config FROM clusters WHERE name = ? "
+            "UNION ALL SELECT name, adapter, config FROM removed_clusters WHERE name = ? LIMIT 1",
+            (name, name),
+            name,
+        )
 
     def cluster_in_use(self, name: str) -> bool:
         """Does a campaign that is not over still name this cluster?"""
@@ -338,12 +368,30 @@ class Store:
         for row in self.conn.execute(sql + " ORDER BY id", params):
             yield self._job(row)
 
-    def next_jobs(self, campaign_id: int, limit: int) -> list[tuple[int, str, str]]:
-        """(id, name, params) of the first ``limit`` to_launch jobs of a campaign."""
+    def next_jobs(
+        self, campaign_id: int, limit: int, avoiding: tuple[str, float] | None = None
+    ) -> list[tuple[int, str, str]]:
+        """(id, name, params) of the first ``limit`` to_launch jobs of a campaign; with ``avoiding`` (cluster,
+        now), only those that do not avoid that cluster."""
+        if avoiding is None:
+            return self.conn.execute(
+                "SELECT id, name, params FROM jobs WHERE campaign_id = ? AND state = 'to_launch' ORDER BY id LIMIT ?",
+                (campaign_id, limit),
+            ).fetchall()
         return self.conn.execute(
-            "SELECT id, name, params FROM jobs WHERE campaign_id = ? AND state = 'to_launch' ORDER BY id LIMIT ?",
-            (campaign_id, limit),
+            "SELECT id, name, params FROM jobs WHERE campaign_id = ? AND state = 'to_launch' "
+            "AND (avoid_cluster IS NULL OR avoid_cluster != ? OR avoid_until <= ?) ORDER BY id LIMIT ?",
+            (campaign_id, *avoiding, limit),
         ).fetchall()
+
+    def avoided(self, now: float) -> dict[tuple[int, str], int]:
+        """How many to_launch jobs of each (campaign, cluster) may not go to that cluster yet."""
+        rows = self.conn.execute(
+            "SELECT campaign_id, avoid_cluster, count(*) FROM jobs WHERE avoid_cluster IS NOT NULL "
+            "AND state = 'to_launch' AND avoid_until > ? GROUP BY campaign_id, avoid_cluster",
+            (now,),
+        )
+        return {(campaign_id, cluster): n for campaign_id, cluster, n in rows}
 
     def has_jobs_in(self, campaign_id: int, state: JobState) -> bool:
         return (
@@ -429,14 +477,84 @@ class Store:
             [(state.value, code, started, ended, job_id) for job_id, state, code, started, ended in rows],
         )
 
+    def oldest_queued(self, cluster: str) -> float | None:
+        """When the longest-waiting of cigri's jobs queued on the cluster was submitted there (jobs of paused
+        campaigns left out: they are held there on purpose)."""
+        return self._one(
+            f"SELECT min(submitted_at) FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} AND state = 'submitted' "
+            "AND campaign_id IN (SELECT id FROM campaigns WHERE state = 'in_treatment')",
+            (cluster,),
+        )[0]
+
+    def overdue_jobs(self, cluster: str, before: float) -> list[tuple[int, int]]:
+        """(id, campaign) of cigri's jobs queued on the cluster since before ``before``, not yet being taken
+        back nor killed."""
+        return self.conn.execute(
+            f"SELECT id, campaign_id FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} AND state = 'submitted' "
+            "AND submitted_at < ? AND recall = 0 AND kill_requested = 0 ORDER BY id",
+            (cluster, before),
+        ).fetchall()
+
+    def request_recall(self, job_ids: Sequence[int], cluster: str, now: float) -> None:
+        """Record that pending jobs are to be taken back from their cluster (before the RM is asked)."""
+        for chunk in _chunks(list(job_ids)):
+            self.conn.execute(f"UPDATE jobs SET recall = 1 WHERE id IN ({_marks(len(chunk))})", chunk)
+        self.conn.execute("UPDATE clusters SET last_recall = ? WHERE name = ?", (now, cluster))
+
+    def jobs_to_recall(self) -> list[tuple[int, str, str, str | None]]:
+        """(id, cluster, state, remote_id) of jobs recorded to be taken back."""
+        return self.conn.execute("SELECT id, cluster, state, remote_id FROM jobs WHERE recall = 1").fetchall()
+
+    def clear_recall(self, job_ids: Sequence[int]) -> None:
+        for chunk in _chunks(list(job_ids)):
+            self.conn.execute(f"UPDATE jobs SET recall = 0 WHERE id IN ({_marks(len(chunk))})", chunk)
+
+    def set_last_start(self, cluster: str, now: float) -> None:
+        """cigri saw one of its jobs start on the cluster."""
+        self.conn.execute("UPDATE clusters SET last_start = ? WHERE name = ?", (now, cluster))
+
+    def cluster_flow(self, cluster: str) -> tuple[float | None, float | None]:
+        """(last start seen, last take-back) of cigri's jobs on the cluster."""
+        return self._one("SELECT last_start, last_recall FROM clusters WHERE name = ?", (cluster,)) or (None, None)
+
+    def cluster_jobs(self, cluster: str) -> list[tuple[int, str | None, int | None, int]]:
+        """(id, remote_id, batch, campaign) of every active job of the cluster, launching ones included."""
+        return self.conn.execute(
+            f"SELECT id, remote_id, batch_id, campaign_id FROM jobs WHERE cluster = ? AND {migrations.ACTIVE}",
+            (cluster,),
+        ).fetchall()
+
+    def add_orphans(self, cluster: str, remote_ids: Sequence[str], batch_keys: Sequence[str]) -> None:
+        """Copies left on a cluster while their jobs run again elsewhere: to cancel once it answers."""
+        self.conn.executemany(
+            "INSERT INTO orphans (cluster, remote_id, batch_key) VALUES (?, ?, ?)",
+            [(cluster, r, None) for r in remote_ids] + [(cluster, None, k) for k in batch_keys],
+        )
+
+    def orphans(self) -> list[tuple[int, str, str | None, str | None]]:
+        """(id, cluster, remote_id, batch_key) of the copies to cancel."""
+        return self.conn.execute("SELECT id, cluster, remote_id, batch_key FROM orphans ORDER BY id").fetchall()
+
+    def drop_orphans(self, ids: Sequence[int]) -> None:
+        for chunk in _chunks(list(ids)):
+            self.conn.execute(f"DELETE FROM orphans WHERE id IN ({_marks(len(chunk))})", chunk)
+
     def set_unknown_since(self, job_ids: Sequence[int], since: float | None) -> None:
         """Note when the RM stopped knowing jobs (None: it knows them again)."""
         self.conn.executemany("UPDATE jobs SET unknown_since = ? WHERE id = ?", [(since, j) for j in job_ids])
 
-    def requeue(self, job_ids: Sequence[int], *, count_resubmit: bool = True) -> None:
-        """Put jobs back to to_launch (resubmission)."""
+    def requeue(
+        self, job_ids: Sequence[int], *, count_resubmit: bool = True, avoid: tuple[str, float] | None = None
+    ) -> None:
+        """Put jobs back to to_launch (resubmission); with ``avoid`` (cluster, until), not to be sent back to
+        that cluster before then."""
         inc = 1 if count_resubmit else 0
         for chunk in _chunks(list(job_ids)):
+            if avoid is not None:
+                self.conn.execute(
+                    f"UPDATE jobs SET avoid_cluster = ?, avoid_until = ? WHERE id IN ({_marks(len(chunk))})",
+                    [*avoid, *chunk],
+                )
             # a job the user cancelled while it ran is not run again
             self.conn.execute(
                 f"UPDATE jobs SET state = 'cancelled', kill_requested = 0 WHERE id IN ({_marks(len(chunk))}) "
@@ -445,7 +563,7 @@ class Store:
             )
             self.conn.execute(
                 "UPDATE jobs SET state = 'to_launch', cluster = NULL, remote_id = NULL, batch_id = NULL, "
-                "exit_code = NULL, started_at = NULL, ended_at = NULL, unknown_since = NULL, "
+                "exit_code = NULL, started_at = NULL, ended_at = NULL, unknown_since = NULL, hold = 0, "
                 f"resubmits = resubmits + {inc} "
                 f"WHERE id IN ({_marks(len(chunk))}) AND kill_requested = 0",
                 chunk,
@@ -498,6 +616,37 @@ class Store:
     def clear_kill(self, job_ids: Sequence[int]) -> None:
         for chunk in _chunks(list(job_ids)):
             self.conn.execute(f"UPDATE jobs SET kill_requested = 0 WHERE id IN ({_marks(len(chunk))})", chunk)
+
+    # hold: 0 not held, 1 hold asked (the RM call may not have happened), 2 held (the RM said so)
+    HOLD_NONE, HOLD_ASKED, HOLD_DONE = 0, 1, 2
+
+    def jobs_to_hold(self) -> list[tuple[int, str, str]]:
+        """(id, cluster, remote_id) of paused campaigns' queued jobs not known to be held on their RM."""
+        return self.conn.execute(
+            "SELECT j.id, j.cluster, j.remote_id FROM campaigns c JOIN jobs j ON j.campaign_id = c.id "
+            "WHERE c.state = 'paused' AND j.state = 'submitted' AND j.hold != 2 AND j.kill_requested = 0 "
+            "AND j.remote_id IS NOT NULL ORDER BY j.id"
+        ).fetchall()
+
+    def jobs_to_release(self) -> list[tuple[int, str | None, str, str | None]]:
+        """(id, cluster, state, remote_id) of jobs a hold was asked for whose campaign runs again."""
+        return self.conn.execute(
+            "SELECT j.id, j.cluster, j.state, j.remote_id FROM jobs j JOIN campaigns c ON c.id = j.campaign_id "
+            "WHERE j.hold != 0 AND c.state = 'in_treatment' ORDER BY j.id"
+        ).fetchall()
+
+    def set_hold(self, job_ids: Sequence[int], hold: int) -> None:
+        for chunk in _chunks(list(job_ids)):
+            self.conn.execute(f"UPDATE jobs SET hold = ? WHERE id IN ({_marks(len(chunk))})", [hold, *chunk])
+
+    def held_count(self, campaign_id: int) -> int:
+        """A campaign's queued jobs held on their RM."""
+        return self._one(
+            "SELECT count(*) FROM jobs WHERE campaign_id = ? AND state = 'submitted' AND hold = 2", (campaign_id,)
+        )[0]
+
+    def is_held(self, job_id: int) -> bool:
+        return self._one("SELECT hold FROM jobs WHERE id = ?", (job_id,)) == (self.HOLD_DONE,)
 
     def job_clusters(self, campaign_id: int) -> list[str]:
         """Clusters on which a job of the campaign ran or runs."""
@@ -565,10 +714,12 @@ class Store:
             sql += " WHERE " + " AND ".join(where)
         return [self._event(row) for row in self.conn.execute(sql + " ORDER BY e.id", params)]
 
-    def open_event_counts(self) -> dict[int, int]:
+    def open_event_counts(self, ignore: Sequence[EventCode] = ()) -> dict[int, int]:
+        """Open events per campaign, those of the ``ignore`` codes left out."""
         rows = self.conn.execute(
-            "SELECT campaign_id, count(*) FROM events "
-            "WHERE state = 'open' AND campaign_id IS NOT NULL GROUP BY campaign_id"
+            "SELECT campaign_id, count(*) FROM events WHERE state = 'open' AND campaign_id IS NOT NULL "
+            f"AND code NOT IN ({_marks(len(ignore))}) GROUP BY campaign_id",
+            [code.value for code in ignore],
         )
         return dict(rows.fetchall())
 

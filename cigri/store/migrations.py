@@ -136,9 +136,54 @@ def _m002_unknown_since(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE jobs ADD COLUMN unknown_since REAL")
 
 
+def _m003_placement(conn: sqlite3.Connection) -> None:
+    _run_script(
+        conn,
+        """
+        -- a job killed or taken back by a cluster is not sent back there before avoid_until
+        ALTER TABLE jobs ADD COLUMN avoid_cluster TEXT;
+        ALTER TABLE jobs ADD COLUMN avoid_until REAL;
+        CREATE INDEX jobs_avoid ON jobs(avoid_cluster, campaign_id) WHERE avoid_cluster IS NOT NULL;
+        -- a pending job to take back from its cluster: recorded before the RM is asked to cancel it
+        ALTER TABLE jobs ADD COLUMN recall INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX jobs_recall ON jobs(recall) WHERE recall = 1;
+        -- when cigri last saw one of its jobs start on the cluster, and last took jobs back from it:
+        -- a cluster whose queued grid jobs do not start gets no queue allowance
+        ALTER TABLE clusters ADD COLUMN last_start REAL;
+        ALTER TABLE clusters ADD COLUMN last_recall REAL;
+        -- copies left on a cluster that stayed unreachable while their jobs ran again elsewhere:
+        -- cancelled (a remote id, or a batch key to look up) once it answers, their results ignored
+        CREATE TABLE orphans (
+            id INTEGER PRIMARY KEY,
+            cluster TEXT NOT NULL,
+            remote_id TEXT,
+            batch_key TEXT
+        );
+        """,
+    )
+
+
+def _m004_hold(conn: sqlite3.Connection) -> None:
+    # a paused campaign's queued jobs are held on their RM: 0 not held, 1 hold asked (the RM call may not
+    # have happened: asked again), 2 held (the RM said so); a resumed campaign's non-zero ones are released
+    conn.execute("ALTER TABLE jobs ADD COLUMN hold INTEGER NOT NULL DEFAULT 0")
+    conn.execute("CREATE INDEX jobs_hold ON jobs(hold) WHERE hold != 0")
+
+
+def _m005_removed_clusters(conn: sqlite3.Connection) -> None:
+    # a removed cluster's settings, kept so that its jobs' outputs can still be read (gridstat -j ID -O)
+    conn.execute(
+        "CREATE TABLE removed_clusters (name TEXT PRIMARY KEY, adapter TEXT NOT NULL, config TEXT NOT NULL, "
+        "removed_at REAL NOT NULL)"
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
+    ("003_placement", _m003_placement),
+    ("004_hold", _m004_hold),
+    ("005_removed_clusters", _m005_removed_clusters),
 ]
 
 

@@ -11,7 +11,9 @@ A job's arguments, the shell words after the executable of its command (to which
 array parameter file), ``NAME [DURATION [EXIT]]``, say how it behaves: it runs DURATION seconds (default 1) and
 exits with EXIT (default 0). Facts from OAR's documentation and from CiGri's use of it (see fixtures/README.md):
 
-- states: Waiting -> Launching -> Running -> Terminated, or Error when OAR killed the job;
+- states: Waiting -> Launching -> Running -> Terminated, or Error when OAR killed the job; ``oarhold`` puts a
+  Waiting job in Hold (not scheduled) and ``oarresume`` a job in Hold back to Waiting; each refuses a job in any
+  other state;
 - a job that ran to its end is ``Terminated`` whatever its exit status; ``exit_code`` is the wait(2) status of
   its command (exit 1 -> 256): CiGri reads ``exit_code >> 8`` of Terminated jobs;
 - a job killed for a normal job's cores is ``Error`` with event ``BESTEFFORT_KILL``; past its walltime,
@@ -19,7 +21,9 @@ exits with EXIT (default 0). Facts from OAR's documentation and from CiGri's use
   working directory, ``Error`` with ``WORKING_DIRECTORY``; resubmitted by OAR, ``Error`` with
   ``RESUBMIT_JOB_AUTOMATICALLY`` whose description holds ``(new id = N)``. Killed jobs keep ``exit_code`` null;
 - without a walltime, a job gets OAR's default of 2 hours (``walltime: 7200`` in the documented examples);
-- stdout and stderr are ``OAR.<id>.stdout`` / ``OAR.<id>.stderr`` in the launching directory.
+- stdout and stderr are ``OAR.<id>.stdout`` / ``OAR.<id>.stderr`` in the launching directory, which is the
+  owner's home when the job names none. The contract's users' homes are ``homes/<user>`` beside its state file
+  (written only when that folder exists), never the machine's real homes: tests leave nothing in them.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 WAITING = "Waiting"
+HOLD = "Hold"
 LAUNCHING = "Launching"
 RUNNING = "Running"
 TERMINATED = "Terminated"
@@ -105,6 +110,14 @@ def shell_words(text: str) -> list[str]:
         return text.split()
 
 
+def unwrapped(words: list[str]) -> list[str]:
+    """The program and arguments a job's shell ends up running: cigri's wrapper
+    ``sh -c SCRIPT cigri-job PROGRAM ID NAME ARGS...`` execs PROGRAM with ARGS (see cigri.adapters.oar)."""
+    if words[:2] == ["sh", "-c"] and len(words) >= 7 and words[3] == "cigri-job":
+        return [words[4], *words[7:]]
+    return words
+
+
 def parse_param_line(line: str) -> tuple[str, float, int]:
     """(name, duration, exit status) of the arguments ``NAME [DURATION [EXIT]]`` of a job."""
     words = shell_words(line)
@@ -147,8 +160,15 @@ class OarState:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._locked():
             if not self.path.exists() or self.path.stat().st_size == 0:
-                self._write(_new_cluster(cores, nodes, properties or {}, launch_delay))
+                data = _new_cluster(cores, nodes, properties or {}, launch_delay)
+                data["homes"] = str(self.path.parent / "homes")
+                self._write(data)
                 _share(self.path)
+
+    def home(self, user: str) -> str:
+        """``user``'s home on the contract cluster: the launching directory of jobs that name none."""
+        with self._locked():
+            return f"{self._read()['homes']}/{user}"
 
     # -- file access -------------------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -275,6 +295,22 @@ class OarState:
                 f"Deleting the job = {job_id} ...REGISTERED.\nThe job(s) [ {job_id} ] will be deleted in a near future."
             )
 
+    def hold(self, job_id: int) -> str:
+        """oarhold / POST jobs/<id>/holds/new: a Waiting job goes to Hold; OAR's answer text."""
+        return self._move(job_id, WAITING, HOLD, "Hold")
+
+    def resume(self, job_id: int) -> str:
+        """oarresume / POST jobs/<id>/resumptions/new: a job in Hold goes back to Waiting; OAR's answer text."""
+        return self._move(job_id, HOLD, WAITING, "Resume")
+
+    def _move(self, job_id: int, old: str, new: str, request: str) -> str:
+        with self._transaction() as data:
+            job = _find(data, job_id)
+            if job["state"] != old:
+                raise OarError(f"[{job_id}] {request} refused: the job is {job['state']}, not {old}")
+            job["state"] = new
+            return f"[{job_id}] {request} request was sent to the OAR server."
+
     def besteffort_kill(self, job_id: int) -> None:
         """Kill a Launching or Running best-effort job as OAR does for a normal job (Error, BESTEFFORT_KILL)."""
         with self._transaction() as data:
@@ -365,8 +401,10 @@ def _new_job(data: dict, *, params: str | None, cores: int, walltime: int, wante
     job_id = data["next_id"]
     data["next_id"] += 1
     full_command = f"{command} {params}" if params else command
-    arguments = params or shlex.join(shell_words(command)[1:])
-    label, duration, exit_status = parse_param_line(shlex.join(shell_words(full_command)[1:]))
+    words = shell_words(full_command)
+    program = unwrapped(words)
+    arguments = shlex.join(program[1:]) if program != words else params or shlex.join(shell_words(command)[1:])
+    label, duration, exit_status = parse_param_line(shlex.join(program[1:]))
     return {
         "id": job_id,
         "array_id": job_id,
@@ -388,7 +426,7 @@ def _new_job(data: dict, *, params: str | None, cores: int, walltime: int, wante
         "start_time": 0,
         "stop_time": 0,
         "scheduled_start": None,
-        "launching_directory": directory or os.path.expanduser(f"~{owner}"),
+        "launching_directory": directory or f"{data['homes']}/{owner}",
         "stdout_file": f"OAR.{job_id}.stdout",
         "stderr_file": f"OAR.{job_id}.stderr",
         "resubmit_job_id": 0,

@@ -8,6 +8,9 @@ OAR 2.5 (``flavour="2.5"``, docs/source/user/api.rst of oar-team/oar)::
     POST jobs                               {resource|resources, command, param_file, type, name, directory,
                                             workdir, property, project} -> {id, cmd_output, links}, 201
     DELETE jobs/<id>, POST jobs/<id>/deletions/new, POST jobs/<id> {"method": "delete"}
+    POST jobs/<id>/holds/new, POST jobs/<id>/resumptions/new, POST jobs/<id> {"method": "hold"|"resume"}
+                                            {id, cmd_output, status}; a refusal is HTTP 500 (oarapi's answer
+                                            when the command it runs fails)
     GET  media/<path>[?tail=N]              a job's stdout/stderr file ("~" is the user's home)
     GET  stress_factor                      {"GLOBAL_STRESS": "<value>"}
 
@@ -15,6 +18,8 @@ OAR 3 (``flavour="3"``, oar/api/routers/*.py of oar-team/oar3)::
 
     GET  jobs[?details=1&array=&job_ids=..&states=..&user=]   {items, total, offset, links}
     GET  jobs/<id>[?details=true]; POST jobs -> {id}; DELETE jobs/<id>, POST|DELETE jobs/<id>/deletions/new
+    POST jobs/<id>/<hold|holds>/new, POST jobs/<id>/resumptions/new -> {id, cmd_output, exit_status} (HTTP 200,
+    exit_status 1 when refused)
     GET  resources[?detailed=true]; GET media?path_filename=..&tail=N; GET stress_factor
 
 Collections take ``limit`` and ``offset`` (``page_size`` by default) and give ``self``/``next``/``previous``
@@ -32,7 +37,6 @@ Faults for the adapters' tests: ``fail_next(status, count)``, ``hang_next(count)
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -193,8 +197,18 @@ class OarServer:
             deleting = (method == "DELETE" and len(parts) == 2) or (
                 method == "POST" and parts[2:] == ["deletions", "new"]
             )
+            request = parts[2] if method == "POST" and parts[3:] == ["new"] else None
             if method == "POST" and len(parts) == 2:
-                deleting = _body(body).get("method") == "delete"
+                request = _body(body).get("method")
+                deleting = request == "delete"
+            if request in ("holds", "hold", "resumptions", "resume"):
+                holding = request.startswith("hold")
+                try:
+                    output = self._hold_or_resume(job_id, holding)
+                except _HttpError as exc:  # oarapi: the command it ran failed
+                    raise _HttpError(500, f"{'Oarhold' if holding else 'Oarresume'} error: {exc}") from exc
+                status = f"{'Hold' if holding else 'Resume'} request registered"
+                return _json(200, {"api_timestamp": now, "cmd_output": output, "id": job_id, "status": status})
             if deleting:
                 output = self._delete(job_id)
                 return _json(
@@ -240,6 +254,12 @@ class OarServer:
             ):
                 output = self._delete(job_id)
                 return _json(200, {"id": job_id, "cmd_output": output, "exit_status": 0})
+            if method == "POST" and parts[3:] == ["new"] and parts[2] in ("hold", "holds", "resumptions"):
+                try:  # OAR 3 answers what oarhold/oarresume said, and their exit status
+                    output, code = self._hold_or_resume(job_id, parts[2] != "resumptions"), 0
+                except _HttpError as exc:
+                    output, code = f"[ERROR] {exc}", 1
+                return _json(200, {"id": job_id, "cmd_output": output, "exit_status": code})
         if method == "POST" and parts == ["jobs"]:
             return _json(200, {"id": self._submit(user, body)[0]})
         if method == "GET" and parts == ["resources"]:
@@ -265,6 +285,12 @@ class OarServer:
     def _delete(self, job_id: int) -> str:
         try:
             return self.state.delete(job_id)
+        except OarError as exc:
+            raise _HttpError(exc.status, str(exc)) from exc
+
+    def _hold_or_resume(self, job_id: int, holding: bool) -> str:
+        try:
+            return self.state.hold(job_id) if holding else self.state.resume(job_id)
         except OarError as exc:
             raise _HttpError(exc.status, str(exc)) from exc
 
@@ -315,7 +341,7 @@ class OarServer:
 
     def _media(self, user: str, path: str, tail: str | None):
         if path.startswith("~"):
-            path = os.path.expanduser(f"~{user}") + path[1:]
+            path = self.state.home(user) + path[1:]
         if not path.startswith("/"):
             path = "/" + path
         try:

@@ -1,0 +1,419 @@
+"""No job parked forever: where the cycle places jobs, and when it takes them back, on clusters under the
+test's hand (a fake resource manager on a simulated clock)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from cigri import campaigns as ops
+from cigri.cycle import Cycle, Patience
+from cigri.errors import TransportError
+from cigri.jdl import parse
+from cigri.loop import run_passes
+from cigri.model import (
+    CampaignState,
+    Capacity,
+    EventCode,
+    JobSpec,
+    JobState,
+    RemoteState,
+    RemoteStatus,
+)
+from cigri.sim.clock import SimClock
+from cigri.sim.run import Simulation
+from cigri.sim.scenario import load as load_scenario
+from cigri.sim.scenario import parse as parse_scenario
+from cigri.store import Store
+
+from .conftest import Grid as CliGrid
+
+PATIENCE = Patience(queue_grace=60, queue_wait=600, avoid=1200, unreachable=900)
+
+
+class FakeRM:
+    """A cluster whose jobs stay pending until the test starts, ends or kills them. ``others`` cores are held
+    by non-grid users; ``down`` makes it unreachable."""
+
+    best_effort = True
+    max_batch = None
+    answers_at_once = True  # called on the cycle's thread (cigri.calls), as the simulated clusters are
+
+    def __init__(self, name: str, slots: int, *, others: int = 0, queue_depth: int = 10):
+        self.name = name
+        self.slots = slots
+        self.others = others
+        self.queue_depth = queue_depth
+        self.down = False
+        self.jobs: dict[str, RemoteStatus] = {}
+        self.owner: dict[str, int] = {}  # remote id -> cigri job id
+        self.batches: dict[str, list[str]] = {}
+        self.cancelled: list[str] = []
+        self.held: set[str] = set()  # held, still pending (this fake starts nothing by itself)
+
+    def _reachable(self) -> None:
+        if self.down:
+            raise TransportError(f"{self.name}: no route to host")
+
+    def capacity(self) -> Capacity:
+        self._reachable()
+        running = sum(1 for s in self.jobs.values() if s.state == RemoteState.RUNNING)
+        queued = sum(1 for s in self.jobs.values() if s.state == RemoteState.PENDING)
+        return Capacity(total=self.slots, used=self.others + running, grid_used=running, queued=queued)
+
+    def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:
+        self._reachable()
+        ids = []
+        for spec in specs:
+            remote = f"{self.name}-{len(self.owner) + 1}"
+            self.owner[remote] = spec.job_id
+            self.jobs[remote] = RemoteStatus(remote, RemoteState.PENDING)
+            ids.append(remote)
+        self.batches[batch_key] = ids
+        return ids
+
+    def find_batch(self, batch_key: str) -> list[str] | None:
+        self._reachable()
+        return self.batches.get(batch_key)
+
+    def states(self, remote_ids: Sequence[str]) -> dict[str, RemoteStatus]:
+        self._reachable()
+        return {r: self.jobs[r] for r in remote_ids if r in self.jobs}
+
+    def cancel(self, remote_ids: Sequence[str]) -> None:
+        self._reachable()
+        for remote in remote_ids:
+            self.cancelled.append(remote)
+            self.jobs[remote] = RemoteStatus(remote, RemoteState.KILLED, reason="cancelled")
+
+    def hold(self, remote_ids: Sequence[str]) -> None:
+        self._reachable()
+        self.held.update(remote_ids)
+
+    def release(self, remote_ids: Sequence[str]) -> None:
+        self._reachable()
+        self.held.difference_update(remote_ids)
+
+    def tail(self, remote_id: str, stream: str, lines: int) -> str:
+        return ""
+
+    def check(self, settings: dict, path: str) -> None:
+        pass
+
+    def activity(self) -> object:
+        return None
+
+    def close(self) -> None:
+        pass
+
+    # ---- the test's hand ------------------------------------------------------------------------
+
+    def remote_of(self, job_id: int) -> str:
+        """The latest copy of a cigri job on this cluster."""
+        return [r for r, j in self.owner.items() if j == job_id][-1]
+
+    def holds(self, state: RemoteState) -> list[int]:
+        return sorted(self.owner[r] for r, s in self.jobs.items() if s.state == state)
+
+    def start(self, job_id: int, at: float) -> None:
+        remote = self.remote_of(job_id)
+        self.jobs[remote] = RemoteStatus(remote, RemoteState.RUNNING, started_at=at)
+
+    def end(self, job_id: int, at: float, *, exit_code: int = 0, started: float | None = None) -> None:
+        remote = self.remote_of(job_id)
+        start = self.jobs[remote].started_at if started is None else started
+        self.jobs[remote] = RemoteStatus(remote, RemoteState.EXITED, exit_code, start, at)
+
+    def kill(self, job_id: int, at: float, reason: str = "preempted") -> None:
+        remote = self.remote_of(job_id)
+        start = self.jobs[remote].started_at
+        self.jobs[remote] = RemoteStatus(remote, RemoteState.KILLED, None, start, at, reason)
+
+
+class Grid:
+    """A state, fake clusters and the cycle on a simulated clock."""
+
+    def __init__(self, *clusters: FakeRM, patience: Patience = PATIENCE, state: Path | str = ":memory:"):
+        self.clock = SimClock(0.0)
+        self.store = Store(state)
+        self.clusters = {c.name: c for c in clusters}
+        for name in self.clusters:
+            self.store.add_cluster(name, "fake", {}, 0.0)
+        self.cycle = Cycle(self.store, self.clock, adapters=self.clusters.__getitem__, patience=patience)
+
+    @classmethod
+    def placed(cls, *clusters: FakeRM, jobs: int, test: bool = False, **kw) -> tuple[Grid, int]:
+        """A campaign of ``jobs`` jobs on the clusters, after its first pass at t=0."""
+        grid = cls(*clusters, **kw)
+        campaign_id = grid.submit(jobs, test=test)
+        grid.at(0)
+        return grid, campaign_id
+
+    def submit(self, jobs: int, *, test: bool = False, clusters: Sequence[str] | None = None) -> int:
+        jdl = parse(
+            {
+                "name": "c",
+                "exec_file": "run",
+                "test_mode": test,
+                "clusters": {name: {} for name in clusters or self.clusters},
+                "params": [f"j{i}" for i in range(jobs)],
+            }
+        )
+        return ops.submit(self.store, jdl, self.clock, user="alice", adapters=self.clusters.__getitem__)[0]
+
+    def at(self, t: float, stages: Sequence[str] | None = None) -> None:
+        """One pass at simulated time t."""
+        self.clock.advance_to(t)
+        self.cycle.run(*([stages] if stages else []))
+
+    def job(self, job_id: int):
+        return self.store.job(job_id)
+
+    def states(self, campaign_id: int) -> dict[JobState, int]:
+        return {s: n for s, n in self.store.counts(campaign_id).items() if n}
+
+
+def test_a_start_at_time_zero_is_a_start():
+    a = FakeRM("a", 2)
+    grid, cid = Grid.placed(a, jobs=2)
+    a.start(1, 0.0)
+    a.end(2, 40.0, started=0.0)
+    grid.at(30)
+    assert grid.job(1).started_at == 0.0
+    assert grid.store.stats(cid)["duration_sum"] == 40.0  # job 2 ran 0 -> 40
+    a.end(1, 50.0)
+    grid.at(60)
+    assert grid.store.stats(cid)["duration_sum"] == 90.0
+
+
+def test_no_queue_allowance_where_queued_grid_jobs_do_not_start():
+    busy = FakeRM("busy", 4, others=4)  # local users hold every core
+    idle = FakeRM("idle", 1, queue_depth=0)
+    grid, _ = Grid.placed(busy, idle, jobs=5)
+    assert (busy.holds(RemoteState.PENDING), idle.holds(RemoteState.PENDING)) == ([2, 3, 4, 5], [1])
+    grid.at(120)  # past the grace, nothing of cigri's started on busy
+    later = grid.submit(30)
+    for t in range(150, 450, 30):
+        for job_id in idle.holds(RemoteState.PENDING):
+            idle.end(job_id, t, started=t - 1)
+        grid.at(t)
+    assert len(busy.owner) == 4, "nothing more was queued where nothing starts"
+    assert grid.states(later)[JobState.TERMINATED] == 9
+
+
+def test_a_queue_that_moves_keeps_its_allowance():
+    busy = FakeRM("busy", 4, others=4)
+    grid, _ = Grid.placed(busy, jobs=30)
+    first = busy.holds(RemoteState.PENDING)
+    busy.end(first[0], 100, started=90)  # one of cigri's queued jobs started and ended there
+    grid.at(120)
+    assert len(busy.owner) == 11, "the freed place in the queue was given again"
+
+
+def test_a_job_pending_past_the_queue_wait_is_taken_back_and_run_elsewhere():
+    busy = FakeRM("busy", 2, others=2, queue_depth=10)
+    idle = FakeRM("idle", 1, queue_depth=0)
+    grid, cid = Grid.placed(busy, idle, jobs=3)
+    assert (idle.holds(RemoteState.PENDING), busy.holds(RemoteState.PENDING)) == ([1], [2, 3])
+    idle.start(1, 10)
+    grid.at(300)
+    idle.end(1, 350)
+    grid.at(400)  # idle is free, but jobs 2 and 3 have not waited the limit yet
+    assert busy.cancelled == [] and idle.holds(RemoteState.PENDING) == []
+    grid.at(630)
+    assert busy.cancelled == [busy.remote_of(2)], "one job taken back: idle has room for one"
+    assert idle.holds(RemoteState.PENDING) == [2]
+    job = grid.job(2)
+    assert (job.state, job.cluster, job.resubmits) == (JobState.SUBMITTED, "idle", 0)
+    assert grid.store.events(campaign_id=cid) == []
+    assert busy.holds(RemoteState.PENDING) == [3]
+
+
+def test_taking_back_is_recorded_before_the_cancel_and_finished_after_a_crash():
+    busy = FakeRM("busy", 1, others=1)
+    idle = FakeRM("idle", 1, queue_depth=0)
+    grid, _ = Grid.placed(busy, idle, jobs=2)
+    idle.end(1, 100, started=5)
+
+    def crash(remote_ids):
+        raise KeyboardInterrupt  # the pass is killed while the RM is asked
+
+    busy.cancel, cancel = crash, busy.cancel
+    with pytest.raises(KeyboardInterrupt):
+        grid.at(700)
+    busy.cancel = cancel
+    idle.others = 1  # no room elsewhere any more: only the recorded intent takes the job back now
+    grid.cycle = Cycle(grid.store, grid.clock, adapters=grid.clusters.__getitem__, patience=PATIENCE)
+    grid.at(730)
+    assert busy.cancelled == [busy.remote_of(2)]
+    job = grid.job(2)
+    assert (job.state, job.cluster, job.resubmits) == (JobState.TO_LAUNCH, None, 0)
+
+
+def test_a_preempted_job_is_not_sent_straight_back_to_the_cluster_that_killed_it():
+    a = FakeRM("a", 1, queue_depth=0)
+    b = FakeRM("b", 1, queue_depth=0)
+    grid, _ = Grid.placed(a, b, jobs=2)
+    assert (a.holds(RemoteState.PENDING), b.holds(RemoteState.PENDING)) == ([1], [2])
+    a.start(1, 5)
+    b.start(2, 5)
+    a.kill(1, 50)
+    grid.at(60)
+    assert grid.job(1).state == JobState.TO_LAUNCH and len(a.owner) == 1, "a killed it: not sent back at once"
+    b.end(2, 100)
+    grid.at(120)
+    assert grid.job(1).cluster == "b"
+    b.kill(1, 200)
+    grid.at(1300)  # a's avoidance expired, b's did not
+    assert grid.job(1).cluster == "a"
+
+
+def test_jobs_of_a_cluster_unreachable_too_long_run_elsewhere_and_count_once():
+    a = FakeRM("a", 1, queue_depth=0)
+    b = FakeRM("b", 1, queue_depth=0)
+    grid, cid = Grid.placed(a, b, jobs=2)
+    a.start(1, 5)
+    b.start(2, 5)
+    grid.at(10)
+    a.down = True
+    grid.at(30)
+    assert grid.job(1).state == JobState.RUNNING  # unreachable for a while: its job may still run there
+    b.end(2, 100)
+    grid.at(600)
+    assert grid.job(1).cluster == "a"
+    grid.at(960)  # past the limit: job 1 runs again elsewhere
+    assert (grid.job(1).cluster, grid.job(1).resubmits) == ("b", 0)
+    old = a.remote_of(1)
+    a.end(1, 970)  # the first copy ended while unreachable
+    a.down = False
+    b.end(1, 1000, started=965)
+    grid.at(1020)
+    assert a.cancelled == [old], "the losing copy is cancelled once its cluster answers"
+    assert grid.store.campaign(cid).state == CampaignState.TERMINATED
+    assert grid.states(cid) == {JobState.TERMINATED: 2}
+    assert grid.store.stats(cid)["duration_n"] == 2
+    grid.at(1050)
+    assert a.cancelled == [old]
+
+
+def test_a_test_job_is_planned_on_a_full_cluster_and_a_stall_ends_the_test_there(tmp_path):
+    free = FakeRM("free", 1, queue_depth=0)
+    full = FakeRM("full", 2, others=2, queue_depth=0)  # no free slot, no queue allowance
+    state = tmp_path / "state.db"
+    grid, cid = Grid.placed(free, full, jobs=5, test=True, state=state)
+    assert (free.holds(RemoteState.PENDING), full.holds(RemoteState.PENDING)) == ([1], [2])
+    free.end(1, 50, started=1)
+    grid.at(60)
+    assert grid.store.campaign(cid).state == CampaignState.IN_TREATMENT
+    assert ops.blocked_reason(grid.store, grid.store.campaign(cid)) is None
+    grid.at(630)
+    assert full.cancelled == [full.remote_of(2)]
+    [event] = grid.store.events(campaign_id=cid)
+    assert (event.code, event.cluster) == (EventCode.TEST_NOT_STARTED, "full")
+    assert "full" in event.message
+    grid.at(660)
+    assert grid.store.campaign(cid).state == CampaignState.TERMINATED
+    assert grid.states(cid) == {JobState.TERMINATED: 1, JobState.SKIPPED: 4}
+    cli = CliGrid(state)
+    [shown] = cli.json("gridevents", "-c", str(cid))
+    assert (shown["code"], shown["cluster"]) == ("TEST_NOT_STARTED", "full")
+    row = cli.json("gridstat", "-c", str(cid))
+    assert (row["state"], row["open_events"], row["blocked"]) == ("terminated", 1, None)
+
+
+def test_a_campaign_with_no_usable_cluster_is_blocked_and_until_done_stops_naming_it():
+    alpha = FakeRM("alpha", 1)
+    grid = Grid(alpha)
+    cid = grid.submit(2)
+    alpha.down = True
+    blocked = run_passes(grid.cycle, grid.clock, loop=False, until_done=True, period=30, timeout=3600)
+    [(campaign_id, reason)] = blocked
+    assert campaign_id == cid and "alpha" in reason and "unreachable" in reason
+    assert ops.blocked_reason(grid.store, grid.store.campaign(cid)) == reason
+
+
+# ---- on simulated clusters: measured from what the clusters ran, not from cigri's counters -------------
+
+
+def completions(simulation: Simulation) -> Counter:
+    """How many times each cigri job ran to a successful end, by the simulated clusters' records."""
+    done: Counter = Counter()
+    for cluster in simulation.clusters.values():
+        done.update(cluster.usage.completions)
+    return done
+
+
+def last_completion(simulation: Simulation) -> float:
+    """The time of the pass that saw the clusters' last successful end."""
+    seen = {"n": 0, "at": 0.0}
+
+    def watch(sim: Simulation) -> None:
+        n = sum(completions(sim).values())
+        if n != seen["n"]:
+            seen.update(n=n, at=sim.clock.now())
+
+    simulation.run(watch)
+    return seen["at"]
+
+
+def test_a_cluster_whose_local_users_hold_every_core_and_one_in_outage_park_no_job():
+    simulation = Simulation(
+        parse_scenario(
+            {
+                "name": "parked",
+                "period": 30,
+                "seed": 1,
+                "max_time": 200000,
+                "clusters": [
+                    # local users come every 100 s for 20000 s and take the whole cluster, preempting grid jobs
+                    {"name": "hog", "slots": 16, "local_load": {"rate": 0.01, "duration": 20000, "size": 16}},
+                    {"name": "flaky", "slots": 16, "outages": [[600, 150000]]},
+                    {"name": "small", "slots": 4},
+                ],
+                "users": {"alice": {}, "bob": {}},
+                "campaigns": [
+                    {"name": "a", "user": "alice", "jobs": 200, "duration": {"dist": "exponential", "mean": 120}},
+                    {
+                        "name": "b",
+                        "user": "bob",
+                        "arrival": 300,
+                        "jobs": 100,
+                        "duration": {"dist": "uniform", "min": 60, "max": 600},
+                    },
+                ],
+            }
+        )
+    )
+    ended = last_completion(simulation)
+    store = simulation.store
+    assert [c.state for c in store.campaigns()] == [CampaignState.TERMINATED] * 2
+    jobs = {job.id for campaign in store.campaigns() for job in store.jobs(campaign.id)}
+    assert set(completions(simulation)) == jobs, "every job ran to its end on some cluster"
+    assert ended < 20000 and simulation.clock.now() < 20000  # the cap is 200000
+
+
+def test_seed_7_of_the_ci_scenario_is_no_longer_ten_times_its_peers():
+    path = Path(__file__).parent.parent / "bench" / "scenarios" / "small.yaml"
+    makespans = {seed: last_completion(Simulation(load_scenario(path), seed=seed)) for seed in (1, 7)}
+    assert makespans[7] < 1.5 * makespans[1], makespans
+
+
+def test_a_killed_job_with_nowhere_else_to_go_runs_again_where_it_was():
+    a = FakeRM("a", 1, queue_depth=0)
+    grid, _ = Grid.placed(a, jobs=1)
+    a.kill(1, 10)
+    grid.at(30)
+    assert (grid.job(1).state, grid.job(1).cluster, len(a.owner)) == (JobState.SUBMITTED, "a", 2)
+
+
+def test_the_queued_jobs_of_a_paused_campaign_do_not_close_the_queue_to_others():
+    busy = FakeRM("busy", 2, others=2)
+    grid, paused = Grid.placed(busy, jobs=3)
+    ops.pause(grid.store, paused, user="alice")
+    grid.at(600)  # its jobs wait there, held, far past the grace
+    grid.submit(2)
+    grid.at(630)
+    assert len(busy.owner) == 5

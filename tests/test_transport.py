@@ -1,0 +1,89 @@
+"""The transports: every call bounded in time, ssh's sockets in a private folder, and remote commands that
+any login shell hands to sh unchanged."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from cigri.adapters.transport import CONNECT_TIMEOUT, TIMEOUT, LocalRunner, SshRunner, runner_for
+from cigri.errors import ConfigError, TransportError
+
+WORDS = ["a b; echo hacked", "$(touch pwned)", "`id`", "it's", '"quoted" \\ *', "-n", "two\nlines", "!1", "~", ""]
+
+
+def option(runner: SshRunner, name: str) -> str:
+    return next(value.split("=", 1)[1] for value in runner.base if value.startswith(f"{name}="))
+
+
+def test_a_pass_waits_at_most_the_default_timeout_for_a_cluster():
+    assert TIMEOUT == 20 and CONNECT_TIMEOUT == 5
+    assert runner_for({}).timeout == TIMEOUT and runner_for({"timeout": 7}).timeout == 7
+    ssh = runner_for({"host": "cluster.example"})
+    assert ssh.timeout == TIMEOUT and option(ssh, "ConnectTimeout") == "5"
+
+
+def test_a_command_that_does_not_answer_is_a_transport_error():
+    with pytest.raises(TransportError, match=r"sleep 30: no answer within 0.2 s"):
+        LocalRunner(timeout=0.2).run(["sleep", "30"])
+
+
+@pytest.fixture
+def runtime(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    (tmp_path / "run").mkdir()
+    return tmp_path / "run"
+
+
+def test_ssh_sockets_live_in_a_private_folder_under_an_unguessable_name(runtime):
+    old = os.umask(0)
+    try:
+        runner = SshRunner("cluster.example", user="alice", port=2222)
+    finally:
+        os.umask(old)
+    folder = runtime / "cigri" / "ssh"
+    # ssh's hash of the connection, and of the key: no /tmp name to plant, no master shared between keys
+    assert re.fullmatch(rf"{folder}/%C-[0-9a-f]{{8}}", option(runner, "ControlPath"))
+    other_key = SshRunner("cluster.example", user="alice", port=2222, identity_file="~/.ssh/other")
+    assert option(other_key, "ControlPath") != option(runner, "ControlPath")
+    assert folder.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_socket_folder_others_could_enter_is_made_private_and_a_planted_link_refused(runtime, tmp_path):
+    (runtime / "cigri").mkdir(mode=0o755)
+    (runtime / "cigri" / "ssh").mkdir(mode=0o777)
+    os.chmod(runtime / "cigri" / "ssh", 0o777)
+    SshRunner("cluster.example")
+    assert (runtime / "cigri" / "ssh").stat().st_mode & 0o777 == 0o700
+    (runtime / "cigri" / "ssh").rmdir()
+    (tmp_path / "elsewhere").mkdir()
+    (runtime / "cigri" / "ssh").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ConfigError, match="will not use it"):
+        SshRunner("cluster.example")
+
+
+def fake_ssh(tmp_path: Path) -> Path:
+    """An ssh that hands the remote string to a login shell as sshd does (``$SHELL -c STRING``), here dash,
+    and records the string."""
+    script = tmp_path / "ssh"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import subprocess, sys\n"
+        f"open({str(tmp_path / 'remote')!r}, 'w').write(sys.argv[-1])\n"
+        "sys.exit(subprocess.run(['dash', '-c', sys.argv[-1]]).returncode)\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def test_remote_commands_reach_sh_as_the_exact_words_whatever_the_login_shell(runtime, tmp_path):
+    runner = SshRunner("cluster.example", ssh=str(fake_ssh(tmp_path)))
+    result = runner.run(["printf", "[%s]\\n", *WORDS])
+    assert result.ok and result.stdout == "".join(f"[{word}]\n" for word in WORDS)
+    remote = (tmp_path / "remote").read_text()
+    # sh -c of one single-quoted word holding nothing a csh (line breaks, !) or fish (backslashes) reads otherwise
+    assert re.fullmatch(r"sh -c '[A-Za-z0-9+/= $()|%\"-]*'", remote), remote
