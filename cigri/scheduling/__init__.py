@@ -1,18 +1,27 @@
 """Metascheduler strategies: which campaign's jobs go to which cluster in a pass.
 
-A strategy sees plain views of the campaigns and clusters and returns assignments; the cycle turns them
-into batches. Strategies are small classes behind :class:`MetaScheduler`, chosen by name from
-:func:`registry`.
+A strategy sees one immutable :class:`Snapshot` of the pass and its own small persistent state, and returns a
+:class:`Decision`: launches per (cluster, campaign), stops (grid jobs to take back: the runner cancels them
+and returns them to their bag as preemptions, never failures) and its next state. Strategies are pure
+functions of (snapshot, state): no store, no clock, no adapter. They are small classes behind
+:class:`MetaScheduler`, chosen by name from :func:`registry`; :func:`metascheduler` builds one from its
+options (the configuration's ``metasched.<name>.*`` keys), refusing an unknown name or option.
+
+Test campaigns go first under every strategy (one job per cluster each): :func:`decide` places them, then
+hands the strategy what is left. ``grid policy NAME SCENARIO.json`` runs a strategy's core decision on a
+described situation through :func:`evaluator`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 from ..errors import ConfigError
 from ..model import CampaignType
+
+State = Mapping[str, Any]  # a strategy's persistent state: JSON-able, stored in the state file by name
 
 
 @dataclass(frozen=True)
@@ -21,6 +30,22 @@ class Demand:
 
     slots_per_job: int
     limit: int  # jobs at most (max_jobs, or a test campaign's one job), before the cluster's budget
+    failed: int = 0  # of the campaign's waiting jobs, those that already failed or were killed on this cluster
+
+
+@dataclass(frozen=True)
+class GridJob:
+    """One of cigri's jobs running or waiting on a cluster."""
+
+    job_id: int
+    campaign_id: int
+    slots: int
+    submitted_at: float  # when cigri handed it to the cluster
+    started_at: float | None = None  # None while it waits in the cluster's queue
+
+    @property
+    def running(self) -> bool:
+        return self.started_at is not None
 
 
 @dataclass(frozen=True)
@@ -30,7 +55,19 @@ class CampaignView:
     user: str
     submitted_at: float
     waiting: int  # jobs to launch
-    demands: dict[str, Demand]  # usable clusters only
+    demands: Mapping[str, Demand]  # usable clusters only
+    priority: int = 0
+    klass: str = ""  # the JDL's ``class`` key ("" when absent): Scoot's requestor
+    total: int = 0  # jobs in the campaign
+    active: int = 0  # jobs queued or running on clusters
+    estimate: float | None = None  # predicted job duration in seconds (None: no estimate yet)
+    confidence: int = 0  # how many completed jobs the estimate stands on (0: a prior or an oracle's word)
+    finalize: bool = False  # replicate the last jobs on idle slots of other clusters (the 2009 design's mode)
+
+    @property
+    def remaining_work(self) -> float | None:
+        """Estimated seconds of work not yet started (Eagle's SRPT key), None without an estimate."""
+        return None if self.estimate is None else self.estimate * self.waiting
 
 
 @dataclass(frozen=True)
@@ -38,51 +75,158 @@ class ClusterView:
     name: str
     free: int  # idle slots not yet promised to jobs waiting there
     queue: int  # jobs cigri may still queue there beyond its free slots
+    slots: int = 0  # slots the cluster has in all
+    used: int = 0  # slots busy, by anyone (local users included)
+    properties: Mapping[str, str] = field(default_factory=dict)
+    jobs: tuple[GridJob, ...] = ()  # cigri's jobs running or waiting there
+
+    @property
+    def grid_running(self) -> int:
+        """Slots cigri's running jobs hold there."""
+        return sum(job.slots for job in self.jobs if job.running)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a strategy may look at in one pass. Nothing in it changes while strategies decide."""
+
+    now: float
+    clusters: tuple[ClusterView, ...]
+    campaigns: tuple[CampaignView, ...]
+    usage: Mapping[str, float] = field(default_factory=dict)  # user -> decayed slot-seconds
+
+    def cluster(self, name: str) -> ClusterView:
+        return next(c for c in self.clusters if c.name == name)
+
+    def campaign(self, campaign_id: int) -> CampaignView:
+        return next(c for c in self.campaigns if c.id == campaign_id)
 
 
 @dataclass(frozen=True)
 class Assignment:
+    """Launch ``jobs`` of the campaign's waiting jobs on the cluster."""
+
     cluster: str
     campaign_id: int
     jobs: int
 
 
+@dataclass(frozen=True)
+class Stop:
+    """Take one grid job back from its cluster (running or queued): it returns to its campaign's bag."""
+
+    cluster: str
+    job_id: int
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Replica:
+    """Run a copy of a job already running elsewhere on ``cluster`` (finalize): the first copy to end wins."""
+
+    cluster: str
+    job_id: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    launches: tuple[Assignment, ...] = ()
+    stops: tuple[Stop, ...] = ()
+    replicas: tuple[Replica, ...] = ()
+    state: State = field(default_factory=dict)  # the strategy's state for the next pass
+
+
 class MetaScheduler(Protocol):
     name: str
 
-    def plan(self, campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> list[Assignment]: ...
+    def decide(self, snapshot: Snapshot, state: State) -> Decision: ...
+
+
+def place_tests(snapshot: Snapshot) -> tuple[list[Assignment], Snapshot]:
+    """CiGri's rule, under every strategy: each test campaign gets its one job per cluster ahead of every
+    budget, even on a full cluster (a test waits for each of its clusters to run one job; the cycle ends it on
+    a cluster where that job does not start). Returns those launches and the snapshot the strategy then sees:
+    budgets spent (free slots first), test campaigns gone."""
+    budgets = {c.name: [c.free, c.queue] for c in snapshot.clusters}
+    launches = []
+    for campaign in sorted(snapshot.campaigns, key=lambda c: (c.submitted_at, c.id)):
+        if campaign.type != CampaignType.TEST:
+            continue
+        waiting = campaign.waiting
+        for cluster, demand in campaign.demands.items():
+            n = min(waiting, demand.limit)
+            if cluster in budgets and n > 0:
+                launches.append(Assignment(cluster, campaign.id, n))
+                waiting -= n
+                spent = n * demand.slots_per_job
+                from_free = min(spent, budgets[cluster][0])
+                budgets[cluster][0] -= from_free
+                budgets[cluster][1] = max(0, budgets[cluster][1] - (spent - from_free))
+    if not launches and not any(c.type == CampaignType.TEST for c in snapshot.campaigns):
+        return [], snapshot
+    rest = replace(
+        snapshot,
+        clusters=tuple(replace(c, free=budgets[c.name][0], queue=budgets[c.name][1]) for c in snapshot.clusters),
+        campaigns=tuple(c for c in snapshot.campaigns if c.type != CampaignType.TEST),
+    )
+    return launches, rest
+
+
+def decide(strategy: MetaScheduler, snapshot: Snapshot, state: State) -> Decision:
+    """Test campaigns first, then the strategy on what is left."""
+    tests, rest = place_tests(snapshot)
+    decision = strategy.decide(rest, state)
+    return replace(decision, launches=(*tests, *decision.launches)) if tests else decision
+
+
+def fill(
+    order: Sequence[CampaignView], clusters: Sequence[ClusterView], taken: dict[tuple[str, int], int] | None = None
+) -> dict[tuple[str, int], int]:
+    """Spend the clusters' budgets on campaigns in ``order``: every cluster's free slots first, then its
+    queue allowance, so that jobs do not wait in one cluster's queue while another has idle slots. Each
+    cluster's budget goes to the first campaign of ``order`` that can use it; a campaign whose jobs are all
+    placed leaves the rest to the next. Returns jobs per (cluster, campaign id), adding to ``taken``."""
+    taken = {} if taken is None else taken
+    waiting = {c.id: c.waiting - sum(n for (_, cid), n in taken.items() if cid == c.id) for c in order}
+    for kind in ("free", "queue"):
+        for cluster in clusters:
+            budget = getattr(cluster, kind)
+            for campaign in order:
+                demand = campaign.demands.get(cluster.name)
+                if demand is None or budget < demand.slots_per_job or waiting[campaign.id] <= 0:
+                    continue
+                n = min(
+                    waiting[campaign.id],
+                    demand.limit - taken.get((cluster.name, campaign.id), 0),
+                    budget // demand.slots_per_job,
+                )
+                if n > 0:
+                    taken[cluster.name, campaign.id] = taken.get((cluster.name, campaign.id), 0) + n
+                    waiting[campaign.id] -= n
+                    budget -= n * demand.slots_per_job
+    return taken
+
+
+def launches(taken: Mapping[tuple[str, int], int]) -> tuple[Assignment, ...]:
+    return tuple(Assignment(cluster, campaign_id, n) for (cluster, campaign_id), n in taken.items() if n > 0)
 
 
 class TestFirstFifo:
-    """CiGri's order: test campaigns first (one job per cluster each), then default campaigns by age.
-
-    Each cluster's budget goes to the oldest campaign that can use it; a campaign whose jobs are all
-    placed leaves the rest to the next one. Free slots on every cluster are filled before any queue
-    allowance, so that jobs do not wait in one cluster's queue while another has idle slots."""
+    """CiGri's order: test campaigns first (one job per cluster each, see :func:`place_tests`), then default
+    campaigns by age, each cluster's budget to the oldest campaign that can use it (see :func:`fill`)."""
 
     name = "fifo"
 
+    def decide(self, snapshot: Snapshot, state: State) -> Decision:
+        return Decision(launches=tuple(self.plan(snapshot.campaigns, snapshot.clusters)))
+
     def plan(self, campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> list[Assignment]:
-        order = sorted(campaigns, key=lambda c: (c.type != CampaignType.TEST, c.submitted_at, c.id))
-        waiting = {c.id: c.waiting for c in order}
-        taken: dict[tuple[str, int], int] = {}
-        for budget_of in (lambda c: c.free, lambda c: c.queue):
-            for cluster in clusters:
-                budget = budget_of(cluster)
-                for campaign in order:
-                    demand = campaign.demands.get(cluster.name)
-                    if demand is None or budget < demand.slots_per_job or waiting[campaign.id] <= 0:
-                        continue
-                    key = (cluster.name, campaign.id)
-                    n = min(waiting[campaign.id], demand.limit - taken.get(key, 0), budget // demand.slots_per_job)
-                    if n > 0:
-                        taken[key] = taken.get(key, 0) + n
-                        waiting[campaign.id] -= n
-                        budget -= n * demand.slots_per_job
-        return [Assignment(cluster, campaign_id, n) for (cluster, campaign_id), n in taken.items()]
+        order = sorted(campaigns, key=lambda c: (c.submitted_at, c.id))
+        return list(launches(fill(order, clusters)))
 
 
 _REGISTRY: dict[str, type] = {TestFirstFifo.name: TestFirstFifo}
+_EVALUATORS: dict[str, Callable[[Mapping[str, Any]], dict]] = {}
 
 
 def register(strategy: type) -> type:
@@ -95,8 +239,40 @@ def registry() -> dict[str, type]:
     return dict(_REGISTRY)
 
 
-def metascheduler(name: str = "fifo") -> MetaScheduler:
+def metascheduler(name: str = "fifo", options: Mapping[str, Any] | None = None) -> MetaScheduler:
+    """The strategy ``name``, built from its options (a class with options has a ``configure`` classmethod
+    that checks them and raises ConfigError naming a bad one; a class without refuses any)."""
     strategies = registry()
     if name not in strategies:
         raise ConfigError(f"unknown metascheduler {name!r} (valid: {', '.join(sorted(strategies))})")
-    return strategies[name]()
+    cls = strategies[name]
+    if hasattr(cls, "configure"):
+        return cls.configure(dict(options or {}))
+    if options:
+        raise ConfigError(f"metasched.{name}.{sorted(options)[0]}: {name} has no such option")
+    return cls()
+
+
+def evaluates(name: str) -> Callable[[Callable], Callable]:
+    """Register the function that ``grid policy NAME SCENARIO.json`` runs: scenario dict in, JSON-able out;
+    a malformed scenario raises ConfigError naming the field (see :mod:`cigri.scheduling.inputs`)."""
+
+    def wrap(function: Callable[[Mapping[str, Any]], dict]) -> Callable[[Mapping[str, Any]], dict]:
+        _EVALUATORS[name] = function
+        return function
+
+    return wrap
+
+
+def evaluator(name: str) -> Callable[[Mapping[str, Any]], dict]:
+    if name not in _EVALUATORS:
+        raise ConfigError(f"unknown policy {name!r} (valid: {', '.join(sorted(_EVALUATORS))})")
+    return _EVALUATORS[name]
+
+
+def evaluators() -> list[str]:
+    return sorted(_EVALUATORS)
+
+
+# strategies register themselves on import:
+# (each module below adds its class with @register and its ``grid policy`` function with @evaluates)
