@@ -6,7 +6,7 @@ must be a number, got 'x'``): the CLI prints that one line and exits 4.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import ConfigError
@@ -78,4 +78,22 @@ def flag(data: Mapping[str, Any], key: str, path: str = "", default: Any = _MISS
     value = _get(data, key, path, default)
     if not isinstance(value, bool):
         raise ConfigError(f"{_join(path, key)}: must be true or false, got {value!r}")
+    return value
+
+
+def known(data: Mapping[str, Any], allowed: Iterable[str], path: str = "", what: str = "key") -> None:
+    """Refuse a key of ``data`` not in ``allowed`` (a misspelt option must not be silently ignored)."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{path or 'scenario'}: must be an object")
+    allowed = sorted(allowed)
+    for key in data:
+        if key not in allowed:
+            raise ConfigError(f"{_join(path, str(key))}: unknown {what} (valid: {', '.join(allowed)})")
+
+
+def positive(data: Mapping[str, Any], key: str, path: str = "", default: Any = _MISSING) -> float:
+    """A real number above zero (a share, a duration)."""
+    value = number(data, key, path, default, minimum=None)
+    if value <= 0:
+        raise ConfigError(f"{_join(path, key)}: must be > 0, got {_get(data, key, path, default)!r}")
     return value

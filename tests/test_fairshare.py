@@ -1,0 +1,362 @@
+"""fairshare: the most under-served user's campaigns first, this pass's launches counted as they are made."""
+
+from __future__ import annotations
+
+import heapq
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cigri.errors import ConfigError
+from cigri.model import CampaignType
+from cigri.scheduling import (
+    CampaignView,
+    ClusterView,
+    Demand,
+    GridJob,
+    Snapshot,
+    TestFirstFifo,
+    decide,
+    evaluator,
+    metascheduler,
+)
+from cigri.scheduling.fairshare import FairShare
+from cigri.sim.run import jain
+
+
+def campaign(cid, user, waiting, clusters=("a",), *, at=None, estimate=None, spj=1, limit=None, kind="default"):
+    demands = {name: Demand(spj, waiting if limit is None else limit) for name in clusters}
+    return CampaignView(
+        cid, CampaignType(kind), user, float(cid if at is None else at), waiting, demands, estimate=estimate
+    )
+
+
+def snapshot(campaigns, clusters=None, usage=None, now=0.0):
+    clusters = clusters or (ClusterView("a", free=10, queue=0),)
+    return Snapshot(now, tuple(clusters), tuple(campaigns), dict(usage or {}))
+
+
+def jobs_of(decision) -> dict[tuple[str, int], int]:
+    placed: dict[tuple[str, int], int] = {}
+    for launch in decision.launches:
+        placed[launch.cluster, launch.campaign_id] = placed.get((launch.cluster, launch.campaign_id), 0) + launch.jobs
+    return placed
+
+
+def per_campaign(decision) -> dict[int, int]:
+    totals: dict[int, int] = {}
+    for launch in decision.launches:
+        totals[launch.campaign_id] = totals.get(launch.campaign_id, 0) + launch.jobs
+    return totals
+
+
+def test_the_user_with_the_least_usage_goes_first_even_with_a_younger_campaign():
+    snap = snapshot(
+        [campaign(1, "alice", 5), campaign(2, "bob", 5)],
+        clusters=[ClusterView("a", free=1, queue=0)],
+        usage={"alice": 100.0, "bob": 0.0},
+    )
+    assert per_campaign(FairShare().decide(snap, {})) == {2: 1}
+    assert per_campaign(TestFirstFifo().decide(snap, {})) == {1: 1}
+
+
+def test_usage_is_weighed_by_shares():
+    snap = snapshot(
+        [campaign(1, "alice", 5), campaign(2, "bob", 5)],
+        clusters=[ClusterView("a", free=1, queue=0)],
+        usage={"alice": 300.0, "bob": 100.0},
+    )
+    assert per_campaign(FairShare(shares={"alice": 4}).decide(snap, {})) == {1: 1}  # 300/4 < 100/1
+    assert per_campaign(FairShare(shares={"alice": 2}).decide(snap, {})) == {2: 1}  # 300/2 > 100/1
+
+
+def test_unlisted_users_get_the_default_share():
+    snap = snapshot(
+        [campaign(1, "alice", 5), campaign(2, "bob", 5)],
+        clusters=[ClusterView("a", free=1, queue=0)],
+        usage={"alice": 300.0, "bob": 100.0},
+    )
+    assert per_campaign(FairShare(shares={"alice": 1}, default_share=4).decide(snap, {})) == {2: 1}
+
+
+def test_a_pass_counts_its_own_launches_and_splits_by_shares():
+    snap = snapshot([campaign(1, "alice", 50), campaign(2, "bob", 50)], clusters=[ClusterView("a", free=9, queue=0)])
+    assert per_campaign(FairShare(shares={"alice": 2, "bob": 1}).decide(snap, {})) == {1: 6, 2: 3}
+    assert per_campaign(FairShare().decide(snap, {})) == {1: 5, 2: 4}  # a tie goes to the older campaign
+
+
+def test_launches_are_charged_at_the_campaign_estimate():
+    snap = snapshot(
+        [campaign(1, "alice", 50, estimate=100.0), campaign(2, "bob", 50, estimate=300.0)],
+        clusters=[ClusterView("a", free=8, queue=0)],
+    )
+    assert per_campaign(FairShare().decide(snap, {})) == {1: 6, 2: 2}  # 600 slot-seconds each
+
+
+def test_without_an_estimate_a_launch_is_charged_the_nominal_duration():
+    snap = snapshot(
+        [campaign(1, "alice", 50, estimate=100.0), campaign(2, "bob", 50)],
+        clusters=[ClusterView("a", free=8, queue=0)],
+    )
+    assert per_campaign(FairShare(nominal_duration=400.0).decide(snap, {})) == {1: 6, 2: 2}
+    assert per_campaign(FairShare(nominal_duration=100.0).decide(snap, {})) == {1: 4, 2: 4}
+
+
+def test_slots_per_job_count_in_the_charge():
+    snap = snapshot(
+        [campaign(1, "alice", 50, estimate=100.0), campaign(2, "bob", 50, estimate=100.0, spj=3)],
+        clusters=[ClusterView("a", free=12, queue=0)],
+    )
+    assert per_campaign(FairShare().decide(snap, {})) == {1: 6, 2: 2}  # 6 x 1 slot = 2 x 3 slots
+
+
+def test_jobs_already_on_the_clusters_count_at_their_expected_cost():
+    running = tuple(GridJob(10 + i, 2, 1, submitted_at=0.0, started_at=0.0) for i in range(3))
+    snap = snapshot(
+        [campaign(1, "alice", 50, estimate=100.0), campaign(2, "bob", 50, estimate=100.0)],
+        clusters=[ClusterView("a", free=5, queue=0, jobs=running)],
+    )
+    assert per_campaign(FairShare().decide(snap, {})) == {1: 4, 2: 1}  # bob already holds 3 slots
+
+
+def test_a_user_s_campaigns_go_oldest_first():
+    snap = snapshot(
+        [campaign(3, "alice", 2, at=5.0), campaign(4, "alice", 10, at=1.0), campaign(5, "bob", 0)],
+        clusters=[ClusterView("a", free=4, queue=0)],
+    )
+    assert per_campaign(FairShare().decide(snap, {})) == {4: 4}
+
+
+def test_free_slots_everywhere_before_any_queue_allowance():
+    clusters = [ClusterView("a", free=0, queue=4), ClusterView("b", free=2, queue=0)]
+    snap = snapshot([campaign(1, "alice", 3, ("a", "b"))], clusters=clusters)
+    assert jobs_of(FairShare().decide(snap, {})) == {("b", 1): 2, ("a", 1): 1}
+
+
+def test_the_queue_allowance_is_shared_in_the_same_spirit():
+    snap = snapshot(
+        [campaign(1, "alice", 50), campaign(2, "bob", 50)],
+        clusters=[ClusterView("a", free=2, queue=4)],
+        usage={"alice": 2 * 3600.0},
+    )
+    assert per_campaign(FairShare().decide(snap, {})) == {2: 4, 1: 2}
+
+
+def test_limits_waiting_jobs_and_budgets_hold():
+    snap = snapshot(
+        [campaign(1, "alice", 50, limit=2), campaign(2, "bob", 1), campaign(3, "carol", 50, spj=4)],
+        clusters=[ClusterView("a", free=10, queue=0)],
+    )
+    assert per_campaign(FairShare().decide(snap, {})) == {1: 2, 2: 1, 3: 1}  # 2 + 1 + 4 slots; 3 left over
+
+
+def test_test_campaigns_still_go_first():
+    snap = snapshot(
+        [campaign(1, "alice", 5, kind="test", limit=1), campaign(2, "bob", 5)],
+        clusters=[ClusterView("a", free=1, queue=0)],
+        usage={"alice": 1e9},
+    )
+    assert per_campaign(decide(FairShare(), snap, {})) == {1: 1}
+
+
+# ---- many passes: usage advanced by hand, shares reached ------------------------------------------------------
+
+
+def simulate_passes(strategy, shares, durations, *, slots=12, passes=1500, period=10.0, half_life=3000.0, known=True):
+    """A cluster of ``slots`` slots, one endless campaign per user (job duration ``durations[user]``), a pass
+    every ``period`` s. A job's slot-seconds go into its user's decayed usage when it ends, as the cycle does.
+    Returns each user's slot-seconds over the second half of the run."""
+    users = sorted(shares)
+    usage = dict.fromkeys(users, 0.0)
+    ends: list[tuple[float, int, str]] = []  # (end time, job id, user)
+    served = dict.fromkeys(users, 0.0)
+    job_id = 0
+    for step in range(passes):
+        now = step * period
+        for user in users:
+            usage[user] *= 0.5 ** (period / half_life)
+        while ends and ends[0][0] <= now:
+            _, _, user = heapq.heappop(ends)
+            usage[user] += durations[user]
+        views = [
+            campaign(i + 1, user, 10**6, estimate=durations[user] if known else None, at=float(i))
+            for i, user in enumerate(users)
+        ]
+        running = tuple(
+            GridJob(jid, users.index(user) + 1, 1, submitted_at=end - durations[user], started_at=end - durations[user])
+            for end, jid, user in ends
+        )
+        cluster = ClusterView("a", free=slots - len(ends), queue=0, slots=slots, jobs=running)
+        decision = strategy.decide(Snapshot(now, (cluster,), tuple(views), dict(usage)), {})
+        for launch in decision.launches:
+            user = users[launch.campaign_id - 1]
+            for _ in range(launch.jobs):
+                job_id += 1
+                heapq.heappush(ends, (now + durations[user], job_id, user))
+                if step >= passes // 2:
+                    served[user] += durations[user]
+    return served
+
+
+def fairness(served, shares):
+    return jain([served[user] / share for user, share in shares.items()])
+
+
+@pytest.mark.parametrize("known", [True, False])
+def test_users_usage_converges_to_their_shares_over_many_passes(known):
+    shares = {"alice": 3, "bob": 1, "carol": 2}
+    durations = {"alice": 50.0, "bob": 200.0, "carol": 120.0}
+    served = simulate_passes(FairShare(shares=shares, nominal_duration=100.0), shares, durations, known=known)
+    assert fairness(served, shares) >= 0.95
+    assert fairness(simulate_passes(TestFirstFifo(), shares, durations, known=known), shares) < 0.5
+
+
+# ---- options -----------------------------------------------------------------------------------------------------
+
+
+def test_configure_builds_the_strategy_from_its_options():
+    strategy = metascheduler(
+        "fairshare", {"shares": {"alice": 2}, "default_share": 0.5, "half_life": 3600, "nominal_duration": 60}
+    )
+    assert isinstance(strategy, FairShare)
+    assert strategy.share("alice") == 2
+    assert strategy.share("bob") == 0.5
+    assert strategy.half_life == 3600
+    assert strategy.nominal_duration == 60
+    default = metascheduler("fairshare")
+    assert (default.share("x"), default.half_life, default.nominal_duration) == (1, 604800, 3600)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"share": {}}, "metasched.fairshare.share: unknown option"),
+        ({"shares": [1]}, "metasched.fairshare.shares: must be an object"),
+        ({"shares": {"alice": 0}}, "metasched.fairshare.shares.alice: must be > 0"),
+        ({"shares": {"alice": "x"}}, "metasched.fairshare.shares.alice: must be a number"),
+        ({"default_share": -1}, "metasched.fairshare.default_share: must be > 0"),
+        ({"half_life": 0}, "metasched.fairshare.half_life: must be > 0"),
+        ({"half_life": True}, "metasched.fairshare.half_life: must be a number"),
+        ({"nominal_duration": "1h"}, "metasched.fairshare.nominal_duration: must be a number"),
+    ],
+)
+def test_bad_options_are_refused_naming_the_key(options, message):
+    with pytest.raises(ConfigError) as error:
+        metascheduler("fairshare", options)
+    assert str(error.value).startswith(message)
+    assert "\n" not in str(error.value)
+
+
+# ---- grid policy fairshare ---------------------------------------------------------------------------------------
+
+
+def test_the_evaluator_shares_one_cluster_s_slots():
+    scenario = {
+        "slots": 10,
+        "shares": {"alice": 2, "bob": 1},
+        "usage": {"alice": 3600, "bob": 0},
+        "campaigns": [{"id": 1, "user": "alice", "waiting": 20}, {"id": 2, "user": "bob", "waiting": 20}],
+    }
+    assert evaluator("fairshare")(scenario) == {"launches": {"1": 6, "2": 4}}
+
+
+def test_the_evaluator_reads_estimates_running_jobs_limits_and_the_queue():
+    scenario = {
+        "slots": 4,
+        "queue": 2,
+        "nominal_duration": 100,
+        "campaigns": [
+            {"id": 7, "user": "alice", "waiting": 20, "estimate": 100, "running": 1},
+            {"id": 8, "user": "bob", "waiting": 20, "max_jobs": 2},
+            {"id": 9, "user": "carol", "waiting": 20, "slots_per_job": 2, "estimate": 50},
+        ],
+    }
+    assert evaluator("fairshare")(scenario) == {"launches": {"7": 2, "8": 2, "9": 1}}
+
+
+@pytest.mark.parametrize(
+    ("scenario", "message"),
+    [
+        ({"campaigns": []}, "slots: missing"),
+        ({"slots": -1, "campaigns": []}, "slots: must be >= 0"),
+        ({"slots": 1}, "campaigns: missing"),
+        ({"slots": 1, "campaigns": [{"id": 1, "waiting": 1}]}, "campaigns[0].user: missing"),
+        ({"slots": 1, "campaigns": [{"id": 1, "user": "a", "waiting": -2}]}, "campaigns[0].waiting: must be >= 0"),
+        (
+            {"slots": 1, "campaigns": [{"id": 1, "user": "a", "waiting": 1, "slots_per_job": 0}]},
+            "campaigns[0].slots_per_job",
+        ),
+        (
+            {"slots": 1, "campaigns": [{"id": 1, "user": "a", "waiting": 1}, {"id": 1, "user": "b", "waiting": 1}]},
+            "campaigns[1].id: duplicate 1",
+        ),
+        ({"slots": 1, "usage": {"a": "much"}, "campaigns": []}, "usage.a: must be a number"),
+        ({"slots": 1, "shares": {"a": -1}, "campaigns": []}, "shares.a: must be > 0"),
+        ({"slots": 1, "campaign": [], "campaigns": []}, "campaign: unknown key"),
+    ],
+)
+def test_a_bad_scenario_is_one_line_naming_the_field(scenario, message):
+    with pytest.raises(ConfigError) as error:
+        evaluator("fairshare")(scenario)
+    assert str(error.value).startswith(message)
+    assert "\n" not in str(error.value)
+
+
+# ---- properties --------------------------------------------------------------------------------------------------
+
+users = st.sampled_from(["alice", "bob", "carol"])
+campaign_specs = st.lists(
+    st.tuples(users, st.integers(0, 30), st.integers(1, 4), st.integers(0, 30), st.sets(st.sampled_from("abc"))),
+    max_size=6,
+)
+budgets = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 10)), min_size=3, max_size=3)
+
+
+def random_snapshot(specs, budget_list, usage) -> Snapshot:
+    campaigns = [
+        CampaignView(
+            i + 1,
+            CampaignType.DEFAULT,
+            user,
+            float(i),
+            waiting,
+            {name: Demand(spj, limit) for name in names},
+            estimate=None if i % 2 else 10.0 * (i + 1),
+        )
+        for i, (user, waiting, spj, limit, names) in enumerate(specs)
+    ]
+    clusters = [ClusterView(name, free, queue) for name, (free, queue) in zip("abc", budget_list, strict=True)]
+    return Snapshot(0.0, tuple(clusters), tuple(campaigns), usage)
+
+
+def check_bounds(snap, decision):
+    """No cluster spends more than its free slots plus queue allowance, no campaign more than its waiting jobs,
+    no (cluster, campaign) more than the demand's limit."""
+    placed = jobs_of(decision)
+    for cluster in snap.clusters:
+        spent = sum(
+            n * snap.campaign(cid).demands[name].slots_per_job
+            for (name, cid), n in placed.items()
+            if name == cluster.name
+        )
+        assert spent <= cluster.free + cluster.queue
+    for view in snap.campaigns:
+        assert sum(n for (_, cid), n in placed.items() if cid == view.id) <= view.waiting
+        for name, demand in view.demands.items():
+            assert placed.get((name, view.id), 0) <= demand.limit
+    assert all(name in snap.campaign(cid).demands for name, cid in placed)
+
+
+@given(campaign_specs, budgets, st.dictionaries(users, st.floats(0, 1e6)), st.dictionaries(users, st.integers(1, 5)))
+def test_never_more_than_budgets_waiting_jobs_or_limits(specs, budget_list, usage, shares):
+    snap = random_snapshot(specs, budget_list, usage)
+    check_bounds(snap, FairShare(shares=shares).decide(snap, {}))
+
+
+@given(campaign_specs, st.integers(0, 60), st.dictionaries(users, st.floats(0, 1e6)))
+def test_one_cluster_of_single_slot_jobs_is_filled_as_far_as_demand_goes(specs, free, usage):
+    specs = [(user, waiting, 1, limit, {"a"}) for user, waiting, _, limit, _ in specs]
+    snap = random_snapshot(specs, [(free, 0), (0, 0), (0, 0)], usage)
+    wanted = sum(min(c.waiting, c.demands["a"].limit) for c in snap.campaigns)
+    assert sum(per_campaign(FairShare().decide(snap, {})).values()) == min(free, wanted)
