@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import json
 
 import pytest
 from hypothesis import given
@@ -35,6 +36,14 @@ def campaign(cid, user, waiting, clusters=("a",), *, at=None, estimate=None, spj
 def snapshot(campaigns, clusters=None, usage=None, now=0.0):
     clusters = clusters or (ClusterView("a", free=10, queue=0),)
     return Snapshot(now, tuple(clusters), tuple(campaigns), dict(usage or {}))
+
+
+def assert_refused(function, *arguments, message: str) -> None:
+    """``function(*arguments)`` raises a one-line ConfigError starting with ``message``."""
+    with pytest.raises(ConfigError) as error:
+        function(*arguments)
+    assert str(error.value).startswith(message)
+    assert "\n" not in str(error.value)
 
 
 def jobs_of(decision) -> dict[tuple[str, int], int]:
@@ -242,10 +251,7 @@ def test_configure_builds_the_strategy_from_its_options():
     ],
 )
 def test_bad_options_are_refused_naming_the_key(options, message):
-    with pytest.raises(ConfigError) as error:
-        metascheduler("fairshare", options)
-    assert str(error.value).startswith(message)
-    assert "\n" not in str(error.value)
+    assert_refused(metascheduler, "fairshare", options, message=message)
 
 
 # ---- grid policy fairshare ---------------------------------------------------------------------------------------
@@ -275,6 +281,18 @@ def test_the_evaluator_reads_estimates_running_jobs_limits_and_the_queue():
     assert evaluator("fairshare")(scenario) == {"launches": {"7": 2, "8": 2, "9": 1}}
 
 
+def assert_help_example(policy: str) -> None:
+    """The ``Example: INPUT gives OUTPUT.`` of the policy's evaluator docstring (its ``grid policy`` help)
+    is what the evaluator does."""
+    text = " ".join(evaluator(policy).__doc__.split())
+    scenario, result = text.split("Example: ", 1)[1].split(" gives ")
+    assert evaluator(policy)(json.loads(scenario)) == json.loads(result.rstrip("."))
+
+
+def test_the_help_s_example_is_what_the_evaluator_does():
+    assert_help_example("fairshare")
+
+
 @pytest.mark.parametrize(
     ("scenario", "message"),
     [
@@ -297,23 +315,25 @@ def test_the_evaluator_reads_estimates_running_jobs_limits_and_the_queue():
     ],
 )
 def test_a_bad_scenario_is_one_line_naming_the_field(scenario, message):
-    with pytest.raises(ConfigError) as error:
-        evaluator("fairshare")(scenario)
-    assert str(error.value).startswith(message)
-    assert "\n" not in str(error.value)
+    assert_refused(evaluator("fairshare"), scenario, message=message)
 
 
 # ---- properties --------------------------------------------------------------------------------------------------
 
 users = st.sampled_from(["alice", "bob", "carol"])
-campaign_specs = st.lists(
-    st.tuples(users, st.integers(0, 30), st.integers(1, 4), st.integers(0, 30), st.sets(st.sampled_from("abc"))),
-    max_size=6,
-)
-budgets = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 10)), min_size=3, max_size=3)
 
 
-def random_snapshot(specs, budget_list, usage) -> Snapshot:
+@st.composite
+def snapshots(draw, clusters: str = "abc", max_slots_per_job: int = 4) -> Snapshot:
+    """Up to 6 campaigns of 3 users on some of ``clusters`` (each a demand: slots per job, limit, failed jobs),
+    half of them with an estimate; each cluster's free slots and queue allowance; whole users' usage."""
+    demand = st.tuples(st.integers(1, max_slots_per_job), st.integers(0, 30), st.integers(0, 30))
+    specs = draw(
+        st.lists(
+            st.tuples(users, st.integers(0, 30), st.dictionaries(st.sampled_from(clusters), demand, min_size=1)),
+            max_size=6,
+        )
+    )
     campaigns = [
         CampaignView(
             i + 1,
@@ -321,13 +341,14 @@ def random_snapshot(specs, budget_list, usage) -> Snapshot:
             user,
             float(i),
             waiting,
-            {name: Demand(spj, limit) for name in names},
+            {name: Demand(spj, limit, min(failed, waiting)) for name, (spj, limit, failed) in demands.items()},
             estimate=None if i % 2 else 10.0 * (i + 1),
         )
-        for i, (user, waiting, spj, limit, names) in enumerate(specs)
+        for i, (user, waiting, demands) in enumerate(specs)
     ]
-    clusters = [ClusterView(name, free, queue) for name, (free, queue) in zip("abc", budget_list, strict=True)]
-    return Snapshot(0.0, tuple(clusters), tuple(campaigns), usage)
+    views = [ClusterView(name, draw(st.integers(0, 40)), draw(st.integers(0, 10))) for name in clusters]
+    usage = draw(st.dictionaries(users, st.integers(0, 10**5).map(float)))
+    return Snapshot(0.0, tuple(views), tuple(campaigns), usage)
 
 
 def check_bounds(snap, decision):
@@ -348,15 +369,47 @@ def check_bounds(snap, decision):
     assert all(name in snap.campaign(cid).demands for name, cid in placed)
 
 
-@given(campaign_specs, budgets, st.dictionaries(users, st.floats(0, 1e6)), st.dictionaries(users, st.integers(1, 5)))
-def test_never_more_than_budgets_waiting_jobs_or_limits(specs, budget_list, usage, shares):
-    snap = random_snapshot(specs, budget_list, usage)
+@given(snapshots(), st.dictionaries(users, st.integers(1, 5)))
+def test_never_more_than_budgets_waiting_jobs_or_limits(snap, shares):
     check_bounds(snap, FairShare(shares=shares).decide(snap, {}))
 
 
-@given(campaign_specs, st.integers(0, 60), st.dictionaries(users, st.floats(0, 1e6)))
-def test_one_cluster_of_single_slot_jobs_is_filled_as_far_as_demand_goes(specs, free, usage):
-    specs = [(user, waiting, 1, limit, {"a"}) for user, waiting, _, limit, _ in specs]
-    snap = random_snapshot(specs, [(free, 0), (0, 0), (0, 0)], usage)
+@given(snapshots("a", max_slots_per_job=1))
+def test_one_cluster_of_single_slot_jobs_is_filled_as_far_as_demand_goes(snap):
     wanted = sum(min(c.waiting, c.demands["a"].limit) for c in snap.campaigns)
-    assert sum(per_campaign(FairShare().decide(snap, {})).values()) == min(free, wanted)
+    budget = snap.clusters[0].free + snap.clusters[0].queue
+    assert sum(per_campaign(FairShare().decide(snap, {})).values()) == min(budget, wanted)
+
+
+def one_job_at_a_time(strategy: FairShare, snap: Snapshot) -> dict[tuple[str, int], int]:
+    """The rule as stated: each job to the usable campaign of the lowest (charge / share, age), then charged."""
+    charges = strategy.charges(snap)
+    waiting = {c.id: c.waiting for c in snap.campaigns}
+    taken: dict[tuple[str, int], int] = {}
+    for kind in ("free", "queue"):
+        for cluster in snap.clusters:
+            budget = getattr(cluster, kind)
+            while True:
+                usable = [
+                    c
+                    for c in snap.campaigns
+                    if (demand := c.demands.get(cluster.name))
+                    and waiting[c.id] > 0
+                    and taken.get((cluster.name, c.id), 0) < demand.limit
+                    and demand.slots_per_job <= budget
+                ]
+                if not usable:
+                    break
+                chosen = min(usable, key=lambda c: (charges[c.user] / strategy.share(c.user), c.submitted_at, c.id))
+                spj = chosen.demands[cluster.name].slots_per_job
+                taken[cluster.name, chosen.id] = taken.get((cluster.name, chosen.id), 0) + 1
+                waiting[chosen.id] -= 1
+                budget -= spj
+                charges[chosen.user] += strategy.cost(chosen, spj)
+    return taken
+
+
+@given(snapshots(), st.dictionaries(users, st.integers(1, 5)))
+def test_handing_out_jobs_in_chunks_gives_what_one_job_at_a_time_gives(snap, shares):
+    strategy = FairShare(shares=shares, nominal_duration=60.0)
+    assert strategy.plan(snap) == one_job_at_a_time(strategy, snap)

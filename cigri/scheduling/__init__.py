@@ -276,4 +276,4 @@ def evaluators() -> list[str]:
 
 # strategies register themselves on import:
 # (each module below adds its class with @register and its ``grid policy`` function with @evaluates)
-from . import fairshare  # noqa: E402, F401
+from . import affinity, fairshare  # noqa: E402, F401

@@ -25,10 +25,9 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import ConfigError
 from ..model import CampaignType
 from . import (
     CampaignView,
@@ -210,7 +209,7 @@ def evaluate(scenario: Mapping[str, Any]) -> dict:
     strategy = FairShare(**_read_options(scenario, ""))
     usage = inputs.mapping(scenario, "usage", "", {})
     usage = {str(user): inputs.number(usage, user, "usage") for user in usage}
-    campaigns, jobs = _scenario_campaigns(inputs.sequence(scenario, "campaigns"))
+    campaigns, jobs = _scenario_campaigns(scenario)
     cluster = ClusterView(
         "cluster",
         free=inputs.integer(scenario, "slots"),
@@ -221,30 +220,19 @@ def evaluate(scenario: Mapping[str, Any]) -> dict:
     return {"launches": {str(c.id): placed[key] for c in campaigns if placed.get(key := ("cluster", c.id), 0) > 0}}
 
 
-def _scenario_campaigns(items: Iterable[Any]) -> tuple[list[CampaignView], list[GridJob]]:
+def _scenario_campaigns(scenario: Mapping[str, Any]) -> tuple[list[CampaignView], list[GridJob]]:
     campaigns: list[CampaignView] = []
     jobs: list[GridJob] = []
-    for index, item in enumerate(items):
-        path = f"campaigns[{index}]"
-        inputs.known(item, _CAMPAIGN, path)
-        campaign_id = inputs.integer(item, "id", path)
-        if any(c.id == campaign_id for c in campaigns):
-            raise ConfigError(f"{path}.id: duplicate {campaign_id}")
+    for index, (path, item) in enumerate(inputs.records(scenario, "campaigns", _CAMPAIGN, "id")):
         waiting = inputs.integer(item, "waiting", path)
         slots_per_job = inputs.integer(item, "slots_per_job", path, 1, minimum=1)
         estimate = inputs.number(item, "estimate", path) if "estimate" in item else None
         demand = Demand(slots_per_job, inputs.integer(item, "max_jobs", path, waiting))
-        campaigns.append(
-            CampaignView(
-                campaign_id,
-                CampaignType.DEFAULT,
-                inputs.text(item, "user", path),
-                float(index),
-                waiting,
-                {"cluster": demand},
-                estimate=estimate,
-            )
+        user = inputs.text(item, "user", path)
+        campaign = CampaignView(
+            item["id"], CampaignType.DEFAULT, user, float(index), waiting, {"cluster": demand}, estimate=estimate
         )
+        campaigns.append(campaign)
         running = inputs.integer(item, "running", path, 0)
-        jobs.extend(GridJob(len(jobs) + n, campaign_id, slots_per_job, 0.0, 0.0) for n in range(running))
+        jobs.extend(GridJob(len(jobs) + n, campaign.id, slots_per_job, 0.0, 0.0) for n in range(running))
     return campaigns, jobs

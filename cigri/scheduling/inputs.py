@@ -97,3 +97,19 @@ def positive(data: Mapping[str, Any], key: str, path: str = "", default: Any = _
     if value <= 0:
         raise ConfigError(f"{_join(path, key)}: must be > 0, got {_get(data, key, path, default)!r}")
     return value
+
+
+def records(data: Mapping[str, Any], key: str, allowed: Iterable[str], unique: str) -> list[tuple[str, Mapping]]:
+    """The list ``key`` of objects, each with its path (``key[i]``), none with a key outside ``allowed``, and
+    each with a whole number at ``unique`` that no earlier one has (an id)."""
+    found: list[tuple[str, Mapping]] = []
+    seen: set[int] = set()
+    for index, item in enumerate(sequence(data, key)):
+        path = f"{key}[{index}]"
+        known(item, allowed, path)
+        value = integer(item, unique, path)
+        if value in seen:
+            raise ConfigError(f"{_join(path, unique)}: duplicate {value}")
+        seen.add(value)
+        found.append((path, item))
+    return found
