@@ -74,17 +74,22 @@ class Affinity:
     def plan(self, snapshot: Snapshot) -> dict[tuple[str, int], int]:
         """Jobs per (cluster, campaign id), in the order they were placed."""
         names = [cluster.name for cluster in snapshot.clusters]
-        routes = [self.routes(campaign, names) for campaign in sorted(snapshot.campaigns, key=_age)]
+        routes = [self.routes(campaign, set(names)) for campaign in sorted(snapshot.campaigns, key=_age)]
         left = {campaign.id: campaign.waiting for campaign in snapshot.campaigns}
         taken: dict[tuple[str, int], int] = {}
         for kind in ("free", "queue"):
             budget = {cluster.name: getattr(cluster, kind) for cluster in snapshot.clusters}
+            open_clusters = [name for name in names if budget[name] > 0]  # in the snapshot's order
             for level in _LEVELS:
-                for campaign, homes, others in routes:
-                    clusters = {"home": homes, "foreign": others, "failed": homes + others}[level]
+                for campaign, homes in routes:
+                    if not open_clusters:
+                        break
+                    if left[campaign.id] <= 0:
+                        continue
+                    clusters = [name for name in homes if budget[name] > 0] if level != "foreign" else []
+                    if level != "home":
+                        clusters += [name for name in open_clusters if name in campaign.demands and name not in homes]
                     for cluster in clusters:
-                        if left[campaign.id] <= 0:
-                            break
                         demand: Demand = campaign.demands[cluster]
                         fresh = left[campaign.id] if level == "failed" else left[campaign.id] - demand.failed
                         jobs = min(
@@ -96,14 +101,14 @@ class Affinity:
                             taken[cluster, campaign.id] = taken.get((cluster, campaign.id), 0) + jobs
                             left[campaign.id] -= jobs
                             budget[cluster] -= jobs * demand.slots_per_job
+                            if budget[cluster] == 0:
+                                open_clusters.remove(cluster)
         return taken
 
-    def routes(self, campaign: CampaignView, clusters: Sequence[str]) -> tuple[CampaignView, list[str], list[str]]:
-        """The campaign with its home clusters by preference and its other clusters in ``clusters``' order
-        (only clusters it has a demand on and the snapshot has)."""
-        usable = [name for name in clusters if name in campaign.demands]
-        homes = [name for name in self.affinities.get(campaign.user, ()) if name in usable]
-        return campaign, homes, [name for name in usable if name not in homes]
+    def routes(self, campaign: CampaignView, clusters: set[str]) -> tuple[CampaignView, list[str]]:
+        """The campaign with its user's home clusters by preference, those of ``clusters`` it has a demand on."""
+        homes = self.affinities.get(campaign.user, ())
+        return campaign, [name for name in homes if name in campaign.demands and name in clusters]
 
 
 def _age(campaign: CampaignView) -> tuple[float, int]:

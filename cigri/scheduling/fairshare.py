@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -100,13 +99,16 @@ class FairShare:
 
     def plan(self, snapshot: Snapshot) -> dict[tuple[str, int], int]:
         """Jobs per (cluster, campaign id): free slots everywhere first, then queue allowances."""
-        order = sorted(snapshot.campaigns, key=_age)
+        by_user: dict[str, list[CampaignView]] = {}  # each user's campaigns, oldest first
+        for campaign in sorted(snapshot.campaigns, key=_age):
+            by_user.setdefault(campaign.user, []).append(campaign)
         charges = self.charges(snapshot)
-        waiting = {campaign.id: campaign.waiting for campaign in order}
+        waiting = {campaign.id: campaign.waiting for campaign in snapshot.campaigns}
         taken: dict[tuple[str, int], int] = {}
         for kind in ("free", "queue"):
             for cluster in snapshot.clusters:
-                self._spend(cluster.name, getattr(cluster, kind), order, charges, waiting, taken)
+                if (budget := getattr(cluster, kind)) > 0:
+                    self._spend(cluster.name, budget, by_user, charges, waiting, taken)
         return taken
 
     def charges(self, snapshot: Snapshot) -> dict[str, float]:
@@ -123,31 +125,30 @@ class FairShare:
         self,
         cluster: str,
         budget: int,
-        order: Sequence[CampaignView],
+        candidates: Mapping[str, Sequence[CampaignView]],
         charges: dict[str, float],
         waiting: dict[int, int],
         taken: dict[tuple[str, int], int],
     ) -> None:
-        """Hand ``budget`` slots of ``cluster`` out by rank, charging each job as it is given."""
-        candidates: dict[str, deque[CampaignView]] = {}
-        for campaign in order:
-            if cluster in campaign.demands:
-                candidates.setdefault(campaign.user, deque()).append(campaign)
+        """Hand ``budget`` slots of ``cluster`` out by rank, charging each job as it is given. ``candidates``:
+        each user's campaigns, oldest first."""
+        first = dict.fromkeys(candidates, 0)  # per user, its first campaign that may still use the budget
 
         def usable(user: str) -> CampaignView | None:
             """The user's oldest campaign that can still use the budget. Waiting jobs and the budget only
-            shrink during the spend, so a campaign that cannot use it is dropped for good."""
-            queue = candidates[user]
-            while queue:
-                demand: Demand = queue[0].demands[cluster]
-                campaign_id = queue[0].id
+            shrink during the spend, so a campaign that cannot use it is passed for good."""
+            campaigns = candidates[user]
+            while first[user] < len(campaigns):
+                campaign = campaigns[first[user]]
+                demand: Demand | None = campaign.demands.get(cluster)
                 if (
-                    waiting[campaign_id] > 0
-                    and taken.get((cluster, campaign_id), 0) < demand.limit
+                    demand is not None
+                    and waiting[campaign.id] > 0
+                    and taken.get((cluster, campaign.id), 0) < demand.limit
                     and demand.slots_per_job <= budget
                 ):
-                    return queue[0]
-                queue.popleft()
+                    return campaign
+                first[user] += 1
             return None
 
         def rank(user: str, campaign: CampaignView) -> tuple[float, float, int, str]:
