@@ -129,6 +129,16 @@ def test_jobs_already_on_the_clusters_count_at_their_expected_cost():
     assert per_campaign(FairShare().decide(snap, {})) == {1: 4, 2: 1}  # bob already holds 3 slots
 
 
+def test_a_job_running_past_its_estimate_counts_what_it_has_used():
+    running = (GridJob(10, 2, 2, submitted_at=0.0, started_at=100.0),)  # 2 slots for 500 s, estimate 100 s
+    snap = snapshot(
+        [campaign(1, "alice", 50, estimate=100.0), campaign(2, "bob", 50, estimate=100.0)],
+        clusters=[ClusterView("a", free=12, queue=0, jobs=running)],
+        now=600.0,
+    )
+    assert per_campaign(FairShare().decide(snap, {})) == {1: 11, 2: 1}  # bob's 1,000 slot-seconds first
+
+
 def test_a_user_s_campaigns_go_oldest_first():
     snap = snapshot(
         [campaign(3, "alice", 2, at=5.0), campaign(4, "alice", 10, at=1.0), campaign(5, "bob", 0)],

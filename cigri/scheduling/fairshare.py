@@ -5,7 +5,8 @@ its ended jobs, halved every ``half_life`` seconds by the cycle, like Slurm's ``
 the expected cost of its jobs already queued or running on the clusters (their usage is only recorded when they
 end), plus what this pass has launched for it so far. A job's expected cost is its slots times its campaign's
 estimated job duration, or ``nominal_duration`` while the campaign has no estimate (at least one second, so
-that every launch counts). Jobs of a campaign the snapshot does not list are not charged.
+that every launch counts); a job running for longer than that costs what it has used so far. Jobs of a
+campaign the snapshot does not list are not charged.
 
 **Ranking.** Users are ranked by charge / share, lowest first (``shares``; a user not listed there has
 ``default_share``). That is the order of Slurm's classic fair-share factor F = 2^(-U/S), with U the user's
@@ -43,7 +44,7 @@ from . import (
 )
 
 HALF_LIFE = 604800.0  # seconds: 7 days, Slurm's PriorityDecayHalfLife default
-NOMINAL_DURATION = 3600.0  # seconds charged per slot of a job whose campaign has no estimate: the JDL's walltime
+NOMINAL_DURATION = 3600.0  # seconds charged per slot of a job without an estimate: the JDL's default walltime
 
 
 def _age(campaign: CampaignView) -> tuple[float, int]:
@@ -112,13 +113,15 @@ class FairShare:
         return taken
 
     def charges(self, snapshot: Snapshot) -> dict[str, float]:
-        """Each user's charge before this pass launches anything: usage plus jobs on the clusters."""
+        """Each user's charge before this pass launches anything: usage plus jobs on the clusters, each at its
+        expected cost or, when it has run for longer, at the slot-seconds it has used."""
         charges = {campaign.user: 0.0 for campaign in snapshot.campaigns} | dict(snapshot.usage)
         campaigns = {campaign.id: campaign for campaign in snapshot.campaigns}
         for cluster in snapshot.clusters:
             for job in cluster.jobs:
                 if (campaign := campaigns.get(job.campaign_id)) is not None:
-                    charges[campaign.user] += self.cost(campaign, job.slots)
+                    used = 0.0 if job.started_at is None else job.slots * (snapshot.now - job.started_at)
+                    charges[campaign.user] += max(self.cost(campaign, job.slots), used)
         return charges
 
     def _spend(
