@@ -120,23 +120,27 @@ _CAMPAIGN = ("clusters", "failed", "id", "max_jobs", "slots_per_job", "user", "w
 
 @evaluates("affinity")
 def evaluate(scenario: Mapping[str, Any]) -> dict:
-    """affinity: where each campaign's jobs go in one pass, by users' home clusters.
+    """Where each campaign's jobs go in one pass, by users' home clusters (CiGri's 2009 design).
 
-    Input: {"clusters": {NAME: {"free": slots (default 0), "queue": queue allowance (default 0)}, ...} (in
-    their order), "affinities": {user: [home cluster, ...] in order of preference} (default {}),
-    "campaigns": [{"id": N, "user": NAME, "waiting": jobs, "clusters": [NAME, ...] (default all),
-    "failed": {cluster: waiting jobs that already failed there} (default {}), "slots_per_job": (default 1),
-    "max_jobs": per cluster (default waiting)}, ...]}, campaigns oldest first.
+    Input:  {"clusters": {"lyon": {"free": 4, "queue": 0}, ...},
+             "affinities": {"alice": ["lyon", ...]},
+             "campaigns": [{"id": 1, "user": "alice", "waiting": 3, "clusters": ["lyon", ...],
+                            "failed": {"lyon": 1}, "slots_per_job": 1, "max_jobs": 3}, ...]}
+    Output: {"launches": {"lyon": {"1": 2, ...}, ...}}
 
-    Output: {"launches": {CLUSTER: {"ID": jobs, ...}, ...}}, clusters and campaigns given none left out.
+    clusters, in their order: free slots and queue allowance (0 unless given); affinities: each
+    user's home clusters, by preference ({} unless given); campaigns, oldest first: waiting jobs,
+    usable clusters (all unless given), per cluster the waiting jobs that already failed there
+    ({}), slots per job (1), at most max_jobs per cluster (all). Free slots first, then queue
+    allowances; each time home campaigns (oldest first) on their home clusters, then every
+    campaign (oldest first) on its other clusters, both without the jobs that failed on that
+    cluster; last, every job left, failed ones included. Clusters and campaigns given nothing are
+    left out.
 
-    Free slots first, then queue allowances; within each: home campaigns (oldest first) on their home
-    clusters, then every campaign (oldest first) on its other clusters, each time without the jobs that
-    failed on that cluster; last, the jobs left, failed ones included.
-
-    Example: {"clusters": {"lyon": {"free": 4}, "grenoble": {"free": 2}}, "affinities": {"alice": ["lyon"]},
-    "campaigns": [{"id": 1, "user": "carol", "waiting": 5}, {"id": 2, "user": "alice", "waiting": 3,
-    "failed": {"lyon": 1}}]} gives {"launches": {"lyon": {"2": 2, "1": 2}, "grenoble": {"1": 2}}}.
+    Example: {"clusters": {"lyon": {"free": 4}, "grenoble": {"free": 2}}, "affinities": {"alice":
+    ["lyon"]}, "campaigns": [{"id": 1, "user": "carol", "waiting": 5}, {"id": 2, "user": "alice",
+    "waiting": 3, "failed": {"lyon": 1}}]}
+    gives {"launches": {"lyon": {"2": 2, "1": 2}, "grenoble": {"1": 2}}}.
     """
     inputs.known(scenario, ("affinities", "campaigns", "clusters"))
     clusters = []

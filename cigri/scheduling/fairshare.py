@@ -191,23 +191,26 @@ _CAMPAIGN = ("estimate", "id", "max_jobs", "running", "slots_per_job", "user", "
 
 @evaluates("fairshare")
 def evaluate(scenario: Mapping[str, Any]) -> dict:
-    """fairshare: how one cluster's slots are shared among users' campaigns in one pass.
+    """How one cluster's slots are shared among users' campaigns in one pass.
 
-    Input: {"slots": free slots, "queue": queue allowance (default 0), "shares": {user: weight} (default
-    {}), "default_share": weight of an unlisted user (default 1), "nominal_duration": seconds charged per
-    slot of a job without an estimate (default 3600), "usage": {user: decayed slot-seconds} (default {}),
-    "campaigns": [{"id": N, "user": NAME, "waiting": jobs, "slots_per_job": (default 1), "max_jobs": (default
-    waiting), "estimate": seconds per job (optional), "running": its jobs already on the cluster (default
-    0)}, ...]}, campaigns oldest first.
+    Input:  {"slots": 10, "queue": 0,
+             "shares": {"alice": 2}, "default_share": 1, "nominal_duration": 3600,
+             "usage": {"alice": 3600},
+             "campaigns": [{"id": 1, "user": "alice", "waiting": 20, "slots_per_job": 1,
+                            "max_jobs": 20, "estimate": 60, "running": 0}, ...]}
+    Output: {"launches": {"1": 6, ...}}
 
-    Output: {"launches": {"ID": jobs, ...}}, campaigns given none left out.
+    slots, queue: the cluster's free slots and queue allowance (queue 0 unless given); shares: users'
+    weights (an unlisted user has default_share, 1 unless given); usage: users' decayed slot-seconds
+    ({} unless given); campaigns, oldest first: waiting jobs, slots per job (1), at most max_jobs
+    (all), the predicted job duration in seconds (none: nominal_duration, 3600 unless given) and
+    the campaign's jobs already running there (0). Users are ranked by (usage + running jobs +
+    this pass's launches, in slot-seconds) / share, lowest first, re-ranked after each job; a tie
+    goes to the older campaign. Campaigns given nothing are left out.
 
-    Users are ranked by (usage + jobs on the cluster + this pass's launches, in slot-seconds) / share, lowest
-    first, re-ranked after each job; ties go to the older campaign.
-
-    Example: {"slots": 10, "shares": {"alice": 2, "bob": 1}, "usage": {"alice": 3600}, "campaigns": [{"id": 1,
-    "user": "alice", "waiting": 20}, {"id": 2, "user": "bob", "waiting": 20}]} gives {"launches": {"1": 6,
-    "2": 4}}.
+    Example: {"slots": 10, "shares": {"alice": 2, "bob": 1}, "usage": {"alice": 3600}, "campaigns":
+    [{"id": 1, "user": "alice", "waiting": 20}, {"id": 2, "user": "bob", "waiting": 20}]}
+    gives {"launches": {"1": 6, "2": 4}}.
     """
     inputs.known(scenario, _SCENARIO)
     strategy = FairShare(**_read_options(scenario, ""))
