@@ -22,7 +22,7 @@ from ..calls import Bounded
 from ..clock import Clock
 from ..errors import Busy
 from ..prediction import Predictor, predictor
-from ..scheduling import MetaScheduler, metascheduler
+from ..scheduling import MetaScheduler
 from ..store import Store
 from . import metasched, nikita, runner, spritz, updator
 from .context import RETRY, Context, PassReport, Patience, job_slots, stage_remote, stage_retry
@@ -62,14 +62,19 @@ class Cycle:
         forecaster: Predictor | None = None,
         adapters: Callable[[str], ResourceManager] | None = None,
         patience: Patience | None = None,
+        oracle: Callable[[int], float | None] | None = None,
     ):
+        """``scheduler`` decides for every cluster (``--policy``); without it, the configured strategies
+        do (:func:`cigri.config.strategies`). ``oracle`` gives each campaign's true mean job duration as its
+        estimate (the simulator's ``--oracle``), instead of what its terminated jobs took."""
         self.ctx = Context(
             store,
             clock,
-            scheduler=scheduler or metascheduler(),
+            scheduler=scheduler,
             forecaster=forecaster or predictor(),
             adapters=adapters,
             patience=patience or Patience(),
+            oracle=oracle,
         )
 
     @property

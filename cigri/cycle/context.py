@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from .. import config
 from ..adapters import AdapterContext, ResourceManager, adapter_for
 from ..calls import Bounded
 from ..clock import Clock
@@ -74,16 +75,18 @@ class Context:
         store: Store,
         clock: Clock,
         *,
-        scheduler: MetaScheduler,
+        scheduler: MetaScheduler | None,
         forecaster: Predictor,
         adapters: Callable[[str], ResourceManager] | None,
         patience: Patience,
+        oracle: Callable[[int], float | None] | None = None,
     ):
         self.store = store
         self.clock = clock
         self.patience = patience
-        self.scheduler = scheduler
+        self.scheduler = scheduler  # None: the configured strategies (cigri.config), read each pass
         self.forecaster = forecaster
+        self.oracle = oracle  # campaign id -> its true mean job duration, given to the strategies as estimate
         self.report = PassReport()
         self.adapters: dict[str, Bounded] = {}  # every call into an adapter goes through cigri.calls
         self._factory = adapters or self._default_factory
@@ -92,6 +95,7 @@ class Context:
         self.avoided: dict[tuple[int, str], int] = {}  # this pass: jobs of (campaign, cluster) avoiding it
         self.choosy: set[int] = set()  # campaigns with more than one place: their jobs avoid clusters
         self._settings: dict[int, dict[str, dict]] = {}
+        self._users: dict[int, str] = {}
 
     def begin(self) -> None:
         """A new pass: a new report, no batch recorded yet, every cluster open again."""
@@ -131,6 +135,19 @@ class Context:
                 value["_slots"] = job_slots(value["resources"])
             self._settings[campaign_id] = settings
         return self._settings[campaign_id]
+
+    def user(self, campaign_id: int) -> str:
+        """The campaign's user (it never changes: read once per cycle)."""
+        if campaign_id not in self._users:
+            self._users[campaign_id] = self.store.campaign(campaign_id).user
+        return self._users[campaign_id]
+
+    def charge(self, cluster: str, held: Sequence[tuple[int, float]]) -> None:
+        """Add to users' decayed usage the slot-seconds of jobs that held slots on the cluster, (campaign,
+        seconds) each (in the caller's transaction)."""
+        if held:
+            rows = [(self.user(c), self.settings(c)[cluster]["_slots"] * seconds) for c, seconds in held]
+            self.store.add_usage(rows, self.clock.now(), config.half_life(self.store.settings()))
 
     def batch_key(self, *parts: object) -> str:
         """The name of a submission on its RM, unique to this cigri instance: a later pass finds it by it."""

@@ -5,31 +5,115 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 
-from ..model import Campaign, CampaignState, CampaignType, EventClass, EventCode, JobState
-from ..scheduling import Assignment, CampaignView, ClusterView, Demand, Snapshot, decide
+from .. import config
+from ..model import ACTIVE_JOB_STATES, Campaign, CampaignState, CampaignType, EventClass, EventCode, JobState
+from ..scheduling import Assignment, CampaignView, ClusterView, Demand, GridJob, Snapshot, State, Stop, decide
 from .context import Context, log
 from .health import cancel_each, capacities, usable
 
 
 def run(ctx: Context) -> None:
-    """Choose jobs for each cluster and record them as batches for the runner."""
+    """Take back jobs stuck in queues, then let the strategies decide on the pass's snapshot; record their
+    launches as batches for the runner, their stops for the runner to carry out, and their states."""
     campaigns = ctx.store.campaigns(states=[CampaignState.IN_TREATMENT])
     if not campaigns:
         return
-    budgets: list[ClusterView] = []
-    for name, capacity in capacities(ctx, usable(ctx, [c.name for c in ctx.store.clusters()])).items():
+    clusters = _clusters(ctx)
+    _take_back(ctx, campaigns, clusters)
+    _recall(ctx)
+    ctx.avoided = ctx.store.avoided(ctx.clock.now())
+    snapshot = _snapshot(ctx, campaigns, clusters)
+    launches, stops, states = _decide(ctx, snapshot)
+    _record(ctx, launches, stops, states)
+
+
+def _clusters(ctx: Context) -> list[ClusterView]:
+    """The usable clusters that answer: their budgets (free slots not promised to jobs already queued or
+    being submitted there; the queue allowance unless cigri's queued jobs do not start there), size,
+    properties (the cluster's ``properties`` option, a mapping) and cigri's jobs there."""
+    configured = {cluster.name: cluster.config for cluster in ctx.store.clusters()}
+    views = []
+    for name, capacity in capacities(ctx, usable(ctx, list(configured))).items():
         launching = ctx.store.active_count(name).get(JobState.LAUNCHING.value, 0)
         depth = 0 if _queue_stalled(ctx, name) else getattr(ctx.adapter(name), "queue_depth", 0)
         free = max(0, capacity.free - capacity.queued - launching)
         queue = max(0, depth - max(0, capacity.queued + launching - capacity.free))
-        budgets.append(ClusterView(name, free, queue))
-    _take_back(ctx, campaigns, budgets)
-    _recall(ctx)
-    ctx.avoided = ctx.store.avoided(ctx.clock.now())
-    views = [view for c in campaigns if (view := _campaign_view(ctx, c, {b.name for b in budgets}))]
-    decision = decide(ctx.scheduler, Snapshot(ctx.clock.now(), tuple(budgets), tuple(views)), {})
-    _record(ctx, decision.launches)
+        properties = configured[name].get("properties")
+        jobs = tuple(
+            GridJob(job_id, campaign_id, ctx.settings(campaign_id)[name]["_slots"], submitted_at, started_at)
+            for job_id, campaign_id, submitted_at, started_at in ctx.store.grid_jobs(name)
+        )
+        views.append(
+            ClusterView(
+                name,
+                free,
+                queue,
+                slots=capacity.total,
+                used=capacity.used,
+                properties={str(k): str(v) for k, v in properties.items()} if isinstance(properties, dict) else {},
+                jobs=jobs,
+            )
+        )
+    return views
+
+
+def _snapshot(ctx: Context, campaigns: Sequence[Campaign], clusters: Sequence[ClusterView]) -> Snapshot:
+    """What the strategies see: the clusters, every campaign with jobs to launch or on clusters (a paused
+    one's jobs are there too; it launches nothing), users' decayed usage at this pass's time."""
+    now = ctx.clock.now()
+    open_clusters = {c.name for c in clusters}
+    paused = ctx.store.campaigns(states=[CampaignState.PAUSED])
+    views = [view for c in (*campaigns, *paused) if (view := _campaign_view(ctx, c, open_clusters))]
+    usage = ctx.store.usage(now, config.half_life(ctx.store.settings()))
+    return Snapshot(now, tuple(clusters), tuple(views), usage)
+
+
+def _decide(ctx: Context, snapshot: Snapshot) -> tuple[list[Assignment], list[Stop], dict[str, State]]:
+    """The main strategy decides for every cluster without one of its own, then each cluster strategy for
+    its clusters, on a snapshot restricted to them where campaigns wait for what is not placed yet. What a
+    strategy asks outside its snapshot is ignored: a launch on a cluster or for a campaign it was not shown,
+    a stop of a job not on that cluster."""
+    chosen = config.strategies(ctx.store, ctx.scheduler)
+    states = ctx.store.strategy_states()
+    own = {name for _, names in chosen.own.values() for name in names}
+    turns = [(chosen.main, [c.name for c in snapshot.clusters if c.name not in own])]
+    turns += [(strategy, list(names)) for strategy, names in chosen.own.values()]
+    launches: list[Assignment] = []
+    stops: list[Stop] = []
+    placed: dict[int, int] = defaultdict(int)
+    for strategy, names in turns:
+        view = _restricted(snapshot, set(names), placed)
+        decision = decide(strategy, view, states.get(strategy.name, {}))
+        campaign_ids = {c.id for c in view.campaigns}
+        on_cluster = {(c.name, job.job_id) for c in view.clusters for job in c.jobs}
+        for launch in decision.launches:
+            if launch.cluster in names and launch.campaign_id in campaign_ids and launch.jobs > 0:
+                launches.append(launch)
+                placed[launch.campaign_id] += launch.jobs
+        stops.extend(stop for stop in decision.stops if (stop.cluster, stop.job_id) in on_cluster)
+        states[strategy.name] = decision.state
+    return launches, stops, states
+
+
+def _restricted(snapshot: Snapshot, names: set[str], placed: dict[int, int]) -> Snapshot:
+    """The snapshot seen by a strategy deciding for the clusters ``names`` only, after ``placed`` jobs of
+    campaigns were launched elsewhere in this pass."""
+    if names == {c.name for c in snapshot.clusters} and not placed:
+        return snapshot
+    return replace(
+        snapshot,
+        clusters=tuple(c for c in snapshot.clusters if c.name in names),
+        campaigns=tuple(
+            replace(
+                c,
+                waiting=max(0, c.waiting - placed.get(c.id, 0)),
+                demands={name: d for name, d in c.demands.items() if name in names},
+            )
+            for c in snapshot.campaigns
+        ),
+    )
 
 
 def _queue_stalled(ctx: Context, cluster: str) -> bool:
@@ -123,34 +207,64 @@ def _recall(ctx: Context) -> None:
 
 
 def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) -> CampaignView | None:
-    waiting = ctx.store.counts(campaign.id)[JobState.TO_LAUNCH]
-    if not waiting:
+    """A campaign as the strategies see it, None when it has no job to launch nor on a cluster. Its demands
+    name every cluster it may use now (limit 0 when it may send nothing more there); a paused campaign has
+    none. Its estimate is the mean duration of its terminated jobs (kept as running sums when they end),
+    or the oracle's word."""
+    counts = ctx.store.counts(campaign.id)
+    running = campaign.state == CampaignState.IN_TREATMENT
+    waiting = counts[JobState.TO_LAUNCH] if running else 0
+    active = sum(counts[state] for state in ACTIVE_JOB_STATES)
+    if not waiting and not active:
         return None
     demands = {}
-    active = None
-    places = _places(ctx, campaign, open_clusters)
-    if len(places) > 1:  # a job killed or taken back by a cluster goes elsewhere, when there is an elsewhere
-        ctx.choosy.add(campaign.id)
+    if running:
+        failed = ctx.store.failed_waiting(campaign.id) if waiting else {}
+        places = _places(ctx, campaign, open_clusters)
+        if len(places) > 1:  # a job killed or taken back by a cluster goes elsewhere, when there is an elsewhere
+            ctx.choosy.add(campaign.id)
+        else:
+            ctx.choosy.discard(campaign.id)
+        on_clusters = None
+        for name, info in places.items():
+            settings = ctx.settings(campaign.id)[name]
+            limit = waiting
+            if campaign.id in ctx.choosy:
+                limit -= ctx.avoided.get((campaign.id, name), 0)
+            if campaign.type == CampaignType.TEST:
+                limit = min(limit, 0 if info["launched"] else 1)
+            if settings.get("max_jobs"):
+                if on_clusters is None:
+                    on_clusters = {n: ctx.store.active_by_campaign(n).get(campaign.id, 0) for n in places}
+                limit = min(limit, settings["max_jobs"] - on_clusters[name])
+            demands[name] = Demand(settings["_slots"], max(0, limit), failed.get(name, 0))
+    if ctx.oracle is not None:
+        estimate, confidence = ctx.oracle(campaign.id), 0
     else:
-        ctx.choosy.discard(campaign.id)
-    for name, info in places.items():
-        settings = ctx.settings(campaign.id)[name]
-        slots = settings["_slots"]
-        limit = waiting
-        if campaign.id in ctx.choosy:
-            limit -= ctx.avoided.get((campaign.id, name), 0)
-        if campaign.type == CampaignType.TEST:
-            limit = min(limit, 0 if info["launched"] else 1)
-        if settings.get("max_jobs"):
-            if active is None:
-                active = {n: ctx.store.active_by_campaign(n).get(campaign.id, 0) for n in places}
-            limit = min(limit, settings["max_jobs"] - active[name])
-        if limit > 0:
-            demands[name] = Demand(slots, limit)
-    return CampaignView(campaign.id, campaign.type, campaign.user, campaign.submitted_at, waiting, demands)
+        stats = ctx.store.stats(campaign.id)
+        confidence = stats["duration_n"] or 0
+        estimate = stats["duration_sum"] / confidence if confidence else None
+    jdl = campaign.jdl
+    return CampaignView(
+        campaign.id,
+        campaign.type,
+        campaign.user,
+        campaign.submitted_at,
+        waiting,
+        demands,
+        priority=jdl.get("priority", 0),
+        klass=jdl.get("class", ""),
+        total=campaign.nb_jobs,
+        active=active,
+        estimate=estimate,
+        confidence=confidence,
+        finalize=jdl.get("finalize", False),
+    )
 
 
-def _record(ctx: Context, plan: Sequence[Assignment]) -> None:
+def _record(ctx: Context, plan: Sequence[Assignment], stops: Sequence[Stop], states: dict[str, State]) -> None:
+    """In one transaction: the launches as batches for the runner, the stops for the runner to carry out,
+    and each strategy's state for the next pass."""
     now = ctx.clock.now()
     with ctx.store.transaction():
         for assignment in plan:
@@ -168,3 +282,14 @@ def _record(ctx: Context, plan: Sequence[Assignment]) -> None:
                     assignment.campaign_id,
                     assignment.cluster,
                 )
+        if stops:
+            ctx.store.request_stop([stop.job_id for stop in stops])
+            for stop in stops:
+                log.info(
+                    "metasched: job %d to stop on %s%s",
+                    stop.job_id,
+                    stop.cluster,
+                    f": {stop.reason}" * bool(stop.reason),
+                )
+        for name, state in states.items():
+            ctx.store.set_strategy_state(name, state)

@@ -1,18 +1,22 @@
-"""The runner: submit the batches the metascheduler recorded, then due prologues and epilogues."""
+"""The runner: stop the jobs the metascheduler took back, submit the batches it recorded, then due
+prologues and epilogues."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import fields, replace
 
 from ..errors import AdapterError, SubmitError
 from ..jdl import split_params
-from ..model import Campaign, EventClass, EventCode, JobSpec
+from ..model import Campaign, EventClass, EventCode, JobSpec, JobState
 from .context import Context, job_slots, log, stage_retry
-from .health import cluster_failed, cluster_usable
+from .health import cancel_each, cluster_failed, cluster_usable
 
 
 def run(ctx: Context) -> None:
-    """Submit recorded batches, then due prologues and epilogues."""
+    """Stop the jobs to stop (their slots go to the batches), submit recorded batches, then due prologues
+    and epilogues."""
+    _preempt(ctx)
     campaigns: dict[int, Campaign] = {}
     for batch_id, cluster, campaign_id in ctx.store.unfinished_batches():
         if campaign_id not in campaigns:
@@ -21,6 +25,35 @@ def run(ctx: Context) -> None:
     for campaign_id, cluster, stage, state, previous in ctx.store.stages_in(("todo", "due")):
         if (stage, state) == ("prologue", "todo") or (stage, state) == ("epilogue", "due"):
             _submit_stage(ctx, ctx.store.campaign(campaign_id), cluster, stage, previous)
+
+
+def _preempt(ctx: Context) -> None:
+    """Cancel the jobs a strategy stopped, queued or running, and return them to their bags: a preemption
+    (counted on the job), neither a failure nor a resubmission. A running job's slot-seconds go to its user's
+    usage. A job no longer on its cluster is left alone; one whose cluster fails the cancel stays there,
+    to be stopped in a later pass."""
+    per_cluster: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    started: dict[int, tuple[int, float | None]] = {}
+    gone = []
+    for job_id, campaign_id, cluster, state, remote, started_at in ctx.store.jobs_to_stop():
+        if state in (JobState.SUBMITTED.value, JobState.RUNNING.value) and remote is not None:
+            per_cluster[cluster].append((job_id, remote))
+            started[job_id] = (campaign_id, started_at)
+        else:
+            gone.append(job_id)
+    if gone:
+        with ctx.store.transaction():
+            ctx.store.clear_stop(gone)
+    now = ctx.clock.now()
+
+    def preempted(cluster: str, ids: list[int]) -> None:
+        held = [(started[i][0], max(0.0, now - started[i][1])) for i in ids if started[i][1] is not None]
+        ctx.charge(cluster, held)
+        ctx.store.requeue(ids, count_resubmit=False, preempted=True)
+        ctx.report.add("preempted", len(ids))
+        log.info("runner: %d jobs preempted on %s", len(ids), cluster)
+
+    cancel_each(ctx, per_cluster, preempted)
 
 
 def _spec(

@@ -62,6 +62,7 @@ def _collect(ctx: Context, cluster: str) -> None:
     now = ctx.clock.now()
     started, ended, requeue, failed, durations = [], [], [], [], []
     unknown, known_again, avoid = [], [], set()
+    held = []  # (campaign, seconds) of each job that ended after holding its slots there
     began = False  # did one of cigri's queued jobs start there (its queue moves)
     for job_id, campaign_id, state, remote, unknown_since in active:
         status = statuses.get(remote)
@@ -84,6 +85,8 @@ def _collect(ctx: Context, cluster: str) -> None:
             continue
         # a start or an end at t=0.0 (a simulation's first second) is a time, not "none"
         start, end = status.started_at, now if status.ended_at is None else status.ended_at
+        if start is not None:
+            held.append((campaign_id, max(0.0, end - start)))
         if status.state == RemoteState.KILLED or status.exit_code in RESUBMIT_EXIT:
             requeue.append((job_id, campaign_id, status.reason or f"exit status {status.exit_code}"))
             if status.state == RemoteState.KILLED:  # preempted, walltime: not straight back there
@@ -105,6 +108,8 @@ def _collect(ctx: Context, cluster: str) -> None:
         ctx.store.mark_running(started)
         ctx.store.mark_ended(ended)
         ctx.store.add_durations(durations)
+        ctx.charge(cluster, held)
+        ctx.store.add_failures([(job_id, campaign_id, cluster) for job_id, campaign_id, *_ in (*requeue, *failed)])
         for job_id, campaign_id, _remote, how in failed:
             tail = tails[job_id]
             message = f"job {job_id} {how}" + (f"; stderr ends with:\n{tail}" if tail else "")

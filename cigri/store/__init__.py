@@ -345,7 +345,7 @@ class Store:
 
     _JOB_COLUMNS = (
         "id, campaign_id, name, params, state, cluster, remote_id, exit_code, submitted_at, started_at, "
-        "ended_at, resubmits"
+        "ended_at, resubmits, preemptions"
     )
 
     @staticmethod
@@ -471,10 +471,15 @@ class Store:
         )
 
     def mark_ended(self, rows: Sequence[tuple[int, JobState, int | None, float | None, float]]) -> None:
-        """(job, new state, exit code, started, ended) for jobs the RM says are over."""
+        """(job, new state, exit code, started, ended) for jobs the RM says are over. A terminated job's
+        failures are forgotten: they only steer where its next run goes."""
         self.conn.executemany(
             "UPDATE jobs SET state = ?, exit_code = ?, started_at = coalesce(?, started_at), ended_at = ? WHERE id = ?",
             [(state.value, code, started, ended, job_id) for job_id, state, code, started, ended in rows],
+        )
+        self.conn.executemany(
+            "DELETE FROM job_failures WHERE job_id = ?",
+            [(job_id,) for job_id, state, *_ in rows if state == JobState.TERMINATED],
         )
 
     def oldest_queued(self, cluster: str) -> float | None:
@@ -544,11 +549,17 @@ class Store:
         self.conn.executemany("UPDATE jobs SET unknown_since = ? WHERE id = ?", [(since, j) for j in job_ids])
 
     def requeue(
-        self, job_ids: Sequence[int], *, count_resubmit: bool = True, avoid: tuple[str, float] | None = None
+        self,
+        job_ids: Sequence[int],
+        *,
+        count_resubmit: bool = True,
+        avoid: tuple[str, float] | None = None,
+        preempted: bool = False,
     ) -> None:
-        """Put jobs back to to_launch (resubmission); with ``avoid`` (cluster, until), not to be sent back to
-        that cluster before then."""
+        """Put jobs back to to_launch (resubmission, or a preemption with ``preempted``); with ``avoid``
+        (cluster, until), not to be sent back to that cluster before then."""
         inc = 1 if count_resubmit else 0
+        preemption = 1 if preempted else 0
         for chunk in _chunks(list(job_ids)):
             if avoid is not None:
                 self.conn.execute(
@@ -563,8 +574,8 @@ class Store:
             )
             self.conn.execute(
                 "UPDATE jobs SET state = 'to_launch', cluster = NULL, remote_id = NULL, batch_id = NULL, "
-                "exit_code = NULL, started_at = NULL, ended_at = NULL, unknown_since = NULL, hold = 0, "
-                f"resubmits = resubmits + {inc} "
+                "exit_code = NULL, started_at = NULL, ended_at = NULL, unknown_since = NULL, hold = 0, stop = 0, "
+                f"resubmits = resubmits + {inc}, preemptions = preemptions + {preemption} "
                 f"WHERE id IN ({_marks(len(chunk))}) AND kill_requested = 0",
                 chunk,
             )
@@ -775,4 +786,87 @@ class Store:
         self.conn.execute(
             "UPDATE campaign_stats SET sample_at = ?, sample_done = ?, throughput = ?, eta = ? WHERE campaign_id = ?",
             (sample_at, sample_done, throughput, eta, campaign_id),
+        )
+
+    # ---- what the metascheduler sees and remembers ----------------------------------------------
+
+    def grid_jobs(self, cluster: str) -> list[tuple[int, int, float, float | None]]:
+        """(id, campaign, submitted_at, started_at) of cigri's jobs queued or running on the cluster."""
+        return self.conn.execute(
+            "SELECT id, campaign_id, submitted_at, started_at FROM jobs "
+            f"WHERE cluster = ? AND {migrations.ACTIVE} AND state != 'launching' ORDER BY id",
+            (cluster,),
+        ).fetchall()
+
+    def add_failures(self, rows: Iterable[tuple[int, int, str]]) -> None:
+        """(job, campaign, cluster): the job failed or was killed there."""
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO job_failures (job_id, campaign_id, cluster) VALUES (?, ?, ?)", list(rows)
+        )
+
+    def failed_waiting(self, campaign_id: int) -> dict[str, int]:
+        """Per cluster, the campaign's waiting jobs that failed or were killed there before."""
+        rows = self.conn.execute(
+            "SELECT f.cluster, count(*) FROM job_failures f JOIN jobs j ON j.id = f.job_id "
+            "WHERE f.campaign_id = ? AND j.state = 'to_launch' GROUP BY f.cluster",
+            (campaign_id,),
+        )
+        return dict(rows.fetchall())
+
+    def add_usage(self, rows: Iterable[tuple[str, float]], now: float, half_life: float) -> None:
+        """Add slot-seconds to users' decayed usage: the value so far halves every ``half_life`` seconds."""
+        per: dict[str, float] = {}
+        for user, slot_seconds in rows:
+            per[user] = per.get(user, 0.0) + slot_seconds
+        if not per:
+            return
+        old = self.usage(now, half_life, users=list(per))
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO user_usage (user, value, at) VALUES (?, ?, ?)",
+            [(user, old.get(user, 0.0) + added, now) for user, added in per.items()],
+        )
+
+    def usage(self, now: float, half_life: float, users: Sequence[str] | None = None) -> dict[str, float]:
+        """Each user's slot-seconds, decayed to ``now`` (all users, or those given)."""
+        sql, params = "SELECT user, value, at FROM user_usage", []
+        if users is not None:
+            sql += f" WHERE user IN ({_marks(len(users))})"
+            params = list(users)
+        return {
+            user: value * 0.5 ** (max(0.0, now - at) / half_life) for user, value, at in self.conn.execute(sql, params)
+        }
+
+    def request_stop(self, job_ids: Sequence[int]) -> None:
+        """Record that jobs are to be taken back from their cluster (before the RM is asked)."""
+        for chunk in _chunks(list(job_ids)):
+            self.conn.execute(f"UPDATE jobs SET stop = 1 WHERE id IN ({_marks(len(chunk))})", chunk)
+
+    def jobs_to_stop(self) -> list[tuple[int, int, str, str, str | None, float | None]]:
+        """(id, campaign, cluster, state, remote_id, started_at) of jobs recorded to be stopped."""
+        return self.conn.execute(
+            "SELECT id, campaign_id, cluster, state, remote_id, started_at FROM jobs WHERE stop = 1 ORDER BY id"
+        ).fetchall()
+
+    def clear_stop(self, job_ids: Sequence[int]) -> None:
+        for chunk in _chunks(list(job_ids)):
+            self.conn.execute(f"UPDATE jobs SET stop = 0 WHERE id IN ({_marks(len(chunk))})", chunk)
+
+    def settings(self) -> dict[str, object]:
+        """The configuration (grid config): key -> value."""
+        return {key: json.loads(value) for key, value in self.conn.execute("SELECT key, value FROM settings")}
+
+    def set_setting(self, key: str, value: object) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+    def unset_setting(self, key: str) -> bool:
+        """Remove a key; whether it was set."""
+        return self.conn.execute("DELETE FROM settings WHERE key = ?", (key,)).rowcount > 0
+
+    def strategy_states(self) -> dict[str, dict]:
+        """Each metascheduler strategy's state, as it left it."""
+        return {name: json.loads(state) for name, state in self.conn.execute("SELECT name, state FROM strategy_state")}
+
+    def set_strategy_state(self, name: str, state: object) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO strategy_state (name, state) VALUES (?, ?)", (name, json.dumps(state))
         )

@@ -178,12 +178,39 @@ def _m005_removed_clusters(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m006_metasched(conn: sqlite3.Connection) -> None:
+    _run_script(
+        conn,
+        """
+        -- the state's configuration (grid config): key -> JSON value
+        CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        -- each metascheduler strategy's own state between passes (JSON), by strategy name
+        CREATE TABLE strategy_state (name TEXT PRIMARY KEY, state TEXT NOT NULL) WITHOUT ROWID;
+        -- each user's decayed slot-seconds, as of ``at``: decayed again to the pass's time when read
+        CREATE TABLE user_usage (user TEXT PRIMARY KEY, value REAL NOT NULL, at REAL NOT NULL) WITHOUT ROWID;
+        -- a job the metascheduler stops: recorded before the runner cancels it, then back to its bag
+        ALTER TABLE jobs ADD COLUMN stop INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX jobs_stop ON jobs(stop) WHERE stop = 1;
+        -- the clusters a job failed or was killed on, until it terminates (a strategy's Demand.failed)
+        CREATE TABLE job_failures (
+            job_id INTEGER NOT NULL,
+            campaign_id INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            PRIMARY KEY (job_id, cluster)
+        ) WITHOUT ROWID;
+        CREATE INDEX job_failures_campaign ON job_failures(campaign_id, cluster);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
     ("003_placement", _m003_placement),
     ("004_hold", _m004_hold),
     ("005_removed_clusters", _m005_removed_clusters),
+    ("006_metasched", _m006_metasched),
 ]
 
 
