@@ -22,6 +22,9 @@ A scenario::
         local_load: {rate: 0.002, duration: 900, size: 8}   # a local job takes size cores on one node
     users:
       alice: {share: 2}
+    short_cutoff: 600         # campaigns of a true mean job duration up to this are short (the metrics')
+    config:                   # the simulated state's grid config (the strategies and their options)
+      metasched: fairshare
     campaigns:
       - {name: sweep, user: alice, arrival: 0, jobs: 2000, duration: {dist: exponential, mean: 60}}
       - name: render
@@ -96,7 +99,8 @@ class Scenario:
     users: dict[str, float] = field(default_factory=dict)  # user -> entitlement share
     files: dict[str, int] = field(default_factory=dict)  # input file -> bytes
     period: float = 30.0
-    short_cutoff: float = 60.0
+    short_cutoff: float = 600.0  # campaigns whose true mean job duration is at most this are short
+    config: dict[str, object] = field(default_factory=dict)  # grid config keys of the simulated state
     max_time: float = 90 * 86400.0
     seed: int = 1
     fix_delay: float = 600.0  # how long the simulated user takes to fix a failed job
@@ -369,6 +373,16 @@ def _fewest_cores(path: str, clusters: dict[str, ClusterSpec], requests: dict[st
     return min(cores)
 
 
+def _config(raw) -> dict[str, object]:
+    """The simulated state's configuration, ``grid config`` keys to values (checked when the simulation
+    applies them)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        _fail("config", f"expected a mapping of grid config keys to values, not {raw!r}")
+    return {str(key): value for key, value in raw.items()}
+
+
 def parse(data: dict, *, base_dir: Path = Path(".")) -> Scenario:
     seed = int(data.get("seed", 1))
     rng = random.Random(seed)
@@ -398,7 +412,8 @@ def parse(data: dict, *, base_dir: Path = Path(".")) -> Scenario:
         users=users,
         files={str(k): int(v) for k, v in (data.get("files") or {}).items()},
         period=_number(data.get("period", 30.0), "period", 1e-3),
-        short_cutoff=_number(data.get("short_cutoff", 60.0), "short_cutoff"),
+        short_cutoff=_number(data.get("short_cutoff", 600.0), "short_cutoff"),
+        config=_config(data.get("config")),
         max_time=_number(data.get("max_time", 90 * 86400.0), "max_time", 1.0),
         seed=seed,
         fix_delay=_number(data.get("fix_delay", 600.0), "fix_delay"),
