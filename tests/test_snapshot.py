@@ -197,3 +197,19 @@ def test_a_stop_naming_a_job_not_on_that_cluster_is_ignored():
     config.set_value(grid.store, "metasched", "stopper")
     grid.at(50)
     assert grid.job(on_a).state == JobState.RUNNING and not a.cancelled and not grid.store.jobs_to_stop()
+
+
+def test_a_stopped_job_found_killed_by_a_pass_that_died_before_recording_it_is_a_preemption():
+    """The runner cancelled it and the pass was killed before it returned the job to its bag."""
+    a = FakeRM("a", 1, queue_depth=0)
+    grid = Grid(a)
+    submit(grid, 2)
+    grid.at(0)
+    a.start(1, 0.0)
+    with grid.store.transaction():
+        grid.store.request_stop([1])
+    a.kill(1, 40.0, "cancelled")
+    grid.at(50, ["updator"])
+    job = grid.job(1)
+    assert (job.state, job.preemptions, job.resubmits) == (JobState.TO_LAUNCH, 1, 0)
+    assert grid.store.failed_waiting(1) == {} and grid.cycle.report.counts["preempted"] == 1

@@ -63,6 +63,8 @@ def _collect(ctx: Context, cluster: str) -> None:
     started, ended, requeue, failed, durations = [], [], [], [], []
     unknown, known_again, avoid = [], [], set()
     held = []  # (campaign, seconds) of each job that ended after holding its slots there
+    stopping = ctx.store.stopping(cluster)  # killed: the runner's cancel, its pass died before recording it
+    preempted = []
     began = False  # did one of cigri's queued jobs start there (its queue moves)
     for job_id, campaign_id, state, remote, unknown_since in active:
         status = statuses.get(remote)
@@ -87,7 +89,9 @@ def _collect(ctx: Context, cluster: str) -> None:
         start, end = status.started_at, now if status.ended_at is None else status.ended_at
         if start is not None:
             held.append((campaign_id, max(0.0, end - start)))
-        if status.state == RemoteState.KILLED or status.exit_code in RESUBMIT_EXIT:
+        if status.state == RemoteState.KILLED and job_id in stopping:
+            preempted.append(job_id)
+        elif status.state == RemoteState.KILLED or status.exit_code in RESUBMIT_EXIT:
             requeue.append((job_id, campaign_id, status.reason or f"exit status {status.exit_code}"))
             if status.state == RemoteState.KILLED:  # preempted, walltime: not straight back there
                 avoid.add(job_id)
@@ -108,6 +112,7 @@ def _collect(ctx: Context, cluster: str) -> None:
         ctx.store.mark_running(started)
         ctx.store.mark_ended(ended)
         ctx.store.add_durations(durations)
+        ctx.store.requeue(preempted, count_resubmit=False, preempted=True)
         ctx.charge(cluster, held)
         ctx.store.add_failures([(job_id, campaign_id, cluster) for job_id, campaign_id, *_ in (*requeue, *failed)])
         for job_id, campaign_id, _remote, how in failed:
@@ -141,6 +146,7 @@ def _collect(ctx: Context, cluster: str) -> None:
     ctx.report.add("terminated", len(durations))
     ctx.report.add("failed", len(failed))
     ctx.report.add("resubmitted", len(again))
+    ctx.report.add("preempted", len(preempted))
     if ended or requeue:
         log.info(
             "updator: %s: %d running, %d terminated, %d failed, %d resubmitted",

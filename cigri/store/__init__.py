@@ -847,6 +847,10 @@ class Store:
             "SELECT id, campaign_id, cluster, state, remote_id, started_at FROM jobs WHERE stop = 1 ORDER BY id"
         ).fetchall()
 
+    def stopping(self, cluster: str) -> set[int]:
+        """The jobs of the cluster recorded to be stopped."""
+        return {r[0] for r in self.conn.execute("SELECT id FROM jobs WHERE stop = 1 AND cluster = ?", (cluster,))}
+
     def clear_stop(self, job_ids: Sequence[int]) -> None:
         for chunk in _chunks(list(job_ids)):
             self.conn.execute(f"UPDATE jobs SET stop = 0 WHERE id IN ({_marks(len(chunk))})", chunk)
