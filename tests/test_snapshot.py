@@ -14,6 +14,7 @@ from cigri.jdl import parse
 from cigri.model import EventClass, JobState, RemoteState
 from cigri.scheduling import Decision, GridJob, Snapshot, Stop, TestFirstFifo
 
+from .conftest import write_jdl
 from .test_placement import FakeRM, Grid
 
 WEEK = 604800.0
@@ -213,3 +214,11 @@ def test_a_stopped_job_found_killed_by_a_pass_that_died_before_recording_it_is_a
     job = grid.job(1)
     assert (job.state, job.preemptions, job.resubmits) == (JobState.TO_LAUNCH, 1, 0)
     assert grid.store.failed_waiting(1) == {} and grid.cycle.report.counts["preempted"] == 1
+
+
+def test_gridstat_shows_a_jobs_preemptions(cli, store, tmp_path, job_script):
+    cid = cli.submit(write_jdl(tmp_path, exec_file=str(job_script), params=["a ok"]))
+    job = next(store.jobs(cid))
+    with store.transaction():
+        store.requeue([job.id], count_resubmit=False, preempted=True)
+    assert cli.json("gridstat", "-j", str(job.id))["preemptions"] == 1
