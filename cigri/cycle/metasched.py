@@ -1,5 +1,6 @@
-"""The metascheduler stage: take back jobs stuck in queues, build the snapshot, let the strategy decide,
-and record its launches as batches for the runner."""
+"""The metascheduler stage: take back jobs stuck in queues, build the pass's snapshot, let the strategies
+decide on it (the configured ones, or ``--policy``'s), and record their launches as batches and their stops
+for the runner, and their states for the next pass."""
 
 from __future__ import annotations
 
