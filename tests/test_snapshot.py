@@ -48,10 +48,20 @@ class StopFirstRunning(TestFirstFifo):
         return Decision(launches=decision.launches, stops=stops)
 
 
+class HalfLife(TestFirstFifo):
+    """Stands for the fairshare strategy, whose ``half_life`` option is also the usage's half-life."""
+
+    name = "fairshare"
+
+    @classmethod
+    def configure(cls, options):
+        return cls()
+
+
 @pytest.fixture(autouse=True)
 def strategies(monkeypatch):
     monkeypatch.setattr("cigri.scheduling._REGISTRY", dict(scheduling._REGISTRY))
-    for strategy in (Probe, StopFirstRunning):
+    for strategy in (Probe, StopFirstRunning, HalfLife):
         scheduling.register(strategy)
     Probe.seen = []
     StopFirstRunning.wrong = None
@@ -127,6 +137,19 @@ def test_users_usage_is_their_slot_seconds_halved_every_half_life():
     assert probe(grid, 100).usage == {}  # the job's end is read in this pass, after the snapshot
     submit(grid, 1)
     assert probe(grid, 100 + WEEK).usage == {"alice": pytest.approx(200 / 2)}
+
+
+def test_the_usage_half_life_is_the_fairshare_strategys():
+    a = FakeRM("a", 4)
+    grid = Grid(a)
+    config.set_value(grid.store, "metasched", "probe")
+    config.set_value(grid.store, "metasched.fairshare.half_life", 100)
+    submit(grid, 1, resources="core=2")
+    grid.at(0)
+    a.end(1, 100.0, started=0.0)
+    grid.at(100)
+    submit(grid, 1)
+    assert probe(grid, 200).usage == {"alice": pytest.approx(200 / 2)}
 
 
 def test_each_strategy_finds_the_state_it_left():
