@@ -175,12 +175,18 @@ def test_a_cluster_with_its_own_strategy_is_decided_by_it_after_the_others():
     assert (len(a.holds(RemoteState.PENDING)), len(b.holds(RemoteState.PENDING))) == (2, 2)
 
 
-def test_a_stopped_job_is_cancelled_and_returned_to_its_bag_as_a_preemption():
-    a = FakeRM("a", 1, queue_depth=0)
+def one_running(a: FakeRM) -> tuple[Grid, int]:
+    """A campaign of two jobs on cluster ``a`` (one slot): job 1 running since t=0, job 2 waiting."""
     grid = Grid(a)
-    cid = submit(grid, 2)
+    campaign_id = submit(grid, 2)
     grid.at(0)
     a.start(1, 0.0)
+    return grid, campaign_id
+
+
+def test_a_stopped_job_is_cancelled_and_returned_to_its_bag_as_a_preemption():
+    a = FakeRM("a", 1, queue_depth=0)
+    grid, cid = one_running(a)
     config.set_value(grid.store, "metasched", "stopper")
     grid.at(50)
     report = grid.cycle.report.counts
@@ -198,10 +204,7 @@ class CancelFails(FakeRM):
 
 def test_a_stop_the_cluster_fails_to_carry_out_is_tried_again_later():
     a = CancelFails("a", 1, queue_depth=0)
-    grid = Grid(a)
-    submit(grid, 2)
-    grid.at(0)
-    a.start(1, 0.0)
+    grid, _ = one_running(a)
     config.set_value(grid.store, "metasched", "stopper")
     grid.at(50)
     assert grid.job(1).state == JobState.RUNNING and grid.store.jobs_to_stop()
@@ -226,10 +229,7 @@ def test_a_stop_naming_a_job_not_on_that_cluster_is_ignored():
 def test_a_stopped_job_found_killed_by_a_pass_that_died_before_recording_it_is_a_preemption():
     """The runner cancelled it and the pass was killed before it returned the job to its bag."""
     a = FakeRM("a", 1, queue_depth=0)
-    grid = Grid(a)
-    submit(grid, 2)
-    grid.at(0)
-    a.start(1, 0.0)
+    grid, _ = one_running(a)
     with grid.store.transaction():
         grid.store.request_stop([1])
     a.kill(1, 40.0, "cancelled")
