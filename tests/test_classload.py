@@ -1,0 +1,271 @@
+"""classload: Scoot's load-based class scheduler, its exact arithmetic, its ``grid policy`` form and its
+strategy over campaigns and clusters."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cigri.scheduling.classload import ClassCounts, Rebalance, allocate, class_order, percent_spread
+
+# ---- the pure core: Scoot's own figures ----------------------------------------------------------------
+
+
+def counts(table: dict[str, tuple[int, int, int]]) -> dict[str, ClassCounts]:
+    return {name: ClassCounts(pct, running, waiting) for name, (pct, running, waiting) in table.items()}
+
+
+def test_seed_example_1_entitlement_in_two_iterations():
+    classes = counts(
+        {
+            "c0": (30, 200, 290),
+            "c1": (25, 300, 230),
+            "c2": (20, 0, 150),
+            "c3": (15, 100, 150),
+            "c4": (10, 110, 90),
+            "c5": (0, 0, 328),
+        }
+    )
+    result = allocate(1000, classes)
+    assert result.start == {"c0": 94, "c2": 150, "c3": 46}
+    assert result.stop == {}
+
+
+def test_seed_example_2_entitlement_then_loan():
+    classes = counts(
+        {"c0": (30, 200, 10), "c1": (25, 300, 230), "c2": (20, 0, 0), "c3": (15, 100, 50), "c4": (10, 110, 90)}
+    )
+    result = allocate(1000, classes)
+    assert result.start == {"c0": 10, "c1": 157, "c3": 50, "c4": 73}
+    assert result.stop == {}
+
+
+# Scoot's Test_Class_Task_Start_Cnts scenarios 2 and 4-11: workers, {class: (load %, running, waiting)}, starts
+SCOOT_START_SCENARIOS = [
+    (
+        1000,
+        {"c0": (30, 200, 290), "c1": (25, 300, 230), "c2": (20, 0, 0), "c3": (15, 100, 50), "c4": (10, 110, 90)},
+        {"c0": 194, "c1": 26, "c3": 50, "c4": 20},
+    ),
+    (
+        1000,
+        {"c0": (30, 0, 300), "c1": (25, 0, 230), "c2": (20, 0, 400), "c3": (15, 0, 650), "c4": (10, 700, 800)},
+        {"c0": 105, "c1": 81, "c2": 66, "c3": 48},
+    ),
+    (
+        1000,
+        {"c0": (35, 200, 100), "c1": (30, 300, 50), "c2": (20, 0, 200), "c3": (0, 100, 300), "c4": (15, 110, 500)},
+        {"c0": 100, "c2": 159, "c4": 31},
+    ),
+    (  # percentages summing to 80: normalised first
+        1000,
+        {"c0": (30, 200, 100), "c1": (25, 300, 50), "c2": (15, 0, 200), "c3": (0, 100, 300), "c4": (10, 110, 500)},
+        {"c0": 100, "c1": 10, "c2": 172, "c4": 8},
+    ),
+    (
+        10000,
+        {
+            "c0": (30, 1660, 14220),
+            "c1": (25, 101, 9401),
+            "c2": (16, 420, 16542),
+            "c3": (14, 14, 4194),
+            "c4": (6, 404, 15944),
+            "c5": (4, 42, 11136),
+            "c6": (3, 977, 9145),
+            "c7": (2, 2612, 16781),
+        },
+        {"c0": 830, "c1": 1282, "c2": 641, "c3": 754, "c4": 76, "c5": 187},
+    ),
+    (
+        3270,
+        {
+            "land": (48, 0, 0),
+            "diff": (25, 0, 0),
+            "sandbox": (10, 0, 0),
+            "regression": (9, 3111, 22121),
+            "ktf": (3, 0, 0),
+            "coverage": (2, 0, 0),
+            "tryout": (2, 146, 24099),
+            "unknown": (1, 0, 0),
+        },
+        {"tryout": 13},
+    ),
+    (
+        4000,
+        {
+            "land": (48, 0, 0),
+            "diff": (25, 0, 0),
+            "sandbox": (10, 0, 0),
+            "regression": (9, 3111, 22121),
+            "ktf": (3, 0, 0),
+            "coverage": (2, 0, 0),
+            "tryout": (2, 146, 24099),
+            "unknown": (1, 0, 0),
+        },
+        {"regression": 157, "tryout": 586},
+    ),
+    (  # two loan iterations
+        4000,
+        {
+            "land": (48, 0, 0),
+            "diff": (25, 0, 0),
+            "sandbox": (10, 0, 0),
+            "regression": (9, 3111, 22121),
+            "ktf": (3, 0, 0),
+            "coverage": (2, 0, 0),
+            "tryout": (2, 70, 500),
+            "unknown": (1, 0, 0),
+        },
+        {"regression": 319, "tryout": 500},
+    ),
+]
+
+
+@pytest.mark.parametrize(("workers", "table", "expected"), SCOOT_START_SCENARIOS)
+def test_scoot_start_scenarios(workers, table, expected):
+    result = allocate(workers, counts(table))
+    assert result.start == expected
+    assert result.stop == {}
+    assert not result.rebalanced
+
+
+# Scoot's Test_Rebalance (threshold 50 %, minimum 1 minute, exceeded for 2 minutes): starts and stops
+SCOOT_REBALANCE = Rebalance(threshold=50, min_duration=60)
+SCOOT_REBALANCE_SCENARIOS = [
+    (10, {"c0": (70, 2, 20), "c1": (20, 4, 10), "c2": (10, 4, 30)}, {"c0": 5}, {"c1": 2, "c2": 3}, True),
+    (  # the spread is not large enough: the ordinary entitlement and loan pass
+        10000,
+        {
+            "c0": (30, 1660, 14220),
+            "c1": (25, 101, 9401),
+            "c2": (16, 420, 16542),
+            "c3": (14, 14, 104194),
+            "c4": (6, 404, 5944),
+            "c5": (4, 42, 11136),
+            "c6": (3, 977, 9145),
+            "c7": (2, 2612, 16781),
+        },
+        {"c0": 830, "c1": 1282, "c2": 641, "c3": 754, "c4": 76, "c5": 187},
+        {},
+        False,
+    ),
+    (  # rebalance, no worker left to loan
+        10000,
+        {
+            "c0": (30, 166, 14220),
+            "c1": (25, 101, 9401),
+            "c2": (16, 420, 16542),
+            "c3": (14, 14, 104194),
+            "c4": (6, 404, 15944),
+            "c5": (4, 42, 11136),
+            "c6": (3, 977, 209145),
+            "c7": (2, 2612, 416781),
+        },
+        {"c0": 2834, "c1": 2399, "c2": 1180, "c3": 1386, "c4": 196, "c5": 358},
+        {"c6": 677, "c7": 2412},
+        True,
+    ),
+    (  # rebalance, then the left-over workers loaned once (the stopping classes get some back)
+        10000,
+        {
+            "c0": (30, 166, 14220),
+            "c1": (25, 101, 9401),
+            "c2": (16, 420, 16542),
+            "c3": (14, 14, 104194),
+            "c4": (6, 404, 0),
+            "c5": (4, 42, 0),
+            "c6": (3, 977, 209145),
+            "c7": (2, 2612, 416781),
+        },
+        {"c0": 3017, "c1": 2549, "c2": 1275, "c3": 1470},
+        {"c6": 660, "c7": 2400},
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(("workers", "table", "start", "stop", "rebalanced"), SCOOT_REBALANCE_SCENARIOS)
+def test_scoot_rebalance_scenarios(workers, table, start, stop, rebalanced):
+    result = allocate(workers, counts(table), SCOOT_REBALANCE, exceeded_for=120)
+    assert (result.start, result.stop, result.rebalanced) == (start, stop, rebalanced)
+
+
+def test_rebalance_waits_for_the_minimum_duration_and_needs_both_settings():
+    table = counts({"c0": (70, 2, 20), "c1": (20, 4, 10), "c2": (10, 4, 30)})
+    assert percent_spread(10, table) == 80
+    for rebalance, exceeded_for in [
+        (SCOOT_REBALANCE, 60),  # not longer than the minimum
+        (Rebalance(threshold=80, min_duration=60), 120),  # the spread must exceed the threshold
+        (Rebalance(threshold=0, min_duration=60), 120),  # off
+        (Rebalance(threshold=50, min_duration=0), 120),  # off
+    ]:
+        result = allocate(10, table, rebalance, exceeded_for=exceeded_for)
+        assert (result.stop, result.rebalanced) == ({}, False)
+
+
+def test_spread_counts_classes_over_target_or_waiting_only():
+    # c1 is under target but waits for nothing: it does not widen the spread
+    table = counts({"c0": (50, 10, 0), "c1": (50, 0, 0)})
+    assert percent_spread(10, table) == 50
+    assert percent_spread(10, counts({"c0": (50, 10, 0), "c1": (50, 0, 1)})) == 100
+
+
+def test_alloc_rounds_in_float32_like_scoot():
+    # shares 56/44 of 50 idle: 50 * 0.56 is 28.0000001 in float32 (ceil 28) but 28.000000000000004 in float64
+    result = allocate(192, counts({"c0": (34, 70, 138), "c1": (33, 72, 182)}))
+    assert result.start == {"c0": 28, "c1": 22}
+
+
+def test_order_is_by_descending_load_then_name_and_the_first_class_takes_the_rounding():
+    assert class_order({"b": 10, "a": 10, "z": 80}) == ["z", "a", "b"]
+    # 3 workers, 34/33/33 %: targets 1 + 0 + 0 would leave 2 idle without the first class's remainder
+    result = allocate(3, counts({"x": (34, 0, 5), "y": (33, 0, 5), "w": (33, 0, 5)}))
+    assert sum(result.start.values()) == 3 and result.start["x"] >= 1
+
+
+def test_a_zero_percent_class_is_ignored_but_its_running_jobs_hold_workers():
+    result = allocate(10, counts({"c0": (100, 0, 50), "idle": (0, 6, 50)}))
+    assert result.start == {"c0": 4}
+
+
+# ---- the pure core: invariants ---------------------------------------------------------------------------
+
+
+@st.composite
+def situations(draw):
+    n = draw(st.integers(1, 6))
+    names = [f"k{i}" for i in range(n)]
+    pcts = draw(st.lists(st.integers(0, 60), min_size=n, max_size=n).filter(lambda p: sum(p) > 0))
+    workers = draw(st.integers(0, 2000))
+    classes = {
+        name: ClassCounts(pct, draw(st.integers(0, workers)), draw(st.integers(0, 3000)))
+        for name, pct in zip(names, pcts, strict=True)
+    }
+    return workers, classes
+
+
+@given(situations())
+def test_never_more_than_idle_workers_nor_waiting_jobs_and_no_stops_without_rebalance(situation):
+    workers, classes = situation
+    result = allocate(workers, classes)
+    idle = max(0, workers - sum(c.running for c in classes.values()))
+    assert sum(result.start.values()) <= idle
+    assert all(0 < n <= classes[name].waiting for name, n in result.start.items())
+    assert result.stop == {}
+
+
+@given(situations(), st.integers(1, 100))
+def test_rebalance_stops_only_over_served_classes_and_never_overfills(situation, threshold):
+    workers, classes = situation
+    result = allocate(workers, classes, Rebalance(threshold=threshold, min_duration=1), exceeded_for=2)
+    assert all(0 < n <= classes[name].waiting for name, n in result.start.items())
+    for name, n in result.stop.items():
+        assert result.rebalanced and name not in result.start
+        assert 0 < n <= classes[name].running - result.targets[name]
+    if result.rebalanced:  # every weighted class ends at most at its target, plus loans of what is left
+        weighted = [name for name, pct in result.percents.items() if pct > 0]
+        after = sum(classes[k].running + result.start.get(k, 0) - result.stop.get(k, 0) for k in weighted)
+        assert after <= workers
+    else:
+        assert sum(result.start.values()) <= max(0, workers - sum(c.running for c in classes.values()))
