@@ -3,10 +3,14 @@ strategy over campaigns and clusters."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cigri.cli import grid
 from cigri.scheduling.classload import ClassCounts, Rebalance, allocate, class_order, percent_spread
 
 # ---- the pure core: Scoot's own figures ----------------------------------------------------------------
@@ -269,3 +273,91 @@ def test_rebalance_stops_only_over_served_classes_and_never_overfills(situation,
         assert after <= workers
     else:
         assert sum(result.start.values()) <= max(0, workers - sum(c.running for c in classes.values()))
+
+
+# ---- grid policy classload ---------------------------------------------------------------------------------
+
+SEED_EXAMPLE_1 = {
+    "workers": 1000,
+    "classes": {
+        "c0": {"load_pct": 30, "running": 200, "waiting": 290},
+        "c1": {"load_pct": 25, "running": 300, "waiting": 230},
+        "c2": {"load_pct": 20, "running": 0, "waiting": 150},
+        "c3": {"load_pct": 15, "running": 100, "waiting": 150},
+        "c4": {"load_pct": 10, "running": 110, "waiting": 90},
+        "c5": {"load_pct": 0, "running": 0, "waiting": 328},
+    },
+}
+
+
+def policy(*args: str, stdin: str | None = None):
+    return CliRunner().invoke(grid, ["policy", *args], input=stdin, catch_exceptions=False)
+
+
+def test_policy_classload_reads_a_file_and_prints_the_starts(tmp_path):
+    scenario = tmp_path / "seed1.json"
+    scenario.write_text(json.dumps(SEED_EXAMPLE_1))
+    result = policy("classload", str(scenario))
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout) == {"start": {"c0": 94, "c2": 150, "c3": 46}, "stop": {}}
+
+
+def test_policy_classload_reads_stdin_and_rebalances():
+    scenario = {
+        "workers": 10,
+        "classes": {
+            "c0": {"load_pct": 70, "running": 2, "waiting": 20},
+            "c1": {"load_pct": 20, "running": 4, "waiting": 10},
+            "c2": {"load_pct": 10, "running": 4, "waiting": 30},
+        },
+        "rebalance": {"threshold": 50, "min_duration_s": 60, "exceeded_for_s": 120},
+    }
+    result = policy("classload", "-", stdin=json.dumps(scenario))
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout) == {"start": {"c0": 5}, "stop": {"c1": 2, "c2": 3}}
+
+
+def with_class(**fields) -> dict:
+    return {"workers": 10, "classes": {"c0": {"load_pct": 100, "running": 0, "waiting": 5, **fields}}}
+
+
+@pytest.mark.parametrize(
+    ("scenario", "fragment"),
+    [
+        ({"classes": {"c0": {"load_pct": 100, "running": 0, "waiting": 1}}}, "workers: missing"),
+        ({"workers": -1, "classes": {}}, "workers: must be >= 0"),
+        (with_class(running=-3), "classes.c0.running: must be >= 0"),
+        (with_class(load_pct="30%"), "classes.c0.load_pct: must be a whole number"),
+        (with_class(load_pct=0), "classes: the load percentages sum to 0"),
+        (with_class(waitin=3), "classes.c0.waitin: unknown field"),
+        ({"workers": 10, "classes": {}}, "classes: must name at least one class"),
+        ({**with_class(), "rebalance": {"threshold": "high"}}, "rebalance.threshold: must be a whole number"),
+        ({**with_class(), "rebalance": {"min_duration_s": -1}}, "rebalance.min_duration_s: must be >= 0"),
+        ([1, 2], "scenario: must be an object"),
+    ],
+)
+def test_policy_classload_refuses_a_bad_field_in_one_line(scenario, fragment):
+    result = policy("classload", "-", stdin=json.dumps(scenario))
+    assert (result.exit_code, result.stdout) == (4, "")
+    assert result.stderr.count("\n") == 1 and fragment in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "fragment"),
+    [
+        (["classload", "/nonexistent/s.json"], None, "/nonexistent/s.json: cannot read"),
+        (["classload", "-"], '{"workers": 10,', "-: not JSON"),
+        (["classload", "-"], '{"workers": NaN}', "-: not JSON: NaN"),
+        (["nosuch", "-"], "{}", "unknown policy 'nosuch' (valid: "),
+    ],
+)
+def test_policy_refuses_an_unreadable_scenario_or_an_unknown_policy(args, stdin, fragment):
+    result = policy(*args, stdin=stdin)
+    assert (result.exit_code, result.stdout) == (4, "")
+    assert result.stderr.count("\n") == 1 and fragment in result.stderr, result.stderr
+
+
+def test_policy_help_documents_each_policy_from_its_evaluator():
+    result = policy("--help")
+    assert result.exit_code == 0
+    assert "classload" in result.stdout and '"exceeded_for_s"' in result.stdout and '"stop"' in result.stdout

@@ -8,6 +8,7 @@ from .app import GridGroup, common
 from .campaign_cmds import griddel, gridevents, gridstat, gridsub
 from .cluster_cmds import gridclusters
 from .cycle_cmds import STAGE_COMMANDS, almighty
+from .policy_cmds import policy
 from .sim_cmds import simulate
 
 
@@ -25,7 +26,7 @@ def grid():
     """
 
 
-for command in (gridsub, gridstat, griddel, gridevents, gridclusters, almighty, *STAGE_COMMANDS, simulate):
+for command in (gridsub, gridstat, griddel, gridevents, gridclusters, almighty, *STAGE_COMMANDS, simulate, policy):
     grid.add_command(command)
 
 STANDALONE = {c.name: c for c in (gridsub, gridstat, griddel, gridevents, gridclusters)}

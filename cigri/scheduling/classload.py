@@ -17,6 +17,10 @@ import math
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigError
+from . import evaluates, inputs
 
 _FLOAT32 = struct.Struct("f")
 
@@ -230,3 +234,53 @@ def allocate(
         percents=run.pct,
         targets=run.target,
     )
+
+
+def _known(data: Mapping[str, Any], keys: tuple[str, ...], path: str) -> None:
+    """Refuse a field the scenario does not define (a misspelt optional field would silently be 0)."""
+    for key in data:
+        if key not in keys:
+            where = f"{path}.{key}" if path else key
+            raise ConfigError(f"{where}: unknown field (valid: {', '.join(keys)})")
+
+
+@evaluates("classload")
+def evaluate(scenario: Mapping[str, Any]) -> dict:
+    """Scoot's slots to start and to stop per class on one cluster.
+
+    Input:  {"workers": 1000,
+             "classes": {"c0": {"load_pct": 30, "running": 200, "waiting": 290}, ...},
+             "rebalance": {"threshold": 0, "min_duration_s": 0, "exceeded_for_s": 0}}
+    Output: {"start": {"c0": 94, ...}, "stop": {"c1": 2, ...}}
+
+    workers: the cluster's slots; per class: its load percentage (whole numbers, normalised to 100 when
+    they do not sum to it; a 0 % class is ignored but its running jobs hold slots), slots running and
+    slots waiting. rebalance (optional, off unless threshold and min_duration_s are both > 0): the spread
+    in percent that triggers it, how long it must have lasted, and how long it has lasted. Classes with
+    nothing to start or stop are left out.
+    """
+    workers = inputs.integer(scenario, "workers")
+    _known(scenario, ("workers", "classes", "rebalance"), "")
+    table = inputs.mapping(scenario, "classes")
+    if not table:
+        raise ConfigError("classes: must name at least one class")
+    classes = {}
+    for name in table:
+        path = f"classes.{name}"
+        entry = inputs.mapping(table, name, "classes")
+        _known(entry, ("load_pct", "running", "waiting"), path)
+        classes[name] = ClassCounts(
+            inputs.integer(entry, "load_pct", path),
+            inputs.integer(entry, "running", path),
+            inputs.integer(entry, "waiting", path),
+        )
+    if sum(c.load_pct for c in classes.values()) == 0:
+        raise ConfigError("classes: the load percentages sum to 0 (at least one must be > 0)")
+    settings = inputs.mapping(scenario, "rebalance", default={})
+    _known(settings, ("threshold", "min_duration_s", "exceeded_for_s"), "rebalance")
+    rebalance = Rebalance(
+        inputs.integer(settings, "threshold", "rebalance", 0),
+        inputs.number(settings, "min_duration_s", "rebalance", 0),
+    )
+    result = allocate(workers, classes, rebalance, inputs.number(settings, "exceeded_for_s", "rebalance", 0))
+    return {"start": result.start, "stop": result.stop}
