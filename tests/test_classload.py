@@ -4,6 +4,7 @@ strategy over campaigns and clusters."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -11,7 +12,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cigri.cli import grid
-from cigri.scheduling.classload import ClassCounts, Rebalance, allocate, class_order, percent_spread
+from cigri.errors import ConfigError
+from cigri.model import CampaignType
+from cigri.scheduling import (
+    Assignment,
+    CampaignView,
+    ClusterView,
+    Demand,
+    GridJob,
+    Snapshot,
+    Stop,
+    decide,
+    metascheduler,
+)
+from cigri.scheduling.classload import ClassCounts, ClassLoad, Rebalance, allocate, class_order, percent_spread
 
 # ---- the pure core: Scoot's own figures ----------------------------------------------------------------
 
@@ -361,3 +375,164 @@ def test_policy_help_documents_each_policy_from_its_evaluator():
     result = policy("--help")
     assert result.exit_code == 0
     assert "classload" in result.stdout and '"exceeded_for_s"' in result.stdout and '"stop"' in result.stdout
+
+
+# ---- the strategy over campaigns and clusters ----------------------------------------------------------------
+
+
+def campaign(cid: int, user: str, waiting: int = 100, *, on=("a",), klass: str = "", active: int = 0, spj: int = 1):
+    return CampaignView(
+        id=cid,
+        type=CampaignType.DEFAULT,
+        user=user,
+        submitted_at=float(cid),
+        waiting=waiting,
+        demands={name: Demand(slots_per_job=spj, limit=10_000) for name in on},
+        klass=klass,
+        active=active,
+    )
+
+
+def cluster(name: str = "a", free: int = 0, queue: int = 0, jobs: tuple[GridJob, ...] = ()) -> ClusterView:
+    return ClusterView(name, free, queue, jobs=jobs)
+
+
+def job(job_id: int, cid: int, started_at: float | None = 0.0, slots: int = 1, submitted_at: float = 0.0) -> GridJob:
+    return GridJob(job_id, cid, slots, submitted_at=submitted_at, started_at=started_at)
+
+
+SEVENTY_THIRTY = {"classes": {"prod": {"load_pct": 70, "match": "^alice"}, "dev": {"load_pct": 30, "match": "bob"}}}
+
+
+def launched(decision) -> dict[tuple[str, int], int]:
+    return {(a.cluster, a.campaign_id): a.jobs for a in decision.launches}
+
+
+def test_free_slots_split_by_load_percentages():
+    strategy = metascheduler("classload", SEVENTY_THIRTY)
+    snapshot = Snapshot(0.0, (cluster(free=10),), (campaign(1, "alice"), campaign(2, "bob")))
+    assert launched(strategy.decide(snapshot, {})) == {("a", 1): 7, ("a", 2): 3}
+
+
+def test_running_and_queued_jobs_count_for_their_class():
+    # 10 slots: alice holds 7 (one queued), so bob's class is entitled to the 3 free ones
+    jobs = (*(job(i, 1) for i in range(6)), job(6, 1, started_at=None))
+    snapshot = Snapshot(0.0, (cluster(free=3, jobs=jobs),), (campaign(1, "alice"), campaign(2, "bob")))
+    assert launched(metascheduler("classload", SEVENTY_THIRTY).decide(snapshot, {})) == {("a", 2): 3}
+
+
+def test_inside_a_class_round_robin_the_campaign_with_fewest_running_first():
+    strategy = metascheduler("classload", {"classes": {"all": {"load_pct": 100, "match": ""}}})
+    campaigns = (campaign(1, "u", active=3), campaign(2, "u"), campaign(3, "u"))
+    assert launched(strategy.decide(Snapshot(0.0, (cluster(free=5),), campaigns), {})) == {("a", 2): 3, ("a", 3): 2}
+    assert launched(strategy.decide(Snapshot(0.0, (cluster(free=9),), campaigns), {})) == {
+        ("a", 1): 1,
+        ("a", 2): 4,
+        ("a", 3): 4,
+    }
+
+
+def test_the_jdl_class_key_wins_over_the_user_and_no_match_goes_to_the_smallest_class():
+    strategy = metascheduler("classload", SEVENTY_THIRTY)
+    assert isinstance(strategy, ClassLoad)
+    assert strategy.classify(campaign(1, "alice", klass="bob-batch")) == "dev"
+    assert strategy.classify(campaign(2, "alice")) == "prod"
+    assert strategy.classify(campaign(3, "carol")) == "dev"
+    assert strategy.classify(campaign(4, "xalice")) == "dev"  # the regex is searched: its ^ still anchors
+
+
+def test_a_zero_percent_class_gets_nothing():
+    options = {"classes": {"prod": {"load_pct": 100, "match": "alice"}, "off": {"load_pct": 0, "match": "bob"}}}
+    snapshot = Snapshot(0.0, (cluster(free=10, queue=5),), (campaign(1, "bob"), campaign(2, "alice", waiting=3)))
+    assert launched(metascheduler("classload", options).decide(snapshot, {})) == {("a", 2): 3}
+
+
+def test_the_queue_allowance_is_spent_after_free_slots_in_the_same_proportions():
+    snapshot = Snapshot(0.0, (cluster(free=0, queue=10),), (campaign(1, "alice"), campaign(2, "bob")))
+    assert launched(metascheduler("classload", SEVENTY_THIRTY).decide(snapshot, {})) == {("a", 1): 7, ("a", 2): 3}
+
+
+def test_jobs_taken_by_an_earlier_cluster_are_not_offered_again():
+    clusters = (cluster("a", free=10), cluster("b", free=10))
+    campaigns = (campaign(1, "alice", waiting=8, on=("a", "b")), campaign(2, "bob", waiting=2, on=("a", "b")))
+    decision = metascheduler("classload", SEVENTY_THIRTY).decide(Snapshot(0.0, clusters, campaigns), {})
+    taken = launched(decision)
+    assert taken == {("a", 1): 8, ("a", 2): 2}
+
+
+def test_a_campaign_goes_only_where_it_has_a_demand():
+    clusters = (cluster("a", free=4), cluster("b", free=4))
+    campaigns = (campaign(1, "alice", on=("b",)), campaign(2, "alice", waiting=2, on=("a",)))
+    decision = metascheduler("classload", SEVENTY_THIRTY).decide(Snapshot(0.0, clusters, campaigns), {})
+    assert launched(decision) == {("a", 2): 2, ("b", 1): 4}
+
+
+def test_multi_slot_jobs_are_counted_in_slots():
+    snapshot = Snapshot(0.0, (cluster(free=10),), (campaign(1, "alice", spj=2), campaign(2, "bob", spj=3)))
+    assert launched(metascheduler("classload", SEVENTY_THIRTY).decide(snapshot, {})) == {("a", 1): 3, ("a", 2): 1}
+
+
+REBALANCING = {**SEVENTY_THIRTY, "rebalance_threshold": 50, "rebalance_min_duration": 60}
+
+
+def test_rebalance_after_the_spread_lasted_stops_the_newest_jobs_of_the_over_served_class():
+    # bob holds all 10 slots (8 running, 2 queued) while alice waits: spread 70 - (30 - 100) = 140 %
+    jobs = (
+        *(job(i, 2, started_at=float(i)) for i in range(8)),
+        job(8, 2, started_at=None, submitted_at=5.0),
+        job(9, 2, started_at=None, submitted_at=9.0),
+    )
+    campaigns = (campaign(1, "alice"), campaign(2, "bob"))
+    strategy = metascheduler("classload", REBALANCING)
+
+    first = strategy.decide(Snapshot(100.0, (cluster(free=0, jobs=jobs),), campaigns), {})
+    assert (first.launches, first.stops) == ((), ())
+    assert first.state == {"exceeded_since": {"a": 100.0}}
+
+    early = strategy.decide(Snapshot(160.0, (cluster(free=0, jobs=jobs),), campaigns), first.state)
+    assert (early.stops, early.state) == ((), first.state)
+
+    late = strategy.decide(Snapshot(161.0, (cluster(free=0, jobs=jobs),), campaigns), first.state)
+    assert [s.job_id for s in late.stops] == [9, 8, 7, 6, 5, 4, 3]  # queued ones first, then the newest started
+    assert all(isinstance(s, Stop) and s.cluster == "a" and "dev" in s.reason for s in late.stops)
+    assert late.launches == (Assignment("a", 1, 7),)
+    assert late.state == {}
+
+
+def test_the_rebalance_timer_restarts_when_the_spread_falls_back():
+    campaigns = (campaign(1, "alice"), campaign(2, "bob"))
+    jobs = tuple(job(i, 1) for i in range(7)) + tuple(job(i, 2) for i in range(7, 10))  # 70 % and 30 %: no spread
+    snapshot = Snapshot(500.0, (cluster(free=0, jobs=jobs),), campaigns)
+    decision = metascheduler("classload", REBALANCING).decide(snapshot, {"exceeded_since": {"a": 100.0}})
+    assert decision.stops == () and decision.state == {}
+
+
+def test_test_campaigns_still_go_first_and_no_class_counts_their_jobs():
+    test = CampaignView(9, CampaignType.TEST, "carol", 0.0, 1, {"a": Demand(1, 1)})
+    on_a = cluster(free=11, jobs=(job(50, 9),))
+    snapshot = Snapshot(0.0, (on_a,), (test, campaign(1, "alice"), campaign(2, "bob")))
+    decision = decide(metascheduler("classload", SEVENTY_THIRTY), snapshot, {})
+    assert launched(decision) == {("a", 9): 1, ("a", 1): 7, ("a", 2): 3}
+
+
+def test_without_options_one_class_takes_every_campaign():
+    snapshot = Snapshot(0.0, (cluster(free=4),), (campaign(1, "alice", active=1), campaign(2, "bob")))
+    assert launched(metascheduler("classload").decide(snapshot, {})) == {("a", 2): 2, ("a", 1): 2}
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        ({"clases": {}}, "metasched.classload.clases: no such option"),
+        ({"classes": {}}, "metasched.classload.classes: must name at least one class"),
+        ({"classes": {"a": {"load_pct": "x"}}}, "metasched.classload.classes.a.load_pct: must be a whole number"),
+        ({"classes": {"a": {"load_pct": 0}}}, "metasched.classload.classes: the load percentages sum to 0"),
+        ({"classes": {"a": {"load_pct": 5, "match": "("}}}, "metasched.classload.classes.a.match: not a regular"),
+        ({"classes": {"a": {"load_pct": 5, "regex": "x"}}}, "metasched.classload.classes.a.regex: unknown field"),
+        ({"rebalance_threshold": -1}, "metasched.classload.rebalance_threshold: must be >= 0"),
+        ({"rebalance_min_duration": "4m"}, "metasched.classload.rebalance_min_duration: must be a number"),
+    ],
+)
+def test_bad_options_are_refused_by_name(options, fragment):
+    with pytest.raises(ConfigError, match="^" + re.escape(fragment)):
+        metascheduler("classload", options)

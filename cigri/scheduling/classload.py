@@ -13,14 +13,28 @@ order (classes of equal load, several matching regexes) cigri fixes one order: d
 
 from __future__ import annotations
 
+import heapq
 import math
+import re
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
-from . import evaluates, inputs
+from . import (
+    CampaignView,
+    ClusterView,
+    Decision,
+    GridJob,
+    Snapshot,
+    State,
+    Stop,
+    evaluates,
+    inputs,
+    launches,
+    register,
+)
 
 _FLOAT32 = struct.Struct("f")
 
@@ -284,3 +298,225 @@ def evaluate(scenario: Mapping[str, Any]) -> dict:
     )
     result = allocate(workers, classes, rebalance, inputs.number(settings, "exceeded_for_s", "rebalance", 0))
     return {"start": result.start, "stop": result.stop}
+
+
+@dataclass(frozen=True)
+class ClassSpec:
+    """A configured class: its load percentage and the regex that claims campaigns (None: it claims none,
+    but still takes the campaigns no regex claims when it is the smallest class)."""
+
+    load_pct: int
+    match: re.Pattern[str] | None = None
+
+
+_OPTIONS = ("classes", "rebalance_threshold", "rebalance_min_duration")
+
+
+@register
+class ClassLoad:
+    """Scoot's load-based classes over a grid: per cluster and pass, :func:`allocate` on the cluster's slots.
+
+    - A campaign's class: the first class (in :func:`class_order`) whose ``match`` regex is found anywhere
+      in the campaign's JDL ``class`` key, or in its user when that key is absent; no match: the smallest
+      class (Scoot's rule for unknown requestors).
+    - Workers: the slots of the cluster's grid jobs (of the campaigns this strategy sees: test campaigns'
+      jobs are left out, like local users' load) plus its free slots. A queued grid job counts as running
+      for its class: the cycle's ``free`` already excludes the slots promised to it, so it holds a worker
+      as surely as a running job; not counting it would let a class queue jobs past its share unseen.
+    - Waiting per class: the slots its campaigns may still send there (waiting jobs within each campaign's
+      limit for the cluster, minus what earlier clusters took this pass).
+    - Starts go to the class's campaigns round robin, the campaign with the fewest jobs on the grid first,
+      one job a turn (Scoot's task selection); a campaign then waits for its next turn behind those with
+      as many jobs. Counts are slots: a campaign's turn is skipped when the slots left are fewer than its
+      job needs.
+    - Stops (rebalancing only): the over-served class's newest jobs on the cluster, queued ones first
+      (newest submitted first: nothing lost), then running ones by start time, newest first; a job larger
+      than what is left to stop is passed over. Scoot looks back at most 4 hours for tasks to stop; cigri
+      looks at every job.
+    - After the free slots, the queue allowance: :func:`allocate` again with the allowance added to the
+      workers (no rebalancing), so queued jobs follow the same percentages instead of one campaign's order.
+    - The rebalance timer: the state keeps, per cluster, since when the spread has exceeded the threshold;
+      it is cleared by a rebalance and when the spread falls back (Scoot's code keeps the first mark until
+      a rebalance, which rebalances at once on a later excursion: its README's "over a threshold for a set
+      period of time" is what is kept here).
+    """
+
+    name = "classload"
+
+    def __init__(self, classes: Mapping[str, ClassSpec] | None = None, rebalance: Rebalance | None = None):
+        self.classes = dict(classes or {"default": ClassSpec(100)})
+        self.rebalance = rebalance or Rebalance()
+        self.order = class_order({name: spec.load_pct for name, spec in self.classes.items()})
+
+    @classmethod
+    def configure(cls, options: dict) -> ClassLoad:
+        """Build from ``metasched.classload.*``: ``classes`` ({NAME: {load_pct: P, match: REGEX}}, default
+        one class of 100 % taking every campaign), ``rebalance_threshold`` (percent, 0 = off) and
+        ``rebalance_min_duration`` (seconds)."""
+        where = "metasched.classload"
+        for key in options:
+            if key not in _OPTIONS:
+                raise ConfigError(f"{where}.{key}: no such option (valid: {', '.join(_OPTIONS)})")
+        classes = None
+        if "classes" in options:
+            table = inputs.mapping(options, "classes", where)
+            if not table:
+                raise ConfigError(f"{where}.classes: must name at least one class")
+            classes = {name: _class_spec(table, name, f"{where}.classes") for name in table}
+            if sum(spec.load_pct for spec in classes.values()) == 0:
+                raise ConfigError(f"{where}.classes: the load percentages sum to 0 (at least one must be > 0)")
+        rebalance = Rebalance(
+            inputs.integer(options, "rebalance_threshold", where, 0),
+            inputs.number(options, "rebalance_min_duration", where, 0),
+        )
+        return cls(classes, rebalance)
+
+    def classify(self, campaign: CampaignView) -> str:
+        requestor = campaign.klass or campaign.user
+        for name in self.order:
+            pattern = self.classes[name].match
+            if pattern is not None and pattern.search(requestor):
+                return name
+        return self.order[-1]
+
+    def decide(self, snapshot: Snapshot, state: State) -> Decision:
+        placement = _Placement(self, snapshot)
+        since = dict(state.get("exceeded_since", {}))
+        stops: list[Stop] = []
+        timers: dict[str, float] = {}
+        for cluster in snapshot.clusters:
+            stops += placement.cluster(cluster, since.get(cluster.name), timers)
+        return Decision(
+            launches=launches(placement.taken),
+            stops=tuple(stops),
+            state={"exceeded_since": timers} if timers else {},
+        )
+
+
+def _class_spec(table: Mapping[str, Any], name: str, path: str) -> ClassSpec:
+    entry = inputs.mapping(table, name, path)
+    _known(entry, ("load_pct", "match"), f"{path}.{name}")
+    match = inputs.text(entry, "match", f"{path}.{name}") if "match" in entry else None
+    try:
+        pattern = None if match is None else re.compile(match)
+    except re.error as exc:
+        raise ConfigError(f"{path}.{name}.match: not a regular expression: {exc}") from exc
+    return ClassSpec(inputs.integer(entry, "load_pct", f"{path}.{name}"), pattern)
+
+
+class _Placement:
+    """One pass of :class:`ClassLoad` over the clusters in order: what each campaign has left to send and
+    has on the grid, and the jobs given so far per (cluster, campaign)."""
+
+    def __init__(self, strategy: ClassLoad, snapshot: Snapshot):
+        self.strategy = strategy
+        self.now = snapshot.now
+        self.klass = {c.id: strategy.classify(c) for c in snapshot.campaigns}
+        self.members: dict[str, list[CampaignView]] = {name: [] for name in strategy.order}
+        for c in sorted(snapshot.campaigns, key=lambda c: (c.submitted_at, c.id)):
+            self.members[self.klass[c.id]].append(c)
+        self.left = {c.id: c.waiting for c in snapshot.campaigns}
+        self.on_grid = {c.id: c.active for c in snapshot.campaigns}
+        self.taken: dict[tuple[str, int], int] = {}
+
+    def sendable(self, cluster: str, campaign: CampaignView) -> int:
+        """Jobs the campaign may still send to the cluster this pass."""
+        demand = campaign.demands.get(cluster)
+        if demand is None:
+            return 0
+        return max(0, min(self.left[campaign.id], demand.limit - self.taken.get((cluster, campaign.id), 0)))
+
+    def counts(self, cluster: str, running: Mapping[str, int], cap: int) -> dict[str, ClassCounts]:
+        """Each class's load percentage, slots running and slots its campaigns may still send there, the
+        latter counted up to ``cap`` only: :func:`allocate` never starts more than the workers it is given,
+        so any waiting count above them decides the same."""
+        return {
+            name: ClassCounts(self.strategy.classes[name].load_pct, running[name], self.waiting(cluster, members, cap))
+            for name, members in self.members.items()
+        }
+
+    def waiting(self, cluster: str, members: Sequence[CampaignView], cap: int) -> int:
+        total = 0
+        for campaign in members:
+            if cluster in campaign.demands:
+                total += self.sendable(cluster, campaign) * campaign.demands[cluster].slots_per_job
+                if total >= cap:
+                    return cap
+        return total
+
+    def cluster(self, cluster: ClusterView, since: float | None, timers: dict[str, float]) -> list[Stop]:
+        """Decide one cluster: Scoot on its workers (stops, then starts in the free and freed slots), then
+        the queue allowance. Records the cluster's rebalance timer in ``timers``; returns the stops."""
+        rebalance = self.strategy.rebalance
+        mine = [job for job in cluster.jobs if job.campaign_id in self.klass]
+        running = dict.fromkeys(self.strategy.order, 0)
+        for job in mine:
+            running[self.klass[job.campaign_id]] += job.slots
+        workers = cluster.free + sum(running.values())
+        counts = self.counts(cluster.name, running, workers + 1)
+        exceeded = rebalance.on and percent_spread(workers, counts) > rebalance.threshold
+        since = (self.now if since is None else since) if exceeded else None
+        result = allocate(workers, counts, rebalance, self.now - since if since is not None else 0.0)
+        if since is not None and not result.rebalanced:
+            timers[cluster.name] = since
+        stopped = [job for name, slots in result.stop.items() for job in _newest(mine, self.klass, name, slots)]
+        for job in stopped:
+            running[self.klass[job.campaign_id]] -= job.slots
+        budget = cluster.free + sum(job.slots for job in stopped)
+        budget -= self.start(cluster.name, result.start, budget, running)
+        if budget + cluster.queue > 0:
+            extra = allocate(workers + cluster.queue, self.counts(cluster.name, running, workers + cluster.queue + 1))
+            self.start(cluster.name, extra.start, budget + cluster.queue, running)
+        return [
+            Stop(cluster.name, job.job_id, f"classload: class {self.klass[job.campaign_id]} over its share")
+            for job in stopped
+        ]
+
+    def start(self, cluster: str, starts: Mapping[str, int], budget: int, running: dict[str, int]) -> int:
+        """Give each class its start slots (in class order, within ``budget``); returns the slots used and
+        adds them to ``running``."""
+        used = 0
+        for name in self.strategy.order:
+            given = self.spread(cluster, name, min(starts.get(name, 0), budget - used))
+            running[name] += given
+            used += given
+        return used
+
+    def spread(self, cluster: str, name: str, slots: int) -> int:
+        """Scoot's task selection: one job a turn to the class's campaign with the fewest jobs on the grid
+        (ties: the older), which then queues behind the campaigns with as many. Returns the slots used."""
+        if slots <= 0:
+            return 0
+        counts, left = self.on_grid, self.left
+        turns = [(counts[c.id], seq, c) for seq, c in enumerate(self.members[name]) if left[c.id] > 0]
+        heapq.heapify(turns)
+        seq, used = len(turns), 0
+        while turns and used < slots:
+            on_grid, _, campaign = heapq.heappop(turns)
+            if self.sendable(cluster, campaign) <= 0:
+                continue
+            size = campaign.demands[cluster].slots_per_job
+            if size > slots - used:
+                continue
+            key = (cluster, campaign.id)
+            self.taken[key] = self.taken.get(key, 0) + 1
+            self.left[campaign.id] -= 1
+            self.on_grid[campaign.id] += 1
+            used += size
+            heapq.heappush(turns, (on_grid + 1, seq, campaign))
+            seq += 1
+        return used
+
+
+def _newest(jobs: Sequence[GridJob], klass: Mapping[int, str], name: str, slots: int) -> list[GridJob]:
+    """The class's jobs to stop for ``slots``: queued ones newest submitted first, then running ones newest
+    started first, passing over a job larger than what is left to stop."""
+    own = [job for job in jobs if klass[job.campaign_id] == name]
+    queued = sorted((j for j in own if not j.running), key=lambda j: (j.submitted_at, j.job_id), reverse=True)
+    started = sorted((j for j in own if j.running), key=lambda j: (j.started_at, j.job_id), reverse=True)
+    chosen = []
+    for job in queued + started:
+        if job.slots <= slots:
+            chosen.append(job)
+            slots -= job.slots
+    return chosen
