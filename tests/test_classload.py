@@ -520,6 +520,61 @@ def test_without_options_one_class_takes_every_campaign():
     assert launched(metascheduler("classload").decide(snapshot, {})) == {("a", 2): 2, ("a", 1): 2}
 
 
+@st.composite
+def grids(draw):
+    names = ("a", "b", "c")[: draw(st.integers(1, 3))]
+    campaigns = tuple(
+        campaign(
+            cid,
+            draw(st.sampled_from(["alice", "bob", "carol"])),
+            waiting=draw(st.integers(0, 40)),
+            on=tuple(draw(st.sets(st.sampled_from(names), min_size=1))),
+            active=draw(st.integers(0, 5)),
+            spj=draw(st.integers(1, 3)),
+        )
+        for cid in range(1, draw(st.integers(1, 6)) + 1)
+    )
+    ids = iter(range(1000, 2000))
+    clusters = tuple(
+        cluster(
+            name,
+            free=draw(st.integers(0, 30)),
+            queue=draw(st.integers(0, 10)),
+            jobs=tuple(
+                job(next(ids), c.id, started_at=draw(st.none() | st.floats(0, 99)), slots=draw(st.integers(1, 3)))
+                for c in campaigns
+                for _ in range(draw(st.integers(0, 4)))
+            ),
+        )
+        for name in names
+    )
+    return Snapshot(100.0, clusters, campaigns), draw(st.none() | st.floats(0, 99))
+
+
+@given(grids())
+def test_the_strategy_stays_within_budgets_demands_and_the_jobs_there(grid_and_mark):
+    snapshot, mark = grid_and_mark
+    state = {} if mark is None else {"exceeded_since": {c.name: mark for c in snapshot.clusters}}
+    options = {**SEVENTY_THIRTY, "rebalance_threshold": 10, "rebalance_min_duration": 1}
+    decision = metascheduler("classload", options).decide(snapshot, state)
+    by_id = {c.id: c for c in snapshot.campaigns}
+    jobs = {(c.name, j.job_id): j for c in snapshot.clusters for j in c.jobs}
+    assert len(set(decision.stops)) == len(decision.stops)
+    assert all((s.cluster, s.job_id) in jobs for s in decision.stops)
+    for c in snapshot.clusters:
+        freed = sum(jobs[s.cluster, s.job_id].slots for s in decision.stops if s.cluster == c.name)
+        used = sum(
+            a.jobs * by_id[a.campaign_id].demands[c.name].slots_per_job
+            for a in decision.launches
+            if a.cluster == c.name
+        )
+        assert used <= c.free + freed + c.queue
+    for cid, view in by_id.items():
+        mine = [a for a in decision.launches if a.campaign_id == cid]
+        assert all(a.jobs > 0 and a.cluster in view.demands for a in mine)
+        assert sum(a.jobs for a in mine) <= view.waiting
+
+
 @pytest.mark.parametrize(
     ("options", "fragment"),
     [

@@ -490,7 +490,7 @@ class _Placement:
         counts, left = self.on_grid, self.left
         turns = [(counts[c.id], seq, c) for seq, c in enumerate(self.members[name]) if left[c.id] > 0]
         heapq.heapify(turns)
-        seq, used = len(turns), 0
+        seq, used = len(self.members[name]), 0
         while turns and used < slots:
             on_grid, _, campaign = heapq.heappop(turns)
             if self.sendable(cluster, campaign) <= 0:
