@@ -34,38 +34,54 @@ def counts(table: dict[str, tuple[int, int, int]]) -> dict[str, ClassCounts]:
     return {name: ClassCounts(pct, running, waiting) for name, (pct, running, waiting) in table.items()}
 
 
+SEED_1 = {
+    "c0": (30, 200, 290),
+    "c1": (25, 300, 230),
+    "c2": (20, 0, 150),
+    "c3": (15, 100, 150),
+    "c4": (10, 110, 90),
+    "c5": (0, 0, 328),
+}
+SEED_2 = {"c0": (30, 200, 10), "c1": (25, 300, 230), "c2": (20, 0, 0), "c3": (15, 100, 50), "c4": (10, 110, 90)}
+
+
 def test_seed_example_1_entitlement_in_two_iterations():
-    classes = counts(
-        {
-            "c0": (30, 200, 290),
-            "c1": (25, 300, 230),
-            "c2": (20, 0, 150),
-            "c3": (15, 100, 150),
-            "c4": (10, 110, 90),
-            "c5": (0, 0, 328),
-        }
-    )
-    result = allocate(1000, classes)
+    result = allocate(1000, counts(SEED_1))
     assert result.start == {"c0": 94, "c2": 150, "c3": 46}
     assert result.stop == {}
 
 
 def test_seed_example_2_entitlement_then_loan():
-    classes = counts(
-        {"c0": (30, 200, 10), "c1": (25, 300, 230), "c2": (20, 0, 0), "c3": (15, 100, 50), "c4": (10, 110, 90)}
-    )
-    result = allocate(1000, classes)
+    result = allocate(1000, counts(SEED_2))
     assert result.start == {"c0": 10, "c1": 157, "c3": 50, "c4": 73}
     assert result.stop == {}
 
 
+# Scoot's larger tables, which its scenarios vary: 8 classes on 10,000 workers, and its staging classes
+LARGE = {
+    "c0": (30, 1660, 14220),
+    "c1": (25, 101, 9401),
+    "c2": (16, 420, 16542),
+    "c3": (14, 14, 4194),
+    "c4": (6, 404, 15944),
+    "c5": (4, 42, 11136),
+    "c6": (3, 977, 9145),
+    "c7": (2, 2612, 16781),
+}
+STAGING = {
+    "land": (48, 0, 0),
+    "diff": (25, 0, 0),
+    "sandbox": (10, 0, 0),
+    "regression": (9, 3111, 22121),
+    "ktf": (3, 0, 0),
+    "coverage": (2, 0, 0),
+    "tryout": (2, 146, 24099),
+    "unknown": (1, 0, 0),
+}
+
 # Scoot's Test_Class_Task_Start_Cnts scenarios 2 and 4-11: workers, {class: (load %, running, waiting)}, starts
 SCOOT_START_SCENARIOS = [
-    (
-        1000,
-        {"c0": (30, 200, 290), "c1": (25, 300, 230), "c2": (20, 0, 0), "c3": (15, 100, 50), "c4": (10, 110, 90)},
-        {"c0": 194, "c1": 26, "c3": 50, "c4": 20},
-    ),
+    (1000, {**SEED_2, "c0": (30, 200, 290)}, {"c0": 194, "c1": 26, "c3": 50, "c4": 20}),
     (
         1000,
         {"c0": (30, 0, 300), "c1": (25, 0, 230), "c2": (20, 0, 400), "c3": (15, 0, 650), "c4": (10, 700, 800)},
@@ -81,62 +97,10 @@ SCOOT_START_SCENARIOS = [
         {"c0": (30, 200, 100), "c1": (25, 300, 50), "c2": (15, 0, 200), "c3": (0, 100, 300), "c4": (10, 110, 500)},
         {"c0": 100, "c1": 10, "c2": 172, "c4": 8},
     ),
-    (
-        10000,
-        {
-            "c0": (30, 1660, 14220),
-            "c1": (25, 101, 9401),
-            "c2": (16, 420, 16542),
-            "c3": (14, 14, 4194),
-            "c4": (6, 404, 15944),
-            "c5": (4, 42, 11136),
-            "c6": (3, 977, 9145),
-            "c7": (2, 2612, 16781),
-        },
-        {"c0": 830, "c1": 1282, "c2": 641, "c3": 754, "c4": 76, "c5": 187},
-    ),
-    (
-        3270,
-        {
-            "land": (48, 0, 0),
-            "diff": (25, 0, 0),
-            "sandbox": (10, 0, 0),
-            "regression": (9, 3111, 22121),
-            "ktf": (3, 0, 0),
-            "coverage": (2, 0, 0),
-            "tryout": (2, 146, 24099),
-            "unknown": (1, 0, 0),
-        },
-        {"tryout": 13},
-    ),
-    (
-        4000,
-        {
-            "land": (48, 0, 0),
-            "diff": (25, 0, 0),
-            "sandbox": (10, 0, 0),
-            "regression": (9, 3111, 22121),
-            "ktf": (3, 0, 0),
-            "coverage": (2, 0, 0),
-            "tryout": (2, 146, 24099),
-            "unknown": (1, 0, 0),
-        },
-        {"regression": 157, "tryout": 586},
-    ),
-    (  # two loan iterations
-        4000,
-        {
-            "land": (48, 0, 0),
-            "diff": (25, 0, 0),
-            "sandbox": (10, 0, 0),
-            "regression": (9, 3111, 22121),
-            "ktf": (3, 0, 0),
-            "coverage": (2, 0, 0),
-            "tryout": (2, 70, 500),
-            "unknown": (1, 0, 0),
-        },
-        {"regression": 319, "tryout": 500},
-    ),
+    (10000, LARGE, {"c0": 830, "c1": 1282, "c2": 641, "c3": 754, "c4": 76, "c5": 187}),
+    (3270, STAGING, {"tryout": 13}),
+    (4000, STAGING, {"regression": 157, "tryout": 586}),
+    (4000, {**STAGING, "tryout": (2, 70, 500)}, {"regression": 319, "tryout": 500}),  # two loan iterations
 ]
 
 
@@ -150,52 +114,32 @@ def test_scoot_start_scenarios(workers, table, expected):
 
 # Scoot's Test_Rebalance (threshold 50 %, minimum 1 minute, exceeded for 2 minutes): starts and stops
 SCOOT_REBALANCE = Rebalance(threshold=50, min_duration=60)
+LARGE_SKEWED = {
+    **LARGE,
+    "c0": (30, 166, 14220),
+    "c3": (14, 14, 104194),
+    "c6": (3, 977, 209145),
+    "c7": (2, 2612, 416781),
+}
 SCOOT_REBALANCE_SCENARIOS = [
     (10, {"c0": (70, 2, 20), "c1": (20, 4, 10), "c2": (10, 4, 30)}, {"c0": 5}, {"c1": 2, "c2": 3}, True),
     (  # the spread is not large enough: the ordinary entitlement and loan pass
         10000,
-        {
-            "c0": (30, 1660, 14220),
-            "c1": (25, 101, 9401),
-            "c2": (16, 420, 16542),
-            "c3": (14, 14, 104194),
-            "c4": (6, 404, 5944),
-            "c5": (4, 42, 11136),
-            "c6": (3, 977, 9145),
-            "c7": (2, 2612, 16781),
-        },
+        {**LARGE, "c3": (14, 14, 104194), "c4": (6, 404, 5944)},
         {"c0": 830, "c1": 1282, "c2": 641, "c3": 754, "c4": 76, "c5": 187},
         {},
         False,
     ),
     (  # rebalance, no worker left to loan
         10000,
-        {
-            "c0": (30, 166, 14220),
-            "c1": (25, 101, 9401),
-            "c2": (16, 420, 16542),
-            "c3": (14, 14, 104194),
-            "c4": (6, 404, 15944),
-            "c5": (4, 42, 11136),
-            "c6": (3, 977, 209145),
-            "c7": (2, 2612, 416781),
-        },
+        LARGE_SKEWED,
         {"c0": 2834, "c1": 2399, "c2": 1180, "c3": 1386, "c4": 196, "c5": 358},
         {"c6": 677, "c7": 2412},
         True,
     ),
     (  # rebalance, then the left-over workers loaned once (the stopping classes get some back)
         10000,
-        {
-            "c0": (30, 166, 14220),
-            "c1": (25, 101, 9401),
-            "c2": (16, 420, 16542),
-            "c3": (14, 14, 104194),
-            "c4": (6, 404, 0),
-            "c5": (4, 42, 0),
-            "c6": (3, 977, 209145),
-            "c7": (2, 2612, 416781),
-        },
+        {**LARGE_SKEWED, "c4": (6, 404, 0), "c5": (4, 42, 0)},
         {"c0": 3017, "c1": 2549, "c2": 1275, "c3": 1470},
         {"c6": 660, "c7": 2400},
         True,
@@ -291,17 +235,10 @@ def test_rebalance_stops_only_over_served_classes_and_never_overfills(situation,
 
 # ---- grid policy classload ---------------------------------------------------------------------------------
 
-SEED_EXAMPLE_1 = {
-    "workers": 1000,
-    "classes": {
-        "c0": {"load_pct": 30, "running": 200, "waiting": 290},
-        "c1": {"load_pct": 25, "running": 300, "waiting": 230},
-        "c2": {"load_pct": 20, "running": 0, "waiting": 150},
-        "c3": {"load_pct": 15, "running": 100, "waiting": 150},
-        "c4": {"load_pct": 10, "running": 110, "waiting": 90},
-        "c5": {"load_pct": 0, "running": 0, "waiting": 328},
-    },
-}
+
+def scenario_json(workers: int, table: dict[str, tuple[int, int, int]], **extra) -> str:
+    classes = {name: dict(zip(("load_pct", "running", "waiting"), row, strict=True)) for name, row in table.items()}
+    return json.dumps({"workers": workers, "classes": classes, **extra})
 
 
 def policy(*args: str, stdin: str | None = None):
@@ -310,23 +247,16 @@ def policy(*args: str, stdin: str | None = None):
 
 def test_policy_classload_reads_a_file_and_prints_the_starts(tmp_path):
     scenario = tmp_path / "seed1.json"
-    scenario.write_text(json.dumps(SEED_EXAMPLE_1))
+    scenario.write_text(scenario_json(1000, SEED_1))
     result = policy("classload", str(scenario))
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout) == {"start": {"c0": 94, "c2": 150, "c3": 46}, "stop": {}}
 
 
 def test_policy_classload_reads_stdin_and_rebalances():
-    scenario = {
-        "workers": 10,
-        "classes": {
-            "c0": {"load_pct": 70, "running": 2, "waiting": 20},
-            "c1": {"load_pct": 20, "running": 4, "waiting": 10},
-            "c2": {"load_pct": 10, "running": 4, "waiting": 30},
-        },
-        "rebalance": {"threshold": 50, "min_duration_s": 60, "exceeded_for_s": 120},
-    }
-    result = policy("classload", "-", stdin=json.dumps(scenario))
+    rebalance = {"threshold": 50, "min_duration_s": 60, "exceeded_for_s": 120}
+    scenario = scenario_json(10, SCOOT_REBALANCE_SCENARIOS[0][1], rebalance=rebalance)
+    result = policy("classload", "-", stdin=scenario)
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout) == {"start": {"c0": 5}, "stop": {"c1": 2, "c2": 3}}
 
