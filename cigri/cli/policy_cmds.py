@@ -58,7 +58,7 @@ def _read(source: str) -> object:
 
 @click.command("policy", cls=GridCommand, help="\n\n".join([_INTRO, *map(_policy_help, evaluators())]))
 @click.argument("name")
-@click.argument("scenario", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("scenario", type=click.Path(allow_dash=True))
 @common
 def policy(name: str, scenario: str) -> None:
     decide = evaluator(name)
