@@ -23,6 +23,7 @@ from cigri.scheduling import (
     Snapshot,
     Stop,
     decide,
+    evaluators,
     metascheduler,
 )
 from cigri.scheduling.classload import ClassCounts, ClassLoad, Rebalance, allocate, class_order, percent_spread
@@ -304,7 +305,8 @@ def test_policy_refuses_an_unreadable_scenario_or_an_unknown_policy(args, stdin,
 def test_policy_help_documents_each_policy_from_its_evaluator():
     result = policy("--help")
     assert result.exit_code == 0
-    assert "classload" in result.stdout and '"exceeded_for_s"' in result.stdout and '"stop"' in result.stdout
+    assert all(f"\n  {name}\n" in result.stdout for name in evaluators())
+    assert '"exceeded_for_s"' in result.stdout and '"stop": {"c1": 2, ...}}' in result.stdout
 
 
 # ---- the strategy over campaigns and clusters ----------------------------------------------------------------
