@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+from cigri.errors import JdlError
+from cigri.jdl import parse
 from cigri.model import CampaignType
 from cigri.scheduling import (
     Assignment,
@@ -12,8 +16,6 @@ from cigri.scheduling import (
     GridJob,
     Replica,
     Snapshot,
-    TestFirstFifo,
-    decide,
 )
 from cigri.scheduling.finalize import replicas
 
@@ -23,8 +25,8 @@ def campaign(cid=1, *, waiting=0, finalize=True, clusters=("a", "b", "c"), slots
     return CampaignView(cid, CampaignType.DEFAULT, "u", float(cid), waiting, demands, finalize=finalize, **kw)
 
 
-def job(job_id, cid=1, *, started=None, submitted=0.0, slots=1, replica=False):
-    return GridJob(job_id, cid, slots, submitted, started, replica=replica)
+def job(job_id, cid=1, *, started=None, submitted=0.0, slots=1, replica=False, replicated=False):
+    return GridJob(job_id, cid, slots, submitted, started, replica=replica, replicated=replicated)
 
 
 def snapshot(campaigns, **clusters):
@@ -67,13 +69,19 @@ def test_nothing_while_jobs_wait_or_without_finalize():
     assert replicas(snapshot([campaign(finalize=False)], a=(0, jobs), b=(5, []), c=(5, [])), Decision()) == ()
 
 
-def test_never_where_the_job_runs_or_has_a_copy_nor_on_a_cluster_of_no_demand():
+def test_never_where_the_job_runs_nor_on_a_cluster_of_no_demand():
+    jobs = [job(1, started=1.0)]
+    assert replicas(snapshot([campaign(clusters=("a",))], a=(5, jobs), d=(9, [])), Decision()) == ()
+    assert replicas(snapshot([campaign(clusters=("a", "b"))], a=(9, jobs), b=(1, [])), Decision()) == (Replica("b", 1),)
+
+
+def test_one_replica_per_job_at_most():
     jobs_a = [job(1, started=1.0)]
-    jobs_b = [job(1, started=2.0, replica=True)]
-    snap = snapshot([campaign(clusters=("a", "b", "c"))], a=(5, jobs_a), b=(5, jobs_b), c=(5, []), d=(9, []))
-    assert replicas(snap, Decision()) == (Replica("c", 1),)
-    snap = snapshot([campaign(clusters=("a", "b"))], a=(5, jobs_a), b=(5, jobs_b), c=(5, []))
+    live = [job(1, started=2.0, replica=True)]
+    snap = snapshot([campaign()], a=(5, jobs_a), b=(5, live), c=(5, []))
     assert replicas(snap, Decision()) == ()
+    ended = [job(1, started=1.0, replicated=True)]
+    assert replicas(snapshot([campaign()], a=(5, ended), b=(5, []), c=(5, [])), Decision()) == ()
 
 
 def test_replicas_are_not_replicated_nor_counted_as_remaining_jobs():
@@ -105,20 +113,11 @@ def test_the_campaigns_limit_on_a_cluster_holds():
     assert replicas(snap, Decision()) == (Replica("b", 1),)
 
 
-def test_decide_adds_the_replicas_and_strategies_see_no_campaign_with_nothing_to_launch():
-    seen = []
-
-    class Spy(TestFirstFifo):
-        def decide(self, snapshot, state):
-            seen.extend(c.id for c in snapshot.campaigns)
-            return super().decide(snapshot, state)
-
-    snap = snapshot(
-        [campaign(1, clusters=("a", "b")), campaign(2, waiting=1, finalize=False, clusters=("a", "b"))],
-        a=(0, [job(1, started=1.0)]),
-        b=(3, []),
-    )
-    decision = decide(Spy(), snap, {})
-    assert seen == [2]
-    assert decision.launches == (Assignment("b", 2, 1),)
-    assert decision.replicas == (Replica("b", 1),)
+def test_the_jdl_key_is_campaign_wide_and_checked():
+    base = {"name": "x", "exec_file": "run", "params": ["1"], "clusters": {"local": {}}}
+    assert parse(base).finalize is False
+    assert parse({**base, "FINALIZE": "true"}).as_record()["finalize"] is True
+    with pytest.raises(JdlError, match=r"^finalize: expected true or false"):
+        parse({**base, "finalize": "soon"})
+    with pytest.raises(JdlError, match=r"clusters\.local\.finalize"):
+        parse({**base, "clusters": {"local": {"finalize": True}}})

@@ -43,6 +43,7 @@ class GridJob:
     submitted_at: float  # when cigri handed it to the cluster
     started_at: float | None = None  # None while it waits in the cluster's queue
     replica: bool = False  # a second copy of a job running or waiting elsewhere (finalize)
+    replicated: bool = False  # the job had a replica that ended (failed): finalize gives it no other
 
     @property
     def running(self) -> bool:
@@ -174,14 +175,12 @@ def place_tests(snapshot: Snapshot) -> tuple[list[Assignment], Snapshot]:
 
 
 def decide(strategy: MetaScheduler, snapshot: Snapshot, state: State) -> Decision:
-    """Test campaigns first, then the strategy on what is left (campaigns with jobs to launch only), then the
-    replicas of finalizing campaigns on the free slots left (see :func:`cigri.scheduling.finalize.replicas`)."""
+    """Test campaigns first, then the strategy on what is left. (The cycle then asks
+    :func:`cigri.scheduling.finalize.replicas` for the replicas of finalizing campaigns, once every strategy
+    of the pass has decided.)"""
     tests, rest = place_tests(snapshot)
-    if any(c.waiting <= 0 for c in rest.campaigns):
-        rest = replace(rest, campaigns=tuple(c for c in rest.campaigns if c.waiting > 0))
     decision = strategy.decide(rest, state)
-    launched = (*tests, *decision.launches)
-    return replace(decision, launches=launched, replicas=(*decision.replicas, *replicas(snapshot, Decision(launched))))
+    return replace(decision, launches=(*tests, *decision.launches)) if tests else decision
 
 
 def fill(
@@ -278,8 +277,6 @@ def evaluator(name: str) -> Callable[[Mapping[str, Any]], dict]:
 def evaluators() -> list[str]:
     return sorted(_EVALUATORS)
 
-
-from .finalize import replicas  # noqa: E402 (it reads the contract above)
 
 # strategies register themselves on import:
 # (each module below adds its class with @register and its ``grid policy`` function with @evaluates)

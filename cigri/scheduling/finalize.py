@@ -1,13 +1,11 @@
 """finalize, the 2009 design's campaign-level mode: "to accelerate the closing of campaigns, the scheduler
 promotes the replication of remaining jobs ... Once these jobs have finished successfully, the replicas are
-aborted." It composes with every strategy: :func:`cigri.scheduling.decide` asks :func:`replicas` after the
-strategy's launches. The cycle runs each replica as a second submission of the same job; the first copy to end
+aborted." It composes with every strategy: the cycle asks :func:`replicas` once the strategies of the pass
+have decided their launches. The cycle runs each replica as a second submission of the same job; the first copy to end
 successfully makes the job terminated and the others are cancelled (see :mod:`cigri.cycle.replicas`).
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 from ..model import CampaignType
 from . import CampaignView, Decision, GridJob, Replica, Snapshot
@@ -18,19 +16,20 @@ def replicas(snapshot: Snapshot, decision: Decision) -> tuple[Replica, ...]:
 
     A campaign replicates once it has ``finalize``, no job left to launch, and fewer active jobs than the jobs
     the free slots left on its clusters (after the launches, and after the replicas of older campaigns) could
-    take. Each of its active jobs then gets at most one replica, running jobs first (the oldest start first),
-    then queued ones (the oldest submission first), each on the cluster with the most free slots left among
-    those the campaign has a demand on, within that demand's limit, and never where a copy of the job already
-    is (its original or a replica): copies of a job never share a cluster. Test campaigns never replicate.
+    take. Each of its active jobs then gets a replica, unless it has or had one (a job gets one at most), running
+    jobs first (the oldest start first), then queued ones (the oldest submission first), each on the cluster
+    with the most free slots left among those the campaign has a demand on, within that demand's limit, and
+    never where the job runs: copies of a job never share a cluster. Test campaigns never replicate.
     """
     free = _free_after(snapshot, decision)
-    copies: dict[int, set[str]] = {}
-    originals: dict[int, list[GridJob]] = {}
+    replicated: set[int] = set()
+    originals: dict[int, list[tuple[str, GridJob]]] = {}
     for cluster in snapshot.clusters:
         for job in cluster.jobs:
-            copies.setdefault(job.job_id, set()).add(cluster.name)
+            if job.replica or job.replicated:
+                replicated.add(job.job_id)
             if not job.replica:
-                originals.setdefault(job.campaign_id, []).append(job)
+                originals.setdefault(job.campaign_id, []).append((cluster.name, job))
     placed: list[Replica] = []
     for campaign in sorted(snapshot.campaigns, key=lambda c: (c.submitted_at, c.id)):
         if not campaign.finalize or campaign.waiting > 0 or campaign.type == CampaignType.TEST:
@@ -39,7 +38,7 @@ def replicas(snapshot: Snapshot, decision: Decision) -> tuple[Replica, ...]:
         room = sum(free.get(name, 0) // demand.slots_per_job for name, demand in campaign.demands.items())
         if not active or len(active) >= room:
             continue
-        placed.extend(_place(campaign, active, copies, free))
+        placed.extend(_place(campaign, [(c, j) for c, j in active if j.job_id not in replicated], free))
     return tuple(placed)
 
 
@@ -54,20 +53,21 @@ def _free_after(snapshot: Snapshot, decision: Decision) -> dict[str, int]:
     return free
 
 
-def _place(
-    campaign: CampaignView, active: list[GridJob], copies: Mapping[int, set[str]], free: dict[str, int]
-) -> list[Replica]:
-    """One replica per job at most, in the order :func:`replicas` gives; spends ``free``."""
+def _place(campaign: CampaignView, active: list[tuple[str, GridJob]], free: dict[str, int]) -> list[Replica]:
+    """A replica for each (cluster, job) that finds a place, in the order :func:`replicas` gives; spends
+    ``free``."""
     placed = []
     per_cluster: dict[str, int] = {}
-    order = sorted(active, key=lambda j: (not j.running, j.started_at if j.running else j.submitted_at, j.job_id))
-    for job in order:
+
+    def age(item: tuple[str, GridJob]) -> tuple:
+        job = item[1]
+        return (not job.running, job.started_at if job.running else job.submitted_at, job.job_id)
+
+    for where, job in sorted(active, key=age):
         candidates = [
             name
             for name, demand in campaign.demands.items()
-            if name not in copies[job.job_id]
-            and free.get(name, 0) >= demand.slots_per_job
-            and per_cluster.get(name, 0) < demand.limit
+            if name != where and free.get(name, 0) >= demand.slots_per_job and per_cluster.get(name, 0) < demand.limit
         ]
         if not candidates:
             continue

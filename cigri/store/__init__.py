@@ -929,6 +929,15 @@ class Store:
             f"WHERE state IN {self.LIVE_REPLICA} ORDER BY id"
         ).fetchall()
 
+    def replicated(self, campaign_id: int) -> set[int]:
+        """The campaign's jobs whose current copy had a replica that is over (a job gets one at most)."""
+        rows = self.conn.execute(
+            "SELECT r.job_id FROM replicas r JOIN jobs j ON j.id = r.job_id AND j.batch_id IS r.origin "
+            f"WHERE r.campaign_id = ? AND r.state NOT IN {self.LIVE_REPLICA}",
+            (campaign_id,),
+        )
+        return {row[0] for row in rows}
+
     def replicas_running(self, rows: Sequence[tuple[int, float]]) -> None:
         """(replica, started at) of replicas seen running."""
         self.conn.executemany(
@@ -945,11 +954,11 @@ class Store:
                 [state, *chunk],
             )
 
-    def replica_won(self, replica_id: int, started: float | None, ended: float) -> bool:
+    def replica_won(self, replica_id: int, started: float | None, ended: float) -> int | None:
         """The replica ended well while its job was still queued or running: the job is terminated as the
         replica ran it (its cluster, remote id and times: the output read is the replica's), and the row now
-        holds the job's old copy, to kill, as do the job's other replicas. False, changing nothing, when the
-        job was no longer that copy's (ended, cancelled, run again)."""
+        holds the job's old copy, to kill, as do the job's other replicas. Returns the job, or None, changing
+        nothing, when the job was no longer that copy's (ended, cancelled, run again)."""
         row = self._one(
             "SELECT r.job_id, r.cluster, r.remote_id, r.started_at, j.cluster, j.remote_id FROM replicas r "
             "JOIN jobs j ON j.id = r.job_id JOIN campaigns c ON c.id = j.campaign_id WHERE r.id = ? "
@@ -958,7 +967,7 @@ class Store:
             (replica_id,),
         )
         if row is None:
-            return False
+            return None
         job_id, cluster, remote_id, replica_started, job_cluster, job_remote = row
         self.conn.execute(
             "UPDATE jobs SET state = 'terminated', exit_code = 0, cluster = ?, remote_id = ?, started_at = ?, "
@@ -973,7 +982,7 @@ class Store:
             "UPDATE replicas SET state = 'kill', cluster = ?, remote_id = ? WHERE id = ?",
             (job_cluster, job_remote, replica_id),
         )
-        return True
+        return job_id
 
     def stale_replicas(self) -> int:
         """Mark to kill the live replicas whose job left the copy they double (it ended, was cancelled or

@@ -228,6 +228,7 @@ def _m007_replicas(conn: sqlite3.Connection) -> None:
         );
         CREATE INDEX replicas_state ON replicas(state, cluster);
         CREATE INDEX replicas_job ON replicas(job_id);
+        CREATE INDEX replicas_campaign ON replicas(campaign_id);
         """,
     )
 
