@@ -150,3 +150,15 @@ def test_a_cancelled_campaign_cancels_its_replicas(store, cycle, tmp_path, job_s
     assert replica_states(store) == {"killed": 1} and passes.counts["replicas killed"] == 1
     assert store.job(1).state == JobState.CANCELLED
     wait_for(lambda: cycle.adapter("local").capacity().used == 0)
+
+
+def test_a_job_sent_back_to_its_bag_goes_on_as_its_running_replica(store, cycle, tmp_path, job_script):
+    # the original asks to be resubmitted (exit 66) while its replica runs: the replica becomes the job
+    cid = finalizing(store, tmp_path, job_script, annex="sleep 2; exit 66", local="sleep 4")
+    passes = Passes(cycle)
+    passes.until(lambda: store.campaign(cid).state == CampaignState.TERMINATED)
+    assert passes.counts["replicas promoted"] == 1 and passes.counts["resubmitted"] == 1
+    job = store.job(1)
+    assert (job.state, job.cluster, job.resubmits) == (JobState.TERMINATED, "local", 1)
+    assert runs(tmp_path) == ["a "]  # no third copy ran
+    assert replica_states(store) == {"promoted": 1}

@@ -6,9 +6,10 @@ A replica is recorded (``launching``) before its RM is called and submitted unde
 between submits it once. The updator follows replicas as it follows jobs: the first copy to end successfully
 makes the job terminated (when it is a replica, the job takes its cluster, remote id and times: its result is
 kept once, and read from there); every other copy is cancelled and counted as waste ("replicas killed"). A
-replica that fails is dropped (no event: the original still runs). A replica is killed as soon as its job
-leaves the copy it doubles (the job ended, was cancelled or runs again elsewhere) or its campaign is paused,
-cancelled or over.
+replica that fails is dropped (no event: the original still runs). When the job's own copy is sent back to
+the bag (killed by its cluster, taken back), a live replica becomes the job's copy instead. Any other replica is
+killed as soon as its job leaves the copy it doubles (the job ended or was cancelled) or its campaign is
+paused, cancelled or over.
 
 The stages call :func:`place` (metasched), :func:`follow` (updator, for each
 cluster that answers, then :func:`mark_stale`), :func:`submit` (runner) and :func:`cancel` (nikita).
@@ -174,10 +175,13 @@ def follow(ctx: Context, cluster: str) -> None:
 
 
 def mark_stale(ctx: Context) -> None:
-    """Replicas whose job ended, was cancelled or runs again elsewhere, or whose campaign is paused, cancelled or
-    over: to kill (by :func:`cancel`)."""
+    """A job sent back to its bag (killed by its cluster, taken back, run elsewhere) while a replica of it
+    is queued or running goes on as that replica. The other replicas whose job ended, was cancelled or runs
+    again elsewhere, or whose campaign is paused, cancelled or over: to kill (by :func:`cancel`)."""
     with ctx.store.transaction():
+        promoted = ctx.store.promote_replicas()
         ctx.store.stale_replicas()
+    ctx.report.add("replicas promoted", len(promoted))
 
 
 # ---- nikita -------------------------------------------------------------------------------------

@@ -930,10 +930,11 @@ class Store:
         ).fetchall()
 
     def replicated(self, campaign_id: int) -> set[int]:
-        """The campaign's jobs whose current copy had a replica that is over (a job gets one at most)."""
+        """The campaign's jobs that had a replica: over for their current copy, or become that copy (a job
+        gets one at most)."""
         rows = self.conn.execute(
-            "SELECT r.job_id FROM replicas r JOIN jobs j ON j.id = r.job_id AND j.batch_id IS r.origin "
-            f"WHERE r.campaign_id = ? AND r.state NOT IN {self.LIVE_REPLICA}",
+            "SELECT r.job_id FROM replicas r JOIN jobs j ON j.id = r.job_id WHERE r.campaign_id = ? "
+            f"AND (r.state = 'promoted' OR (r.state NOT IN {self.LIVE_REPLICA} AND j.batch_id IS r.origin))",
             (campaign_id,),
         )
         return {row[0] for row in rows}
@@ -983,6 +984,25 @@ class Store:
             (job_cluster, job_remote, replica_id),
         )
         return job_id
+
+    def promote_replicas(self) -> list[int]:
+        """Jobs sent back to their bag (killed, taken back, run elsewhere: not cancelled) while a replica of
+        theirs is queued or running take that replica as their copy, rather than waiting to run again; return
+        them. The replica row is then 'promoted'."""
+        rows = self.conn.execute(
+            "SELECT min(r.id), r.job_id FROM replicas r JOIN jobs j ON j.id = r.job_id "
+            "JOIN campaigns c ON c.id = j.campaign_id WHERE r.state IN ('submitted', 'running') "
+            "AND j.state = 'to_launch' AND c.state = 'in_treatment' GROUP BY r.job_id"
+        ).fetchall()
+        for replica_id, job_id in rows:
+            self.conn.execute(
+                "UPDATE jobs SET (state, cluster, remote_id, submitted_at, started_at, batch_id) = "
+                "(SELECT state, cluster, remote_id, submitted_at, started_at, NULL FROM replicas WHERE id = ?) "
+                "WHERE id = ?",
+                (replica_id, job_id),
+            )
+            self.conn.execute("UPDATE replicas SET state = 'promoted' WHERE id = ?", (replica_id,))
+        return [job_id for _, job_id in rows]
 
     def stale_replicas(self) -> int:
         """Mark to kill the live replicas whose job left the copy they double (it ended, was cancelled or

@@ -213,7 +213,7 @@ def _m007_replicas(conn: sqlite3.Connection) -> None:
         -- once the job leaves that batch (it ended, or runs again elsewhere) the replica is killed. When a
         -- replica ends first, the job takes its place and the row the job's old copy, to kill.
         -- states: launching, submitted, running (live); kill (to cancel), killed, failed, late (ended after
-        -- the job had ended: a duplicate)
+        -- the job had ended: a duplicate), promoted (became the job's copy when the job was sent back)
         CREATE TABLE replicas (
             id INTEGER PRIMARY KEY,
             job_id INTEGER NOT NULL,
