@@ -141,8 +141,9 @@ def follow(ctx: Context, cluster: str) -> None:
     statuses = adapter.states([remote for *_, remote in live])
     now = ctx.clock.now()
     started, failed, won, late = [], [], [], []
+    held = []  # (campaign, seconds) of each replica that ended after holding its slots there
     with ctx.store.transaction():
-        for replica_id, _job_id, state, remote in live:
+        for replica_id, campaign_id, state, remote in live:
             status = statuses.get(remote)
             if status is None or status.state in (RemoteState.PENDING, RemoteState.UNKNOWN):
                 continue
@@ -150,8 +151,10 @@ def follow(ctx: Context, cluster: str) -> None:
                 if state == "submitted":
                     started.append((replica_id, now if status.started_at is None else status.started_at))
                 continue
+            end = now if status.ended_at is None else status.ended_at
+            if status.started_at is not None:
+                held.append((campaign_id, max(0.0, end - status.started_at)))
             if status.state == RemoteState.EXITED and status.exit_code == 0:
-                end = now if status.ended_at is None else status.ended_at
                 job_id = ctx.store.replica_won(replica_id, status.started_at, end)
                 if job_id is not None:
                     won.append(job_id)
@@ -167,6 +170,7 @@ def follow(ctx: Context, cluster: str) -> None:
             (job.campaign_id, max(0.0, job.ended_at - (job.ended_at if job.started_at is None else job.started_at)))
             for job in jobs
         )
+        ctx.charge(cluster, held)
     ctx.report.add("terminated", len(won))
     ctx.report.add("replicas won", len(won))
     ctx.report.add("replicas failed", len(failed))
@@ -190,16 +194,16 @@ def mark_stale(ctx: Context) -> None:
 def cancel(ctx: Context) -> None:
     """Cancel the copies to kill on their clusters: each one that reached its RM is waste, "replicas killed".
     One with no remote id may be there under its key (a pass killed while submitting it): looked up."""
-    per_cluster: dict[str, list[tuple[int, int, str | None]]] = defaultdict(list)
-    for replica_id, campaign_id, cluster, remote in ctx.store.replicas_to_kill():
-        per_cluster[cluster].append((replica_id, campaign_id, remote))
+    per_cluster: dict[str, list[tuple[int, int, str | None, float | None]]] = defaultdict(list)
+    for replica_id, campaign_id, cluster, remote, started_at in ctx.store.replicas_to_kill():
+        per_cluster[cluster].append((replica_id, campaign_id, remote, started_at))
     for cluster, copies in per_cluster.items():
         if not cluster_usable(ctx, cluster):
             continue
         adapter = ctx.adapter(cluster)
         try:
             remote_ids = []
-            for replica_id, campaign_id, remote in copies:
+            for replica_id, campaign_id, remote, _ in copies:
                 found = [remote] if remote is not None else adapter.find_batch(key(ctx, campaign_id, replica_id))
                 remote_ids.extend(found or [])
             if remote_ids:
@@ -207,7 +211,9 @@ def cancel(ctx: Context) -> None:
         except AdapterError as exc:
             cluster_failed(ctx, cluster, exc)
             continue
+        now = ctx.clock.now()
         with ctx.store.transaction():
-            ctx.store.killed_replicas([replica_id for replica_id, _, _ in copies])
+            ctx.store.killed_replicas([replica_id for replica_id, *_ in copies])
+            ctx.charge(cluster, [(c, max(0.0, now - started)) for _, c, _, started in copies if started is not None])
         ctx.report.add("replicas killed", len(remote_ids))
         log.info("nikita: %d copies of jobs that ended elsewhere cancelled on %s", len(remote_ids), cluster)

@@ -915,9 +915,9 @@ class Store:
         )
 
     def live_replicas(self, cluster: str) -> list[tuple[int, int, str, str]]:
-        """(replica, job, state, remote_id) of the replicas queued or running on the cluster."""
+        """(replica, campaign, state, remote_id) of the replicas queued or running on the cluster."""
         return self.conn.execute(
-            "SELECT id, job_id, state, remote_id FROM replicas WHERE state IN ('submitted', 'running') "
+            "SELECT id, campaign_id, state, remote_id FROM replicas WHERE state IN ('submitted', 'running') "
             "AND cluster = ? ORDER BY id",
             (cluster,),
         ).fetchall()
@@ -961,27 +961,27 @@ class Store:
         holds the job's old copy, to kill, as do the job's other replicas. Returns the job, or None, changing
         nothing, when the job was no longer that copy's (ended, cancelled, run again)."""
         row = self._one(
-            "SELECT r.job_id, r.cluster, r.remote_id, r.started_at, j.cluster, j.remote_id FROM replicas r "
-            "JOIN jobs j ON j.id = r.job_id JOIN campaigns c ON c.id = j.campaign_id WHERE r.id = ? "
+            "SELECT r.job_id, r.cluster, r.remote_id, r.started_at, j.cluster, j.remote_id, j.started_at "
+            "FROM replicas r JOIN jobs j ON j.id = r.job_id JOIN campaigns c ON c.id = j.campaign_id WHERE r.id = ? "
             f"AND r.state IN {self.LIVE_REPLICA} AND j.state IN ('submitted', 'running') "
             "AND j.batch_id IS r.origin AND j.kill_requested = 0 AND c.state = 'in_treatment'",
             (replica_id,),
         )
         if row is None:
             return None
-        job_id, cluster, remote_id, replica_started, job_cluster, job_remote = row
+        job_id, cluster, remote_id, replica_started, job_cluster, job_remote, job_started = row
         self.conn.execute(
-            "UPDATE jobs SET state = 'terminated', exit_code = 0, cluster = ?, remote_id = ?, started_at = ?, "
-            "ended_at = ?, unknown_since = NULL WHERE id = ?",
-            (cluster, remote_id, started if started is not None else replica_started, ended, job_id),
+            "UPDATE jobs SET cluster = ?, remote_id = ?, started_at = NULL, unknown_since = NULL WHERE id = ?",
+            (cluster, remote_id, job_id),
         )
+        self.mark_ended([(job_id, JobState.TERMINATED, 0, replica_started if started is None else started, ended)])
         self.conn.execute(
             f"UPDATE replicas SET state = 'kill' WHERE job_id = ? AND id != ? AND state IN {self.LIVE_REPLICA}",
             (job_id, replica_id),
         )
         self.conn.execute(
-            "UPDATE replicas SET state = 'kill', cluster = ?, remote_id = ? WHERE id = ?",
-            (job_cluster, job_remote, replica_id),
+            "UPDATE replicas SET state = 'kill', cluster = ?, remote_id = ?, started_at = ? WHERE id = ?",
+            (job_cluster, job_remote, job_started, replica_id),
         )
         return job_id
 
@@ -1014,11 +1014,11 @@ class Store:
             "AND c.state = 'in_treatment')"
         ).rowcount
 
-    def replicas_to_kill(self) -> list[tuple[int, int, str, str | None]]:
-        """(replica, campaign, cluster, remote_id) of the copies to cancel (no remote id: perhaps never
-        submitted, looked up by its batch key)."""
+    def replicas_to_kill(self) -> list[tuple[int, int, str, str | None, float | None]]:
+        """(replica, campaign, cluster, remote_id, started_at) of the copies to cancel (no remote id: perhaps
+        never submitted, looked up by its batch key)."""
         return self.conn.execute(
-            "SELECT id, campaign_id, cluster, remote_id FROM replicas WHERE state = 'kill' ORDER BY id"
+            "SELECT id, campaign_id, cluster, remote_id, started_at FROM replicas WHERE state = 'kill' ORDER BY id"
         ).fetchall()
 
     def killed_replicas(self, replica_ids: Sequence[int]) -> None:
