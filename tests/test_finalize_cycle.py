@@ -70,6 +70,8 @@ def test_a_replica_that_ends_first_wins_and_the_original_is_killed(store, cycle,
     assert runs(tmp_path) == ["a "]  # the replica's run: the original never reached job.sh
     wait_for(lambda: cycle.adapter("annex").capacity().used == 0)
     assert store.stats(cid)["duration_n"] == 1  # its result kept once
+    [(started, killed_state)] = store.conn.execute("SELECT started_at, state FROM replicas").fetchall()
+    assert killed_state == "killed" and started is not None  # the row now holds the original's copy
 
 
 def test_an_original_that_ends_first_cancels_its_replica(store, cycle, tmp_path, job_script):
@@ -101,6 +103,7 @@ def test_a_paused_campaign_cancels_its_replicas(store, cycle, tmp_path, job_scri
     assert replica_states(store) == {"killed": 1} and passes.counts["replicas killed"] == 1
     wait_for(lambda: cycle.adapter("local").capacity().used == 0)
     assert store.job(1).state == JobState.RUNNING  # the original runs on
+    assert sum(store.usage(RealClock().now(), 1e9).values()) > 0  # the killed replica's slot-seconds
     ops.cancel(store, cid, RealClock())
     passes()
 
