@@ -165,3 +165,19 @@ def test_a_job_sent_back_to_its_bag_goes_on_as_its_running_replica(store, cycle,
     assert (job.state, job.cluster, job.resubmits) == (JobState.TERMINATED, "local", 1)
     assert runs(tmp_path) == ["a "]  # no third copy ran
     assert replica_states(store) == {"promoted": 1}
+
+
+def test_a_replica_left_unrecorded_by_a_killed_pass_is_found_by_its_key_and_killed(
+    store, cycle, tmp_path, job_script, state
+):
+    cid = finalizing(store, tmp_path, job_script, annex="sleep 2", local="sleep 30")
+    Passes(cycle)()
+    killed = subprocess.run([PYTHON, "-c", CRASH, str(state)], capture_output=True, text=True, timeout=60)
+    assert killed.returncode == -9, killed.stderr
+    wait_for(lambda: cycle.adapter("local").capacity().used == 1)  # the replica runs, unknown to the state
+    wait_for(lambda: cycle.adapter("annex").capacity().used == 0)  # and the original is over
+    passes = Passes(cycle)
+    passes()
+    assert store.campaign(cid).state == CampaignState.TERMINATED and store.job(1).cluster == "annex"
+    assert replica_states(store) == {"killed": 1} and passes.counts["replicas killed"] == 1
+    wait_for(lambda: cycle.adapter("local").capacity().used == 0)
