@@ -30,6 +30,7 @@ from .health import cluster_failed, cluster_usable
 
 
 def key(ctx: Context, campaign_id: int, replica_id: int) -> str:
+    """A replica's name on its RM: its own batch key, never a batch's (``.b.``) nor a stage's."""
     return ctx.batch_key(campaign_id, "r", replica_id)
 
 
@@ -48,9 +49,7 @@ def _with_copies(ctx: Context, snapshot: Snapshot) -> Snapshot:
     the campaign's max_jobs on each cluster)."""
     copies = ctx.store.replica_copies()
     finalizing = {
-        c.id: c
-        for c in snapshot.campaigns
-        if c.finalize and c.waiting == 0 and c.active and c.type != CampaignType.TEST
+        c.id for c in snapshot.campaigns if c.finalize and not c.waiting and c.active and c.type != CampaignType.TEST
     }
     if not finalizing and not copies:
         return snapshot
