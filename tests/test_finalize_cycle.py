@@ -60,7 +60,7 @@ class Passes:
         return wait_for(lambda: (self(), condition())[1], timeout=timeout)
 
 
-def test_a_replica_that_ends_first_wins_and_the_original_is_killed(store, cycle, tmp_path, job_script):
+def test_a_replica_that_ends_first_wins_and_the_original_is_killed(store, cycle, cli, tmp_path, job_script):
     cid = finalizing(store, tmp_path, job_script, annex="sleep 30", local="")
     passes = Passes(cycle)
     passes.until(lambda: store.campaign(cid).state == CampaignState.TERMINATED)
@@ -72,6 +72,7 @@ def test_a_replica_that_ends_first_wins_and_the_original_is_killed(store, cycle,
     assert store.stats(cid)["duration_n"] == 1  # its result kept once
     [(started, killed_state)] = store.conn.execute("SELECT started_at, state FROM replicas").fetchall()
     assert killed_state == "killed" and started is not None  # the row now holds the original's copy
+    assert cli("gridstat", "-j", "1", "-O") == "done a\n"  # the output read is the replica's
 
 
 def test_an_original_that_ends_first_cancels_its_replica(store, cycle, tmp_path, job_script):
