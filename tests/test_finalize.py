@@ -119,5 +119,5 @@ def test_the_jdl_key_is_campaign_wide_and_checked():
     assert parse({**base, "FINALIZE": "true"}).as_record()["finalize"] is True
     with pytest.raises(JdlError, match=r"^finalize: expected true or false"):
         parse({**base, "finalize": "soon"})
-    with pytest.raises(JdlError, match=r"clusters\.local\.finalize"):
+    with pytest.raises(JdlError, match=r"^clusters\.local\.finalize: a campaign-wide key"):
         parse({**base, "clusters": {"local": {"finalize": True}}})
