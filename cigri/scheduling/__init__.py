@@ -43,7 +43,7 @@ class GridJob:
     submitted_at: float  # when cigri handed it to the cluster
     started_at: float | None = None  # None while it waits in the cluster's queue
     replica: bool = False  # a second copy of a job running or waiting elsewhere (finalize)
-    replicated: bool = False  # the job had a replica that ended (failed): finalize gives it no other
+    replicated: bool = False  # the job had a replica already (over, or now its copy): finalize gives it no other
 
     @property
     def running(self) -> bool:
