@@ -379,6 +379,8 @@ def _check_keys(keys, allowed, path: str) -> None:
             )
         if key not in allowed:
             where = f"{path}.{key}" if path else key
+            if path and key in GLOBAL_ONLY:
+                raise JdlError(where, "a campaign-wide key: give it at the top level, not for one cluster")
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f"did you mean {close[0]}?" if close else f"valid keys: {', '.join(sorted(allowed))}"
             raise JdlError(where, f"unknown key ({hint})")

@@ -26,7 +26,8 @@ def _report(m: dict) -> None:
         f"{m['duplicated']} run twice; {m['resubmitted']} resubmitted"
     )
     click.echo(
-        f"slot-seconds wasted: {waste['killed']:.0f} killed, {waste['failed']:.0f} failed, "
+        f"slot-seconds wasted: {waste['killed']:.0f} killed ({waste['superseded']:.0f} by copies of jobs done "
+        f"elsewhere), {waste['failed']:.0f} failed, "
         f"{waste['duplicates']:.0f} duplicates"
     )
     bound = m["makespan_over_bound"]

@@ -11,6 +11,7 @@ from dataclasses import replace
 from .. import config
 from ..model import ACTIVE_JOB_STATES, Campaign, CampaignState, CampaignType, EventClass, EventCode, JobState
 from ..scheduling import Assignment, CampaignView, ClusterView, Demand, GridJob, Snapshot, State, Stop, decide
+from . import replicas
 from .context import Context, log
 from .health import cancel_each, capacities, usable
 
@@ -28,6 +29,7 @@ def run(ctx: Context) -> None:
     snapshot = _snapshot(ctx, campaigns, clusters)
     launches, stops, states = _decide(ctx, snapshot)
     _record(ctx, launches, stops, states)
+    replicas.place(ctx, snapshot, launches)
 
 
 def _clusters(ctx: Context) -> list[ClusterView]:

@@ -8,6 +8,7 @@ from collections import defaultdict
 from ..errors import AdapterError
 from ..model import JobState
 from ..store import Store
+from . import replicas
 from .context import Context, log
 from .health import cancel_each, cluster_failed, cluster_usable
 
@@ -29,6 +30,7 @@ def run(ctx: Context) -> None:
         log.info("nikita: %d jobs killed on %s", len(ids), cluster)
 
     cancel_each(ctx, per_cluster, killed)
+    replicas.cancel(ctx)
     _hold_paused(ctx)
 
 

@@ -1,5 +1,5 @@
-"""The runner: stop the jobs the metascheduler took back, submit the batches it recorded, then due
-prologues and epilogues."""
+"""The runner: stop the jobs the metascheduler took back, submit the batches it recorded and the replicas,
+then due prologues and epilogues."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import fields, replace
 from ..errors import AdapterError, SubmitError
 from ..jdl import split_params
 from ..model import Campaign, EventClass, EventCode, JobSpec, JobState
+from . import replicas
 from .context import Context, job_slots, log, stage_retry
 from .health import cancel_each, cluster_failed, cluster_usable
 
@@ -22,6 +23,7 @@ def run(ctx: Context) -> None:
         if campaign_id not in campaigns:
             campaigns[campaign_id] = ctx.store.campaign(campaign_id)
         _submit_batch(ctx, batch_id, cluster, campaigns[campaign_id])
+    replicas.submit(ctx, _spec)
     for campaign_id, cluster, stage, state, previous in ctx.store.stages_in(("todo", "due")):
         if (stage, state) == ("prologue", "todo") or (stage, state) == ("epilogue", "due"):
             _submit_stage(ctx, ctx.store.campaign(campaign_id), cluster, stage, previous)

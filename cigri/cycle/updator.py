@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..errors import AdapterError
 from ..model import CampaignState, CampaignType, EventClass, EventCode, JobState, RemoteState
+from . import replicas
 from .context import MAX_RESUBMITS, RETRY, STDERR_LINES, Context, log, stage_remote
 from .health import cluster_failed, usable
 
@@ -26,8 +27,10 @@ def run(ctx: Context) -> None:
         try:
             _collect(ctx, name)
             _collect_stages(ctx, name)
+            replicas.follow(ctx, name)
         except AdapterError as exc:
             cluster_failed(ctx, name, exc)
+    replicas.mark_stale(ctx)
     _settle_campaigns(ctx)
 
 

@@ -235,6 +235,8 @@ class Simulation:
         }
         if plan.properties:
             data["properties"] = plan.properties
+        if plan.finalize:
+            data["finalize"] = True
         jdl = parse_jdl(data)
         campaign_id, _ = campaign_ops.submit(
             self.store, jdl, self.clock, user=plan.user, adapters=self.clusters.__getitem__
@@ -425,10 +427,13 @@ class Simulation:
             "utilization": _ratio(sum(c.usage.useful_slot_seconds for c in clusters), available),
             "waste": {
                 "killed": sum(c.usage.wasted_slot_seconds for c in clusters),
+                # of the killed: copies cancelled once another copy of their job had completed (finalize)
+                "superseded": sum(c.usage.superseded_slot_seconds for c in clusters),
                 "failed": sum(c.usage.failed_slot_seconds for c in clusters),
                 "duplicates": sum(c.usage.duplicate_slot_seconds for c in clusters),
             },
-            "resubmitted": sum(c.usage.killed for c in clusters) + self.failures_fixed,
+            "superseded": sum(c.usage.superseded for c in clusters),
+            "resubmitted": sum(c.usage.killed - c.usage.superseded for c in clusters) + self.failures_fixed,
             "failures_fixed": self.failures_fixed,
             "remote_queue": {
                 "max": max(self.trace.queued, default=0),

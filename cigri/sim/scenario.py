@@ -9,6 +9,7 @@ A scenario::
     poll: 1                   # how often, between passes, cigri looks for a job's end
     fix_delay: 600            # the simulated user fixes (resubmits) a failed job that long after it failed
     stall: 86400              # stop with an error after that long without a job starting or ending
+    finalize: false           # every campaign's default for the JDL's finalize (a campaign may set its own)
     seed: 1
     clusters:
       - {name: alpha, slots: 64, delay: 10}          # slots: N is one node of N cores
@@ -68,6 +69,7 @@ CAMPAIGN_KEYS = (
     "cores",
     "resources",
     "properties",
+    "finalize",
 )
 REQUEST_KEYS = ("resources", "properties")  # what a campaign may set for one of its clusters
 
@@ -85,6 +87,7 @@ class CampaignPlan:
     properties: str = ""
     settings: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> its own resources, properties
     cores: int = 1  # cores a job holds: the fewest its clusters' requests take (the work's lower bound)
+    finalize: bool = False  # the JDL's finalize: its last jobs replicated on idle slots of other clusters
 
     @property
     def mean_duration(self) -> float:
@@ -318,7 +321,15 @@ def _campaign_clusters(raw, path: str, names: set[str]) -> tuple[tuple[str, ...]
     return tuple(str(name) for name in raw), settings
 
 
-def _campaign(raw: dict, index: int, clusters: list[ClusterSpec], rng: random.Random) -> CampaignPlan:
+def _flag(value, path: str) -> bool:
+    if not isinstance(value, bool):
+        _fail(path, f"expected true or false, not {value!r}")
+    return value
+
+
+def _campaign(
+    raw: dict, index: int, clusters: list[ClusterSpec], rng: random.Random, finalize: bool = False
+) -> CampaignPlan:
     path = f"campaigns[{index}]"
     if not isinstance(raw, dict):
         _fail(path, "expected a mapping")
@@ -354,6 +365,7 @@ def _campaign(raw: dict, index: int, clusters: list[ClusterSpec], rng: random.Ra
         properties=properties,
         settings=settings,
         cores=cores,
+        finalize=_flag(raw.get("finalize", finalize), f"{path}.finalize"),
     )
 
 
@@ -393,7 +405,8 @@ def parse(data: dict, *, base_dir: Path = Path(".")) -> Scenario:
         str(u): _number((v or {}).get("share", 1.0), f"users.{u}.share", 1e-9)
         for u, v in (data.get("users") or {}).items()
     }
-    plans = [_campaign(raw, i, clusters, rng) for i, raw in enumerate(data.get("campaigns") or [])]
+    finalize = _flag(data.get("finalize", False), "finalize")  # every campaign's default
+    plans = [_campaign(raw, i, clusters, rng, finalize) for i, raw in enumerate(data.get("campaigns") or [])]
     for i, raw in enumerate(data.get("traces") or []):
         trace = Path(raw["file"])
         plans += read_trace(
