@@ -1,0 +1,452 @@
+"""Eagle's scheduling (Delgado et al., epfl-labos/eagle): SRPT with sticky feeding, a reserved short share, LWL.
+
+Campaigns are *short* or *long* by their predicted job duration against a cutoff (long iff estimate >
+cutoff; a campaign with no estimate yet is short, so its first jobs teach the estimate). Eagle's worker is a
+cluster here, and a probe is a campaign being eligible on that cluster:
+
+- **SRPT with anti-starvation** (:func:`choose`): a cluster's free slot goes to the eligible short campaign
+  with the least remaining work (estimate x jobs not yet started), taken among its eligible campaigns in
+  arrival order; a campaign may be bypassed only while its accumulated delay (the estimates of the jobs that
+  bypassed it) stays at most ``cap`` x its own estimate (Eagle's ``CAP_SRPT_SBP = 5``), otherwise FIFO holds.
+- **Sticky feeding**: a cluster keeps feeding the short campaign it already runs while that campaign has
+  jobs (and may still bypass the campaigns in front of it) before choosing anew.
+- **Reserved short share**: long campaigns never hold more than ``1 - short_share`` of a cluster's slots and
+  never take the idle slots of the reservation short campaigns do not use.
+- **LWL** (:func:`lwl`): long campaigns go, job by job, to the cluster with the least work left (estimated
+  work of cigri's jobs there per slot); a long campaign at the head of a cluster's queue (older than every
+  other campaign eligible there) runs there first.
+
+:func:`run_one_slot` replays a whole run of campaigns on identical slots with these rules, for ``grid
+policy srpt``; :class:`Srpt` is the metascheduler strategy.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+from . import CampaignView, ClusterView, Decision, Snapshot, State, evaluates, launches, register
+from . import inputs as read
+
+INF = math.inf
+
+
+@dataclass(slots=True)
+class Probe:
+    """One campaign as a cluster's (or slot's) queue sees it: mutable, the scan's hot data."""
+
+    long: bool
+    est: float  # predicted job duration
+    remaining: float  # est x jobs not yet started; -1 when none are left (Eagle drops the probe)
+    delay: float = 0.0  # sum of the estimates of the jobs that bypassed it
+
+
+def _scan(cap: float, queue: Sequence[Probe], fits: Any = None) -> tuple[int, float]:
+    """Eagle's ``get_next_probe_acc_to_sbp_srpt``: the position chosen in ``queue`` (-1: none) and the
+    smallest slack of the short probes in front of it (how much more delay they may take).
+
+    Probes with no job left are skipped (dropped). The first live probe, if long, runs. Otherwise the probe
+    with the strictly smallest remaining work runs, if its estimate fits within the slack in front of it (slack
+    = cap x estimate - delay, over short probes only); a long probe so chosen ends the scan. The first live
+    probe always fits, so FIFO holds when nothing may bypass. ``fits(position)``, when given, further excludes
+    a probe that cannot take a job now (its slack still counts)."""
+    best, best_remaining, best_front = -1, INF, INF
+    front = INF  # nothing in front of the first live probe: it always fits
+    for position, probe in enumerate(queue):
+        remaining = probe.remaining
+        if remaining < 0:
+            continue
+        if remaining < best_remaining and probe.est <= front and (fits is None or fits(position)):
+            if probe.long:
+                return position, front
+            best, best_remaining, best_front = position, remaining, front
+        if not probe.long:
+            slack = cap * probe.est - probe.delay
+            if slack < front:
+                front = slack
+    return best, best_front
+
+
+def choose(cap: float, queue: Sequence[Hashable], campaigns: Mapping[Hashable, Probe]) -> tuple[Hashable | None, int]:
+    """One free slot's choice: ``queue`` holds the slot's eligible campaigns in arrival order, ``campaigns``
+    their :class:`Probe` (long, estimate, remaining work, accumulated delay). Returns the campaign that runs and
+    its position in ``queue`` (None, -1 when nothing is eligible). See :func:`_scan` for the rule."""
+    position, _ = _scan(cap, [campaigns[key] for key in queue])
+    return (queue[position], position) if position >= 0 else (None, -1)
+
+
+def _bypasses(front: float, est: float) -> float:
+    """How many jobs of estimate ``est`` may still bypass probes whose smallest slack is ``front``."""
+    if front == INF:
+        return INF
+    return INF if est <= 0 else math.floor(front / est + 1e-9)
+
+
+def _delay_front(queue: Sequence[Probe], position: int, amount: float) -> None:
+    """Jobs at ``position`` bypassed the live short probes in front: their delays grow by the jobs' estimates."""
+    for probe in queue[:position]:
+        if probe.remaining >= 0 and not probe.long:
+            probe.delay += amount
+
+
+def _front_slack(cap: float, queue: Sequence[Probe], position: int) -> float:
+    front = INF
+    for probe in queue[:position]:
+        if probe.remaining >= 0 and not probe.long:
+            front = min(front, cap * probe.est - probe.delay)
+    return front
+
+
+def run_one_slot(slots: int, cap: float, campaigns: Sequence[tuple[str, int, float]]) -> list[tuple[str, int]]:
+    """A whole run of short ``campaigns`` (name, jobs, estimate; queue order = list order, all present at
+    time 0) on ``slots`` identical slots, each holding a probe of every campaign with its own bypass delays.
+    Every job lasts its estimate. A slot that ends a job first asks the campaign it ran for another one
+    (sticky) while that campaign has jobs and may still bypass the probes in front of it; otherwise it
+    chooses by :func:`_scan`. Returns the job starts in time order (ties by slot), as runs (campaign, jobs)."""
+    names = [name for name, _, _ in campaigns]
+    left = {name: jobs for name, jobs, _ in campaigns}
+    queues = [
+        [Probe(False, est, est * jobs if jobs else -1) for _, jobs, est in campaigns] for _ in range(max(slots, 0))
+    ]
+    current = [-1] * len(queues)
+    idle = [(0.0, slot) for slot in range(len(queues))]
+    starts: list[str] = []
+    while idle:
+        now, slot = heapq.heappop(idle)
+        queue, position = queues[slot], current[slot]
+        if position < 0 or queue[position].remaining < 0 or _front_slack(cap, queue, position) < queue[position].est:
+            position, _ = _scan(cap, queue)
+        if position < 0:
+            continue
+        name, est = names[position], queue[position].est
+        _delay_front(queue, position, est)
+        left[name] -= 1
+        for other in queues:
+            other[position].remaining = est * left[name] if left[name] else -1
+        current[slot] = position
+        starts.append(name)
+        heapq.heappush(idle, (now + est, slot))
+    runs: list[tuple[str, int]] = []
+    for name in starts:
+        if runs and runs[-1][0] == name:
+            runs[-1] = (name, runs[-1][1] + 1)
+        else:
+            runs.append((name, 1))
+    return runs
+
+
+def _lwl_runs(
+    jobs: int,
+    work: Mapping[str, float],
+    step: Mapping[str, float],
+    room: Mapping[str, float] | None = None,
+) -> Iterator[tuple[str, int]]:
+    """Place ``jobs`` one by one on the cluster with the least work left (ties: the one listed first in
+    ``work``); each job adds ``step[cluster]`` to its work; a cluster takes at most ``room[cluster]`` jobs.
+    Yields (cluster, jobs) runs in placement order; stops early when no cluster has room."""
+    order = {name: i for i, name in enumerate(work)}
+    heap = [(w, order[name], name) for name, w in work.items() if room is None or room[name] >= 1]
+    heapq.heapify(heap)
+    taken: dict[str, int] = {}
+    while jobs > 0 and heap:
+        w, index, name = heapq.heappop(heap)
+        limit = INF if room is None else room[name] - taken.get(name, 0)
+        n = 0
+        while n < jobs and n < limit and (not heap or (w, index) <= heap[0][:2]):
+            w += step[name]
+            n += 1
+        taken[name] = taken.get(name, 0) + n
+        jobs -= n
+        yield name, n
+        if n < limit:
+            heapq.heappush(heap, (w, index, name))
+
+
+def lwl(jobs: int, est: float, queued_work: Mapping[str, float]) -> list[str]:
+    """Eagle's least work left for a long campaign's ``jobs`` of estimate ``est``: each job, in turn, goes to
+    the cluster with the least queued work (ties: the cluster listed first), which then has ``est`` more.
+    Returns the cluster of each job in order."""
+    return [name for name, n in _lwl_runs(jobs, queued_work, dict.fromkeys(queued_work, est)) for _ in range(n)]
+
+
+@evaluates("srpt")
+def evaluate_srpt(scenario: Mapping[str, Any]) -> dict:
+    """Eagle's SRPT with the anti-starvation cap: one free slot's choice, or a whole run on some slots.
+
+    One slot's choice. Input: ``cap`` (default 5), ``queue``: the slot's eligible campaigns in arrival order,
+    each with the ``delay`` it accumulated by being bypassed, and ``campaigns``: per name ``long`` (default
+    false), ``est`` (predicted job duration) and ``remaining`` (est x jobs not yet started, -1 when none are
+    left: dropped). A long campaign at the head runs first; otherwise the least remaining work runs, if the
+    campaigns it bypasses keep their delay + its est at most cap x their own est. Output: the campaign and its
+    position in the queue as given (``null``, -1 when nothing is eligible).
+
+    Example: {"cap": 5, "queue": [{"campaign": "A", "delay": 0}, {"campaign": "B", "delay": 0}], "campaigns":
+    {"A": {"est": 10, "remaining": 100}, "B": {"est": 1, "remaining": 20}}} -> {"campaign": "B", "position": 1}
+
+    A whole run. Input: ``slots`` (default 1), ``cap`` and ``campaigns``: a list (queue order) of ``name``,
+    ``jobs``, ``est``; each slot holds every campaign and keeps feeding the one it runs while allowed; every job
+    lasts its est. Output: the job starts in time order as ``runs`` [campaign, jobs].
+
+    Example: {"slots": 1, "cap": 5, "campaigns": [{"name": "A", "jobs": 20, "est": 10}, {"name": "B", "jobs":
+    80, "est": 1}]} -> {"runs": [["B", 50], ["A", 20], ["B", 30]]} (B bypasses A 50 times at est 1: A's delay
+    reaches 5 x 10, so A runs, and its 20 jobs, before the rest of B).
+    """
+    cap = read.number(scenario, "cap", default=5)
+    if "queue" in scenario:
+        return _evaluate_choice(scenario, cap)
+    slots = read.integer(scenario, "slots", default=1)
+    campaigns = []
+    for i, entry in enumerate(read.sequence(scenario, "campaigns")):
+        path = f"campaigns.{i}"
+        campaigns.append(
+            (read.text(entry, "name", path), read.integer(entry, "jobs", path), read.number(entry, "est", path))
+        )
+    return {"runs": [[name, n] for name, n in run_one_slot(slots, cap, campaigns)]}
+
+
+def _evaluate_choice(scenario: Mapping[str, Any], cap: float) -> dict:
+    probes = {}
+    for name, entry in read.mapping(scenario, "campaigns").items():
+        path = f"campaigns.{name}"
+        probes[name] = Probe(
+            read.flag(entry, "long", path, default=False),
+            read.number(entry, "est", path),
+            read.number(entry, "remaining", path, minimum=-1),
+        )
+    names, queue = [], []
+    for i, entry in enumerate(read.sequence(scenario, "queue")):
+        name = read.text(entry, "campaign", f"queue.{i}")
+        if name not in probes:
+            raise ConfigError(f"queue.{i}.campaign: unknown campaign {name!r} (not in campaigns)")
+        delay = read.number(entry, "delay", f"queue.{i}", default=0)
+        names.append(name)
+        queue.append(Probe(probes[name].long, probes[name].est, probes[name].remaining, delay))
+    position, _ = _scan(cap, queue)
+    return {"campaign": names[position] if position >= 0 else None, "position": position}
+
+
+@evaluates("lwl")
+def evaluate_lwl(scenario: Mapping[str, Any]) -> dict:
+    """Eagle's least work left: where a long campaign's jobs go, one by one.
+
+    Input: ``jobs`` (how many), ``est`` (each job's predicted duration) and ``queued_work``: per cluster, the
+    work already waiting there (seconds). Each job goes to the cluster with the least work (ties: the cluster
+    listed first), which then has ``est`` more. Output: the cluster of each job, in order.
+
+    Example: {"jobs": 5, "est": 4, "queued_work": {"c0": 0, "c1": 10, "c2": 0, "c3": 5}} -> {"clusters":
+    ["c0", "c2", "c0", "c2", "c3"]}
+    """
+    jobs = read.integer(scenario, "jobs")
+    est = read.number(scenario, "est")
+    queued = read.mapping(scenario, "queued_work")
+    work = {str(name): read.number(queued, name, "queued_work") for name in queued}
+    return {"clusters": lwl(jobs, est, work)}
+
+
+@register
+class Srpt:
+    """Eagle on a grid: each cluster's free slots, then its queue allowance, go (1) to the long campaign at the
+    head of its queue, (2) to the short campaigns it already runs (sticky), (3) to short campaigns in SRPT
+    order with the anti-starvation cap, (4) to long campaigns by LWL, beyond the short share. Bypass delays
+    persist in the state as ``{"delays": {campaign id: seconds}}``: one counter per campaign, grown by the
+    estimate of every job that bypasses it on any cluster (Eagle keeps one per probe)."""
+
+    name = "srpt"
+    DEFAULTS: Mapping[str, float] = {"cutoff": 600.0, "short_share": 0.1, "cap": 5.0, "default_estimate": 60.0}
+
+    def __init__(
+        self, cutoff: float = 600.0, short_share: float = 0.1, cap: float = 5.0, default_estimate: float = 60.0
+    ):
+        self.cutoff = cutoff  # seconds: a campaign is long iff its estimate is above
+        self.short_share = short_share  # fraction of each cluster's slots long campaigns leave to short ones
+        self.cap = cap  # a campaign may be bypassed until its delay reaches cap x its estimate
+        self.default_estimate = default_estimate  # a campaign's job duration until the predictor has one
+
+    @classmethod
+    def configure(cls, options: Mapping[str, Any]) -> Srpt:
+        """Check the ``metasched.srpt.*`` options; a bad one raises ConfigError naming its key."""
+        path = f"metasched.{cls.name}"
+        for key in options:
+            if key not in cls.DEFAULTS:
+                raise ConfigError(f"{path}.{key}: no such option (valid: {', '.join(cls.DEFAULTS)})")
+        values = {key: read.number(options, key, path, default=value) for key, value in cls.DEFAULTS.items()}
+        if values["short_share"] >= 1:
+            raise ConfigError(
+                f"{path}.short_share: must be below 1 (long campaigns need slots), got {values['short_share']!r}"
+            )
+        if values["default_estimate"] <= 0:
+            raise ConfigError(f"{path}.default_estimate: must be > 0, got {values['default_estimate']!r}")
+        return cls(**values)
+
+    def decide(self, snapshot: Snapshot, state: State) -> Decision:
+        plan = _Pass(self, snapshot, state)
+        for kind in ("free", "queue"):
+            plan.spend(kind)
+        return Decision(launches=launches(plan.taken), state=plan.state())
+
+
+class _Pass:
+    """One decision's working data: per cluster its budget, the short and long campaigns eligible there (in
+    arrival order) and the slots and work cigri's jobs hold there; per campaign its probe and jobs left."""
+
+    def __init__(self, policy: Srpt, snapshot: Snapshot, state: State):
+        self.policy = policy
+        delays = state.get("delays", {}) if isinstance(state, Mapping) else {}
+        self.clusters = snapshot.clusters
+        self.campaigns = sorted(
+            (c for c in snapshot.campaigns if c.waiting > 0 and c.demands), key=lambda c: (c.submitted_at, c.id)
+        )
+        self.left = {c.id: c.waiting for c in self.campaigns}
+        self.probes: dict[int, Probe] = {}
+        for c in self.campaigns:
+            est = policy.default_estimate if c.estimate is None else c.estimate
+            long = c.estimate is not None and c.estimate > policy.cutoff
+            self.probes[c.id] = Probe(long, est, est * c.waiting, float(delays.get(str(c.id), 0.0)))
+        self.rank = {c.id: i for i, c in enumerate(self.campaigns)}
+        self.shorts: dict[str, list[CampaignView]] = {cl.name: [] for cl in self.clusters}
+        self.longs: dict[str, list[CampaignView]] = {cl.name: [] for cl in self.clusters}
+        for c in self.campaigns:
+            lists = self.longs if self.probes[c.id].long else self.shorts
+            for name in c.demands:
+                if name in lists:
+                    lists[name].append(c)
+        self.queues = {name: [self.probes[c.id] for c in camps] for name, camps in self.shorts.items()}
+        self.taken: dict[tuple[str, int], int] = {}
+        self.budget: dict[str, int] = {}
+        self.held_short: dict[str, int] = {}
+        self.held_long: dict[str, int] = {}
+        self.work: dict[str, float] = {}  # estimated seconds of cigri's work per slot
+        self.sticky: dict[str, set[int]] = {}
+        for cl in self.clusters:
+            self._account(cl, snapshot.now)
+
+    def _account(self, cluster: ClusterView, now: float) -> None:
+        short = long = 0
+        work = 0.0
+        sticky = set()
+        for job in cluster.jobs:
+            probe = self.probes.get(job.campaign_id)
+            est = self.policy.default_estimate if probe is None else probe.est
+            if probe is not None and probe.long:
+                long += job.slots
+            else:
+                short += job.slots
+                if job.running and probe is not None:
+                    sticky.add(job.campaign_id)
+            left = est - (now - job.started_at) if job.running else est
+            work += max(0.0, left) * job.slots
+        self.held_short[cluster.name], self.held_long[cluster.name] = short, long
+        self.work[cluster.name] = work / max(cluster.slots, 1)
+        self.sticky[cluster.name] = sticky
+
+    def jobs_for(self, cluster: str, campaign: CampaignView, slots: float) -> int:
+        """Jobs of ``campaign`` that ``slots`` of ``cluster`` can take now."""
+        demand = campaign.demands[cluster]
+        room = min(slots, self.budget[cluster]) // demand.slots_per_job
+        return int(max(0, min(self.left[campaign.id], demand.limit - self.taken.get((cluster, campaign.id), 0), room)))
+
+    def launch(self, cluster: ClusterView, campaign: CampaignView, jobs: int) -> None:
+        key = (cluster.name, campaign.id)
+        self.taken[key] = self.taken.get(key, 0) + jobs
+        self.left[campaign.id] -= jobs
+        probe = self.probes[campaign.id]
+        probe.remaining = probe.est * self.left[campaign.id] if self.left[campaign.id] else -1
+        slots = jobs * campaign.demands[cluster.name].slots_per_job
+        self.budget[cluster.name] -= slots
+        held = self.held_long if probe.long else self.held_short
+        held[cluster.name] += slots
+        self.work[cluster.name] += probe.est * slots / max(cluster.slots, 1)
+
+    def long_room(self, cluster: ClusterView, kind: str) -> float:
+        """Slots of this budget long campaigns may take: never more than the cluster's slots outside the
+        short share (running or queued), never the idle slots of the share short campaigns do not hold."""
+        room: float = self.budget[cluster.name]
+        if cluster.slots > 0:
+            reserved = int(self.policy.short_share * cluster.slots)
+            room = min(room, cluster.slots - reserved - self.held_long[cluster.name])
+            if kind == "free":
+                room = min(room, self.budget[cluster.name] - max(0, reserved - self.held_short[cluster.name]))
+        return max(0, room)
+
+    def spend(self, kind: str) -> None:
+        """One budget (``free`` or ``queue``) of every cluster: long campaigns at the head of a cluster's
+        queue there first, then short campaigns cluster by cluster, then long campaigns anywhere."""
+        for cl in self.clusters:
+            self.budget[cl.name] = getattr(cl, kind)
+        heads: dict[int, list[ClusterView]] = {}
+        for cl in self.clusters:
+            head = self._head(cl)
+            if head is not None and self.budget[cl.name] > 0:
+                heads.setdefault(head.id, []).append(cl)
+        for campaign in self.campaigns:
+            if campaign.id in heads:
+                self.place_long(campaign, kind, heads[campaign.id])
+        for cl in self.clusters:
+            if self.budget[cl.name] > 0:
+                self.feed_shorts(cl)
+        open_ = [cl for cl in self.clusters if self.long_room(cl, kind) > 0]
+        for campaign in self.campaigns:
+            if not open_:
+                return
+            if self.probes[campaign.id].long and self.left[campaign.id] > 0:
+                self.place_long(campaign, kind, open_)
+                open_ = [cl for cl in open_ if self.long_room(cl, kind) > 0]
+
+    def _head(self, cluster: ClusterView) -> CampaignView | None:
+        """The long campaign at the head of the cluster's queue (older than every live short one), if any."""
+        long = next((c for c in self.longs[cluster.name] if self.left[c.id] > 0), None)
+        if long is None:
+            return None
+        short = next((c for c in self.shorts[cluster.name] if self.left[c.id] > 0), None)
+        return long if short is None or self.rank[long.id] < self.rank[short.id] else None
+
+    def place_long(self, campaign: CampaignView, kind: str, clusters: Sequence[ClusterView]) -> None:
+        """Spread the long campaign's jobs by LWL over those of ``clusters`` where it has room."""
+        probe = self.probes[campaign.id]
+        rooms, work, step = {}, {}, {}
+        for cl in clusters:
+            if cl.name in campaign.demands:
+                jobs = self.jobs_for(cl.name, campaign, self.long_room(cl, kind))
+                if jobs > 0:
+                    rooms[cl.name], work[cl.name] = jobs, self.work[cl.name]
+                    step[cl.name] = probe.est * campaign.demands[cl.name].slots_per_job / max(cl.slots, 1)
+        by_name = {cl.name: cl for cl in clusters}
+        for name, jobs in _lwl_runs(self.left[campaign.id], work, step, rooms):
+            self.launch(by_name[name], campaign, jobs)
+
+    def feed_shorts(self, cluster: ClusterView) -> None:
+        """Sticky first (smallest remaining work first), then SRPT choices, each in one batch bounded by the
+        budget, the campaign's jobs and limit, and how many bypasses the probes in front still allow."""
+        name, cap = cluster.name, self.policy.cap
+        camps, queue = self.shorts[name], self.queues[name]
+        ranks = [self.rank[c.id] for c in camps]
+        sticky = sorted(self.sticky[name], key=lambda cid: self.probes[cid].remaining)
+        for cid in sticky:
+            position = bisect_left(ranks, self.rank.get(cid, -1))
+            if position < len(camps) and camps[position].id == cid and self.left[cid] > 0:
+                self._batch(cluster, camps[position], position, _front_slack(cap, queue, position))
+
+        def fits(position: int) -> bool:
+            return self.jobs_for(name, camps[position], INF) > 0
+
+        while self.budget[name] > 0:
+            position, front = _scan(cap, queue, fits)
+            if position < 0 or not self._batch(cluster, camps[position], position, front):
+                return
+
+    def _batch(self, cluster: ClusterView, campaign: CampaignView, position: int, front: float) -> int:
+        """Launch as many jobs of the campaign at ``position`` as it may; returns how many."""
+        probe = self.probes[campaign.id]
+        jobs = int(min(self.jobs_for(cluster.name, campaign, INF), _bypasses(front, probe.est)))
+        if jobs > 0:
+            _delay_front(self.queues[cluster.name], position, jobs * probe.est)
+            self.launch(cluster, campaign, jobs)
+        return jobs
+
+    def state(self) -> dict:
+        return {"delays": {str(cid): p.delay for cid, p in self.probes.items() if p.delay > 0 and p.remaining >= 0}}
