@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,14 +35,16 @@ from . import inputs as read
 INF = math.inf
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Probe:
-    """One campaign as a cluster's (or slot's) queue sees it: mutable, the scan's hot data."""
+    """One campaign as a cluster's (or slot's) queue sees it: mutable, the scan's hot data (equal only to
+    itself)."""
 
     long: bool
     est: float  # predicted job duration
     remaining: float  # est x jobs not yet started; -1 when none are left (Eagle drops the probe)
     delay: float = 0.0  # sum of the estimates of the jobs that bypassed it
+    campaign: Any = None  # what the probe stands for (the strategy's CampaignView)
 
 
 def _scan(cap: float, queue: Sequence[Probe], fits: Any = None) -> tuple[int, float]:
@@ -98,7 +99,9 @@ def _front_slack(cap: float, queue: Sequence[Probe], position: int) -> float:
     front = INF
     for probe in queue[:position]:
         if probe.remaining >= 0 and not probe.long:
-            front = min(front, cap * probe.est - probe.delay)
+            slack = cap * probe.est - probe.delay
+            if slack < front:
+                front = slack
     return front
 
 
@@ -306,40 +309,49 @@ class _Pass:
         for c in self.campaigns:
             est = policy.default_estimate if c.estimate is None else c.estimate
             long = c.estimate is not None and c.estimate > policy.cutoff
-            self.probes[c.id] = Probe(long, est, est * c.waiting, float(delays.get(str(c.id), 0.0)))
-        self.rank = {c.id: i for i, c in enumerate(self.campaigns)}
-        self.shorts: dict[str, list[CampaignView]] = {cl.name: [] for cl in self.clusters}
-        self.longs: dict[str, list[CampaignView]] = {cl.name: [] for cl in self.clusters}
+            self.probes[c.id] = Probe(long, est, est * c.waiting, float(delays.get(str(c.id), 0.0)), c)
+        self.queues: dict[str, list[Probe]] = {cl.name: [] for cl in self.clusters}  # short ones, arrival order
         for c in self.campaigns:
-            lists = self.longs if self.probes[c.id].long else self.shorts
-            for name in c.demands:
-                if name in lists:
-                    lists[name].append(c)
-        self.queues = {name: [self.probes[c.id] for c in camps] for name, camps in self.shorts.items()}
+            probe = self.probes[c.id]
+            if not probe.long:
+                for name in c.demands:
+                    queue = self.queues.get(name)
+                    if queue is not None:
+                        queue.append(probe)
         self.taken: dict[tuple[str, int], int] = {}
         self.budget: dict[str, int] = {}
         self.held_short: dict[str, int] = {}
         self.held_long: dict[str, int] = {}
         self.work: dict[str, float] = {}  # estimated seconds of cigri's work per slot
-        self.sticky: dict[str, set[int]] = {}
+        self.sticky: dict[str, set[Probe]] = {}
         for cl in self.clusters:
             self._account(cl, snapshot.now)
 
     def _account(self, cluster: ClusterView, now: float) -> None:
+        """The slots cigri's short and long jobs hold on the cluster, its work left per slot (a running job
+        counts what its estimate has left, as Eagle's LWL does) and the short campaigns it runs (sticky)."""
         short = long = 0
         work = 0.0
         sticky = set()
+        probes, default = self.probes, self.policy.default_estimate
         for job in cluster.jobs:
-            probe = self.probes.get(job.campaign_id)
-            est = self.policy.default_estimate if probe is None else probe.est
-            if probe is not None and probe.long:
-                long += job.slots
+            probe = probes.get(job.campaign_id)
+            slots, started = job.slots, job.started_at
+            if probe is None:
+                est = default
+                short += slots
             else:
-                short += job.slots
-                if job.running and probe is not None:
-                    sticky.add(job.campaign_id)
-            left = est - (now - job.started_at) if job.running else est
-            work += max(0.0, left) * job.slots
+                est = probe.est
+                if probe.long:
+                    long += slots
+                else:
+                    short += slots
+                    if started is not None:
+                        sticky.add(probe)
+            if started is not None:
+                est -= now - started
+            if est > 0:
+                work += est * slots
         self.held_short[cluster.name], self.held_long[cluster.name] = short, long
         self.work[cluster.name] = work / max(cluster.slots, 1)
         self.sticky[cluster.name] = sticky
@@ -398,12 +410,10 @@ class _Pass:
                 open_ = [cl for cl in open_ if self.long_room(cl, kind) > 0]
 
     def _head(self, cluster: ClusterView) -> CampaignView | None:
-        """The long campaign at the head of the cluster's queue (older than every live short one), if any."""
-        long = next((c for c in self.longs[cluster.name] if self.left[c.id] > 0), None)
-        if long is None:
-            return None
-        short = next((c for c in self.shorts[cluster.name] if self.left[c.id] > 0), None)
-        return long if short is None or self.rank[long.id] < self.rank[short.id] else None
+        """The long campaign at the head of the cluster's queue (older than every other live one), if any."""
+        name = cluster.name
+        head = next((c for c in self.campaigns if self.left[c.id] > 0 and name in c.demands), None)
+        return head if head is not None and self.probes[head.id].long else None
 
     def place_long(self, campaign: CampaignView, kind: str, clusters: Sequence[ClusterView]) -> None:
         """Spread the long campaign's jobs by LWL over those of ``clusters`` where it has room."""
@@ -415,29 +425,60 @@ class _Pass:
                 if jobs > 0:
                     rooms[cl.name], work[cl.name] = jobs, self.work[cl.name]
                     step[cl.name] = probe.est * campaign.demands[cl.name].slots_per_job / max(cl.slots, 1)
-        by_name = {cl.name: cl for cl in clusters}
+        placed: dict[str, int] = {}
         for name, jobs in _lwl_runs(self.left[campaign.id], work, step, rooms):
-            self.launch(by_name[name], campaign, jobs)
+            placed[name] = placed.get(name, 0) + jobs
+        for cl in clusters:
+            if cl.name in placed:
+                self.launch(cl, campaign, placed[cl.name])
 
     def feed_shorts(self, cluster: ClusterView) -> None:
-        """Sticky first (smallest remaining work first), then SRPT choices, each in one batch bounded by the
-        budget, the campaign's jobs and limit, and how many bypasses the probes in front still allow."""
+        """Sticky first, then SRPT choices, each in one batch bounded by the budget, the campaign's jobs and
+        limit, and how many bypasses the probes in front of it still allow."""
         name, cap = cluster.name, self.policy.cap
-        camps, queue = self.shorts[name], self.queues[name]
-        ranks = [self.rank[c.id] for c in camps]
-        sticky = sorted(self.sticky[name], key=lambda cid: self.probes[cid].remaining)
-        for cid in sticky:
-            position = bisect_left(ranks, self.rank.get(cid, -1))
-            if position < len(camps) and camps[position].id == cid and self.left[cid] > 0:
-                self._batch(cluster, camps[position], position, _front_slack(cap, queue, position))
+        queue = self.queues[name]
+        if self.sticky[name]:
+            self.feed_sticky(cluster)
 
         def fits(position: int) -> bool:
-            return self.jobs_for(name, camps[position], INF) > 0
+            return self.jobs_for(name, queue[position].campaign, INF) > 0
 
         while self.budget[name] > 0:
             position, front = _scan(cap, queue, fits)
-            if position < 0 or not self._batch(cluster, camps[position], position, front):
+            if position < 0 or not self._batch(cluster, queue[position].campaign, position, front):
                 return
+
+    def feed_sticky(self, cluster: ClusterView) -> None:
+        """The short campaigns the cluster runs, oldest first, in one sweep of its queue: the slack in front of
+        each is the running minimum, less what earlier batches added to every delay in front of them; those
+        delays are applied once at the end."""
+        name, cap = cluster.name, self.policy.cap
+        sticky = self.sticky[name]
+        queue = self.queues[name]
+        front = INF
+        least = min(probe.est for probe in sticky)  # once the slack in front is below it, none may bypass
+        added: list[tuple[int, float]] = []  # (position, delay every live probe in front of it takes)
+        for position, probe in enumerate(queue):
+            if probe in sticky and probe.remaining >= 0:
+                jobs = int(min(self.jobs_for(name, probe.campaign, INF), _bypasses(front, probe.est)))
+                if jobs > 0:
+                    self.launch(cluster, probe.campaign, jobs)
+                    added.append((position, jobs * probe.est))
+                    front -= jobs * probe.est
+                    if self.budget[name] <= 0:
+                        break
+            if probe.remaining >= 0:
+                slack = cap * probe.est - probe.delay
+                if slack < front:
+                    front = slack
+                    if front < least:
+                        break
+        pending = 0.0  # a probe takes the delays of the batches behind it: sum them from the back
+        while added:
+            position, amount = added.pop()
+            pending += amount
+            for probe in queue[added[-1][0] if added else 0 : position]:
+                probe.delay += pending
 
     def _batch(self, cluster: ClusterView, campaign: CampaignView, position: int, front: float) -> int:
         """Launch as many jobs of the campaign at ``position`` as it may; returns how many."""
