@@ -97,12 +97,11 @@ def test_without_a_cap_srpt_runs_the_smaller_campaign_to_its_end():
     assert run_one_slot(1, float("inf"), [("A", 20, 10), ("B", 80, 1)]) == [("B", 80), ("A", 20)]
 
 
-def test_sticky_feeding_finishes_the_campaign_a_slot_runs():
-    # B (remaining 10) runs first; C (remaining 3) arrives behind it but the slot keeps feeding B: with
-    # SRPT alone a smaller campaign would cut in, here every campaign is in the queue from the start and
-    # C is smaller than B: C runs first, then B stays fed to its end although A is smaller than B's rest.
-    runs = run_one_slot(1, 5, [("A", 4, 2), ("B", 5, 2), ("C", 3, 1)])
-    assert runs == [("C", 3), ("A", 4), ("B", 5)]
+def test_a_slot_feeds_a_campaign_until_it_is_done_or_a_cap_stops_it():
+    # C (3 s of work left) runs first and stays fed to its end, then A (8 s) before B (10 s)
+    assert run_one_slot(1, 5, [("A", 4, 2), ("B", 5, 2), ("C", 3, 1)]) == [("C", 3), ("A", 4), ("B", 5)]
+    # C's 3 jobs bring A's and B's delays to 3: at cap 0.5 (1 s of slack for A and B) C runs once only
+    assert run_one_slot(1, 0.5, [("A", 4, 2), ("B", 5, 2), ("C", 3, 1)]) == [("C", 1), ("A", 4), ("B", 5), ("C", 2)]
 
 
 def test_two_slots_share_the_work():
@@ -242,6 +241,12 @@ def test_a_cluster_keeps_feeding_the_short_campaign_it_runs():
     assert decide(campaigns, [cluster(free=4)])[0] == {("c0", 2): 4}
 
 
+def test_sticky_feeding_can_be_turned_off():
+    running = GridJob(job_id=1, campaign_id=1, slots=1, submitted_at=990.0, started_at=995.0)
+    campaigns = [campaign(1, 50, 10), campaign(2, 5, 1)]
+    assert decide(campaigns, [cluster(free=4, jobs=[running])], sticky=False)[0] == {("c0", 2): 4}
+
+
 def test_sticky_feeding_still_respects_the_cap_of_those_in_front():
     running = GridJob(job_id=1, campaign_id=2, slots=1, submitted_at=990.0, started_at=995.0)
     campaigns = [campaign(1, 50, 10), campaign(2, 500, 1)]
@@ -296,6 +301,7 @@ def test_the_queue_allowance_follows_the_same_order():
         ({"short_share": -0.1}, "metasched.srpt.short_share: must be >= 0"),
         ({"cap": -1}, "metasched.srpt.cap: must be >= 0"),
         ({"default_estimate": 0}, "metasched.srpt.default_estimate: must be > 0"),
+        ({"sticky": "yes"}, "metasched.srpt.sticky: must be true or false"),
     ],
 )
 def test_bad_options_name_their_key(options, message):
@@ -372,3 +378,20 @@ def test_without_the_cap_the_stream_starves_the_old_campaigns():
     waits, _ = run_grid({"cap": float("inf")}, passes=220, until=120)
     assert waits[1] >= 120  # A waits as long as the stream lasts
     assert waits[2] >= 120  # and so does L, younger than A: it never heads a queue before
+
+
+def examples(function):
+    """The (input, output) pairs of the ``Example`` blocks of a ``grid policy`` help text."""
+    lines = function.__doc__.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().startswith("Example"):
+            j = next(k for k in range(i + 1, len(lines)) if lines[k].strip().startswith("->"))
+            yield json.loads(" ".join(lines[i + 1 : j])), json.loads(lines[j].strip()[2:])
+
+
+@pytest.mark.parametrize("name", ["srpt", "lwl"])
+def test_the_help_examples_hold(name):
+    pairs = list(examples(evaluator(name)))
+    assert pairs
+    for scenario, expected in pairs:
+        assert evaluator(name)(scenario) == expected

@@ -8,8 +8,10 @@ cluster here, and a probe is a campaign being eligible on that cluster:
   with the least remaining work (estimate x jobs not yet started), taken among its eligible campaigns in
   arrival order; a campaign may be bypassed only while its accumulated delay (the estimates of the jobs that
   bypassed it) stays at most ``cap`` x its own estimate (Eagle's ``CAP_SRPT_SBP = 5``), otherwise FIFO holds.
-- **Sticky feeding**: a cluster keeps feeding the short campaign it already runs while that campaign has
-  jobs (and may still bypass the campaigns in front of it) before choosing anew.
+- **Sticky feeding**: a campaign's probe stays in the queue after giving a job (Eagle's SBP), and a cluster
+  keeps feeding the short campaigns it already runs while they have jobs (and may still bypass the campaigns
+  in front of them) before choosing anew. Eagle's workers re-choose by SRPT after every task; giving the
+  running campaigns precedence is the cluster-level reading (option ``sticky``, default true).
 - **Reserved short share**: long campaigns never hold more than ``1 - short_share`` of a cluster's slots and
   never take the idle slots of the reservation short campaigns do not use.
 - **LWL** (:func:`lwl`): long campaigns go, job by job, to the cluster with the least work left (estimated
@@ -95,35 +97,25 @@ def _delay_front(queue: Sequence[Probe], position: int, amount: float) -> None:
             probe.delay += amount
 
 
-def _front_slack(cap: float, queue: Sequence[Probe], position: int) -> float:
-    front = INF
-    for probe in queue[:position]:
-        if probe.remaining >= 0 and not probe.long:
-            slack = cap * probe.est - probe.delay
-            if slack < front:
-                front = slack
-    return front
-
-
 def run_one_slot(slots: int, cap: float, campaigns: Sequence[tuple[str, int, float]]) -> list[tuple[str, int]]:
     """A whole run of short ``campaigns`` (name, jobs, estimate; queue order = list order, all present at
     time 0) on ``slots`` identical slots, each holding a probe of every campaign with its own bypass delays.
-    Every job lasts its estimate. A slot that ends a job first asks the campaign it ran for another one
-    (sticky) while that campaign has jobs and may still bypass the probes in front of it; otherwise it
-    chooses by :func:`_scan`. Returns the job starts in time order (ties by slot), as runs (campaign, jobs)."""
+    Every job lasts its estimate. Feeding is sticky as in Eagle's SBP: a probe stays in the slot's queue after
+    giving a job, so a slot asks the same campaign again while it has jobs, re-chosen by :func:`_scan` each
+    time (with every campaign present from the start, that keeps a slot on the campaign it runs until the cap
+    of a probe in front stops it). Returns the job starts in time order (ties by slot), as runs (campaign,
+    jobs)."""
     names = [name for name, _, _ in campaigns]
     left = {name: jobs for name, jobs, _ in campaigns}
     queues = [
         [Probe(False, est, est * jobs if jobs else -1) for _, jobs, est in campaigns] for _ in range(max(slots, 0))
     ]
-    current = [-1] * len(queues)
     idle = [(0.0, slot) for slot in range(len(queues))]
     starts: list[str] = []
     while idle:
         now, slot = heapq.heappop(idle)
-        queue, position = queues[slot], current[slot]
-        if position < 0 or queue[position].remaining < 0 or _front_slack(cap, queue, position) < queue[position].est:
-            position, _ = _scan(cap, queue)
+        queue = queues[slot]
+        position, _ = _scan(cap, queue)
         if position < 0:
             continue
         name, est = names[position], queue[position].est
@@ -131,7 +123,6 @@ def run_one_slot(slots: int, cap: float, campaigns: Sequence[tuple[str, int, flo
         left[name] -= 1
         for other in queues:
             other[position].remaining = est * left[name] if left[name] else -1
-        current[slot] = position
         starts.append(name)
         heapq.heappush(idle, (now + est, slot))
     runs: list[tuple[str, int]] = []
@@ -181,23 +172,28 @@ def lwl(jobs: int, est: float, queued_work: Mapping[str, float]) -> list[str]:
 def evaluate_srpt(scenario: Mapping[str, Any]) -> dict:
     """Eagle's SRPT with the anti-starvation cap: one free slot's choice, or a whole run on some slots.
 
-    One slot's choice. Input: ``cap`` (default 5), ``queue``: the slot's eligible campaigns in arrival order,
-    each with the ``delay`` it accumulated by being bypassed, and ``campaigns``: per name ``long`` (default
-    false), ``est`` (predicted job duration) and ``remaining`` (est x jobs not yet started, -1 when none are
-    left: dropped). A long campaign at the head runs first; otherwise the least remaining work runs, if the
-    campaigns it bypasses keep their delay + its est at most cap x their own est. Output: the campaign and its
-    position in the queue as given (``null``, -1 when nothing is eligible).
+    One slot's choice (the scenario has a "queue"). Input: "cap" (default 5); "queue": the slot's eligible
+    campaigns in arrival order, each {"campaign": NAME, "delay": SECONDS it was bypassed by, default 0};
+    "campaigns": per NAME {"long": true|false (default false), "est": predicted job duration, "remaining":
+    est x jobs not yet started, -1 when none are left}. A campaign with none left is dropped; a long campaign
+    at the head runs first; otherwise the least remaining work runs, provided every campaign it bypasses
+    keeps delay + its est <= cap x their own est (else FIFO). Output: {"campaign": NAME, "position": its index
+    in the queue as given}, or {"campaign": null, "position": -1} when nothing is eligible.
 
-    Example: {"cap": 5, "queue": [{"campaign": "A", "delay": 0}, {"campaign": "B", "delay": 0}], "campaigns":
-    {"A": {"est": 10, "remaining": 100}, "B": {"est": 1, "remaining": 20}}} -> {"campaign": "B", "position": 1}
+    Example:
+      {"queue": [{"campaign": "A", "delay": 49}, {"campaign": "B"}],
+       "campaigns": {"A": {"est": 10, "remaining": 90}, "B": {"est": 1, "remaining": 8}}}
+      -> {"campaign": "B", "position": 1}
 
-    A whole run. Input: ``slots`` (default 1), ``cap`` and ``campaigns``: a list (queue order) of ``name``,
-    ``jobs``, ``est``; each slot holds every campaign and keeps feeding the one it runs while allowed; every job
-    lasts its est. Output: the job starts in time order as ``runs`` [campaign, jobs].
+    A whole run. Input: "slots" (default 1), "cap" and "campaigns": a list in queue order of {"name", "jobs",
+    "est"}, all there from the start; every slot holds every campaign with its own delays, keeps feeding the
+    campaign it runs while that one may still bypass those in front, and every job lasts its est. Output:
+    {"runs": [[NAME, JOBS], ...]}: the job starts in time order (ties by slot), consecutive ones merged.
 
-    Example: {"slots": 1, "cap": 5, "campaigns": [{"name": "A", "jobs": 20, "est": 10}, {"name": "B", "jobs":
-    80, "est": 1}]} -> {"runs": [["B", 50], ["A", 20], ["B", 30]]} (B bypasses A 50 times at est 1: A's delay
-    reaches 5 x 10, so A runs, and its 20 jobs, before the rest of B).
+    Example (B bypasses A 50 times at est 1: A's delay reaches 5 x 10, so A runs, all 20 jobs, then B):
+      {"slots": 1, "cap": 5, "campaigns": [{"name": "A", "jobs": 20, "est": 10},
+                                           {"name": "B", "jobs": 80, "est": 1}]}
+      -> {"runs": [["B", 50], ["A", 20], ["B", 30]]}
     """
     cap = read.number(scenario, "cap", default=5)
     if "queue" in scenario:
@@ -237,12 +233,13 @@ def _evaluate_choice(scenario: Mapping[str, Any], cap: float) -> dict:
 def evaluate_lwl(scenario: Mapping[str, Any]) -> dict:
     """Eagle's least work left: where a long campaign's jobs go, one by one.
 
-    Input: ``jobs`` (how many), ``est`` (each job's predicted duration) and ``queued_work``: per cluster, the
-    work already waiting there (seconds). Each job goes to the cluster with the least work (ties: the cluster
-    listed first), which then has ``est`` more. Output: the cluster of each job, in order.
+    Input: "jobs" (how many), "est" (each job's predicted duration, seconds) and "queued_work": per cluster,
+    the work already waiting there (seconds). Each job goes to the cluster with the least work, ties to the
+    cluster listed first, which then has est more. Output: {"clusters": [the cluster of each job, in order]}.
 
-    Example: {"jobs": 5, "est": 4, "queued_work": {"c0": 0, "c1": 10, "c2": 0, "c3": 5}} -> {"clusters":
-    ["c0", "c2", "c0", "c2", "c3"]}
+    Example:
+      {"jobs": 5, "est": 4, "queued_work": {"c0": 0, "c1": 10, "c2": 0, "c3": 5}}
+      -> {"clusters": ["c0", "c2", "c0", "c2", "c3"]}
     """
     jobs = read.integer(scenario, "jobs")
     est = read.number(scenario, "est")
@@ -254,8 +251,8 @@ def evaluate_lwl(scenario: Mapping[str, Any]) -> dict:
 @register
 class Srpt:
     """Eagle on a grid: each cluster's free slots, then its queue allowance, go (1) to the long campaign at the
-    head of its queue, (2) to the short campaigns it already runs (sticky), (3) to short campaigns in SRPT
-    order with the anti-starvation cap, (4) to long campaigns by LWL, beyond the short share. Bypass delays
+    head of its queue, (2) to the short campaigns it already runs (sticky, oldest first), (3) to short campaigns
+    in SRPT order with the anti-starvation cap, (4) to long campaigns by LWL, beyond the short share. Bypass delays
     persist in the state as ``{"delays": {campaign id: seconds}}``: one counter per campaign, grown by the
     estimate of every job that bypasses it on any cluster (Eagle keeps one per probe)."""
 
@@ -263,21 +260,28 @@ class Srpt:
     DEFAULTS: Mapping[str, float] = {"cutoff": 600.0, "short_share": 0.1, "cap": 5.0, "default_estimate": 60.0}
 
     def __init__(
-        self, cutoff: float = 600.0, short_share: float = 0.1, cap: float = 5.0, default_estimate: float = 60.0
+        self,
+        cutoff: float = 600.0,
+        short_share: float = 0.1,
+        cap: float = 5.0,
+        default_estimate: float = 60.0,
+        sticky: bool = True,
     ):
         self.cutoff = cutoff  # seconds: a campaign is long iff its estimate is above
         self.short_share = short_share  # fraction of each cluster's slots long campaigns leave to short ones
         self.cap = cap  # a campaign may be bypassed until its delay reaches cap x its estimate
         self.default_estimate = default_estimate  # a campaign's job duration until the predictor has one
+        self.sticky = sticky  # False: no precedence for running campaigns, SRPT alone as in Eagle's workers
 
     @classmethod
     def configure(cls, options: Mapping[str, Any]) -> Srpt:
         """Check the ``metasched.srpt.*`` options; a bad one raises ConfigError naming its key."""
         path = f"metasched.{cls.name}"
         for key in options:
-            if key not in cls.DEFAULTS:
-                raise ConfigError(f"{path}.{key}: no such option (valid: {', '.join(cls.DEFAULTS)})")
-        values = {key: read.number(options, key, path, default=value) for key, value in cls.DEFAULTS.items()}
+            if key not in cls.DEFAULTS and key != "sticky":
+                raise ConfigError(f"{path}.{key}: no such option (valid: {', '.join(cls.DEFAULTS)}, sticky)")
+        values: dict[str, Any] = {key: read.number(options, key, path, default=v) for key, v in cls.DEFAULTS.items()}
+        values["sticky"] = read.flag(options, "sticky", path, default=True)
         if values["short_share"] >= 1:
             raise ConfigError(
                 f"{path}.short_share: must be below 1 (long campaigns need slots), got {values['short_share']!r}"
@@ -437,7 +441,7 @@ class _Pass:
         limit, and how many bypasses the probes in front of it still allow."""
         name, cap = cluster.name, self.policy.cap
         queue = self.queues[name]
-        if self.sticky[name]:
+        if self.sticky[name] and self.policy.sticky:
             self.feed_sticky(cluster)
 
         def fits(position: int) -> bool:
