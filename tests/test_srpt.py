@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -395,3 +396,70 @@ def test_the_help_examples_hold(name):
     assert pairs
     for scenario, expected in pairs:
         assert evaluator(name)(scenario) == expected
+
+
+@st.composite
+def snapshots(draw):
+    names = [f"c{i}" for i in range(draw(st.integers(1, 4)))]
+    clusters = []
+    for name in names:
+        slots = draw(st.integers(0, 40))
+        clusters.append(ClusterView(name, draw(st.integers(0, slots or 10)), draw(st.integers(0, 10)), slots=slots))
+    campaigns = []
+    for cid in range(draw(st.integers(0, 8))):
+        usable = draw(st.lists(st.sampled_from(names), unique=True))
+        campaigns.append(
+            CampaignView(
+                cid,
+                CampaignType.DEFAULT,
+                "u",
+                float(draw(st.integers(0, 5))),
+                draw(st.integers(0, 30)),
+                {n: Demand(draw(st.integers(1, 4)), draw(st.integers(0, 30))) for n in usable},
+                estimate=draw(st.none() | st.floats(0, 2000)),
+            )
+        )
+    delays = {str(cid): draw(st.floats(0, 100)) for cid in range(len(campaigns))}
+    return Snapshot(0.0, tuple(clusters), tuple(campaigns)), {"delays": delays}
+
+
+@given(snapshots(), st.floats(0, 0.9), st.floats(0, 10), st.booleans())
+def test_a_decision_stays_within_budgets_demands_and_the_long_limit(shot_state, share, cap, sticky):
+    shot, state = shot_state
+    strategy = metascheduler("srpt", {"short_share": share, "cap": cap, "cutoff": 600, "sticky": sticky})
+    decision = strategy.decide(shot, state)
+    used = dict.fromkeys((c.name for c in shot.clusters), 0)
+    long_used = dict(used)
+    per_campaign = {}
+    for launch in decision.launches:
+        campaign = shot.campaign(launch.campaign_id)
+        demand = campaign.demands[launch.cluster]
+        assert 0 < launch.jobs <= demand.limit
+        used[launch.cluster] += launch.jobs * demand.slots_per_job
+        if campaign.estimate is not None and campaign.estimate > 600:
+            long_used[launch.cluster] += launch.jobs * demand.slots_per_job
+        per_campaign[campaign.id] = per_campaign.get(campaign.id, 0) + launch.jobs
+    for c in shot.clusters:
+        assert used[c.name] <= c.free + c.queue
+        if c.slots:
+            assert long_used[c.name] <= c.slots - int(share * c.slots)
+    for c in shot.campaigns:
+        assert per_campaign.get(c.id, 0) <= c.waiting
+    json.dumps(decision.state)
+
+
+@given(snapshots(), st.floats(0, 10))
+def test_no_free_slot_is_left_that_a_short_campaign_could_use(shot_state, cap):
+    shot, state = shot_state
+    shot = Snapshot(shot.now, tuple(replace(c, queue=0) for c in shot.clusters), shot.campaigns)
+    decision = metascheduler("srpt", {"cap": cap}).decide(shot, state)
+    taken = {(a.cluster, a.campaign_id): a.jobs for a in decision.launches}
+    left = {c.id: c.waiting - sum(n for (_, cid), n in taken.items() if cid == c.id) for c in shot.campaigns}
+    for cluster in shot.clusters:
+        mine = [(cid, n) for (name, cid), n in taken.items() if name == cluster.name]
+        idle = cluster.free - sum(n * shot.campaign(cid).demands[cluster.name].slots_per_job for cid, n in mine)
+        for c in shot.campaigns:
+            demand = c.demands.get(cluster.name)
+            if demand is None or (c.estimate is not None and c.estimate > 600):
+                continue
+            assert left[c.id] == 0 or taken.get((cluster.name, c.id), 0) >= demand.limit or demand.slots_per_job > idle

@@ -56,8 +56,9 @@ def _scan(cap: float, queue: Sequence[Probe], fits: Any = None) -> tuple[int, fl
     Probes with no job left are skipped (dropped). The first live probe, if long, runs. Otherwise the probe
     with the strictly smallest remaining work runs, if its estimate fits within the slack in front of it (slack
     = cap x estimate - delay, over short probes only); a long probe so chosen ends the scan. The first live
-    probe always fits, so FIFO holds when nothing may bypass. ``fits(position)``, when given, further excludes
-    a probe that cannot take a job now (its slack still counts)."""
+    probe always fits, so FIFO holds when nothing may bypass. ``fits(position)``, when given, leaves out a
+    probe that cannot take a job now (limit reached, too few slots left): it neither runs nor holds others
+    back, as if it were not in this queue."""
     best, best_remaining, best_front = -1, INF, INF
     front = INF  # nothing in front of the first live probe: it always fits
     for position, probe in enumerate(queue):
@@ -70,7 +71,7 @@ def _scan(cap: float, queue: Sequence[Probe], fits: Any = None) -> tuple[int, fl
             best, best_remaining, best_front = position, remaining, front
         if not probe.long:
             slack = cap * probe.est - probe.delay
-            if slack < front:
+            if slack < front and (fits is None or fits(position)):
                 front = slack
     return best, best_front
 
@@ -85,9 +86,10 @@ def choose(cap: float, queue: Sequence[Hashable], campaigns: Mapping[Hashable, P
 
 def _bypasses(front: float, est: float) -> float:
     """How many jobs of estimate ``est`` may still bypass probes whose smallest slack is ``front``."""
-    if front == INF:
+    if front == INF or est <= 0:
         return INF
-    return INF if est <= 0 else math.floor(front / est + 1e-9)
+    ratio = front / est
+    return INF if ratio == INF else math.floor(ratio + 1e-9)  # the epsilon: 0.3 / 0.1 is 2.9999999999999996
 
 
 def _delay_front(queue: Sequence[Probe], position: int, amount: float) -> None:
@@ -473,7 +475,7 @@ class _Pass:
                         break
             if probe.remaining >= 0:
                 slack = cap * probe.est - probe.delay
-                if slack < front:
+                if slack < front and self.jobs_for(name, probe.campaign, INF) > 0:
                     front = slack
                     if front < least:
                         break
