@@ -157,6 +157,9 @@ def test_lwl_ties_go_to_the_cluster_listed_first():
         ({"slots": -2, "campaigns": []}, "slots: must be >= 0"),
         ({"cap": "five", "campaigns": []}, "cap: must be a number"),
         ({"campaigns": {"A": {"est": 1, "remaining": 3}}, "queue": [{"campaign": "Z"}]}, "queue.0.campaign: unknown"),
+        ({"campaigns": [{"name": "A", "jobs": 1, "est": 1}] * 2}, "campaigns.1.name: 'A' is there twice"),
+        ({"campaigns": [{"name": "A", "jobs": 10**7, "est": 1}]}, "campaigns: at most 1,000,000 jobs"),
+        ([], "scenario: must be an object"),
         ({"campaigns": {"A": {"est": 1, "remaining": -2}}, "queue": []}, "campaigns.A.remaining: must be >= -1"),
         ({"campaigns": {"A": {"est": 1}}, "queue": []}, "campaigns.A.remaining: missing"),
         ({"campaigns": {"A": {"est": 1, "remaining": 1}}, "queue": [{"campaign": "A", "delay": "x"}]}, "queue.0.delay"),
@@ -174,6 +177,7 @@ def test_a_bad_srpt_scenario_names_the_field(scenario, message):
         ({"jobs": 1, "est": 4, "queued_work": {"c0": "busy"}}, "queued_work.c0: must be a number"),
         ({"jobs": 1, "est": 4, "queued_work": []}, "queued_work: must be an object"),
         ({"jobs": 1, "queued_work": {}}, "est: missing"),
+        ({"jobs": 10**7, "est": 1, "queued_work": {"c0": 0}}, "jobs: at most 1,000,000"),
     ],
 )
 def test_a_bad_lwl_scenario_names_the_field(scenario, message):

@@ -35,6 +35,7 @@ from . import CampaignView, ClusterView, Decision, Snapshot, State, evaluates, l
 from . import inputs as read
 
 INF = math.inf
+MAX_JOBS = 1_000_000  # jobs a ``grid policy`` scenario may hold: each is played out one by one
 
 
 @dataclass(slots=True, eq=False)
@@ -204,9 +205,12 @@ def evaluate_srpt(scenario: Mapping[str, Any]) -> dict:
     campaigns = []
     for i, entry in enumerate(read.sequence(scenario, "campaigns")):
         path = f"campaigns.{i}"
-        campaigns.append(
-            (read.text(entry, "name", path), read.integer(entry, "jobs", path), read.number(entry, "est", path))
-        )
+        name = read.text(entry, "name", path)
+        if any(name == other for other, _, _ in campaigns):
+            raise ConfigError(f"{path}.name: {name!r} is there twice")
+        campaigns.append((name, read.integer(entry, "jobs", path), read.number(entry, "est", path)))
+    if sum(jobs for _, jobs, _ in campaigns) > MAX_JOBS:
+        raise ConfigError(f"campaigns: at most {MAX_JOBS:,} jobs in all")
     return {"runs": [[name, n] for name, n in run_one_slot(slots, cap, campaigns)]}
 
 
@@ -244,6 +248,8 @@ def evaluate_lwl(scenario: Mapping[str, Any]) -> dict:
       -> {"clusters": ["c0", "c2", "c0", "c2", "c3"]}
     """
     jobs = read.integer(scenario, "jobs")
+    if jobs > MAX_JOBS:
+        raise ConfigError(f"jobs: at most {MAX_JOBS:,}, got {jobs}")
     est = read.number(scenario, "est")
     queued = read.mapping(scenario, "queued_work")
     work = {str(name): read.number(queued, name, "queued_work") for name in queued}
