@@ -105,10 +105,10 @@ def test_a_slot_feeds_a_campaign_until_it_is_done_or_a_cap_stops_it():
     assert run_one_slot(1, 0.5, [("A", 4, 2), ("B", 5, 2), ("C", 3, 1)]) == [("C", 1), ("A", 4), ("B", 5), ("C", 2)]
 
 
-def test_two_slots_share_the_work():
-    runs = run_one_slot(2, 5, [("A", 3, 4), ("B", 2, 1)])
-    assert sum(n for _, n in runs) == 5
-    assert runs[0] == ("B", 2)  # both slots start B: smallest remaining work
+def test_each_slot_keeps_its_own_delays():
+    # B (4 s of work left) bypasses A (10 s); at cap 2, A takes 2 s of delay, four B jobs, per slot
+    assert run_one_slot(1, 2, [("A", 10, 1), ("B", 8, 0.5)]) == [("B", 4), ("A", 10), ("B", 4)]
+    assert run_one_slot(2, 2, [("A", 10, 1), ("B", 8, 0.5)]) == [("B", 8), ("A", 10)]
 
 
 @given(
@@ -383,6 +383,9 @@ def test_without_the_cap_the_stream_starves_the_old_campaigns():
     waits, _ = run_grid({"cap": float("inf")}, passes=220, until=120)
     assert waits[1] >= 120  # A waits as long as the stream lasts
     assert waits[2] >= 120  # and so does L, younger than A: it never heads a queue before
+
+
+# --- help texts and properties ------------------------------------------------------------------------------
 
 
 def examples(function):
