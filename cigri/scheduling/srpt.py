@@ -94,7 +94,9 @@ def _bypasses(front: float, est: float) -> float:
 
 
 def _delay_front(queue: Sequence[Probe], position: int, amount: float) -> None:
-    """Jobs at ``position`` bypassed the live short probes in front: their delays grow by the jobs' estimates."""
+    """Jobs at ``position`` bypassed the live short probes in front: their delays grow by the jobs' estimates
+    (in a strategy's pass, also those that could not have taken a job there: they reach their cap sooner,
+    never later)."""
     for probe in queue[:position]:
         if probe.remaining >= 0 and not probe.long:
             probe.delay += amount
@@ -388,7 +390,8 @@ class _Pass:
 
     def long_room(self, cluster: ClusterView, kind: str) -> float:
         """Slots of this budget long campaigns may take: never more than the cluster's slots outside the
-        short share (running or queued), never the idle slots of the share short campaigns do not hold."""
+        short share (running or queued), never the idle slots of the share short campaigns do not hold. A
+        cluster of unknown size (slots 0) keeps no share."""
         room: float = self.budget[cluster.name]
         if cluster.slots > 0:
             reserved = int(self.policy.short_share * cluster.slots)
