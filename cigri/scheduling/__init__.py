@@ -280,5 +280,4 @@ def evaluators() -> list[str]:
 
 # strategies register themselves on import:
 # (each module below adds its class with @register and its ``grid policy`` function with @evaluates)
-from . import classload  # noqa: E402, F401
-from . import srpt  # noqa: E402, F401
+from . import classload, srpt  # noqa: E402, F401
