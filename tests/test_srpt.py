@@ -268,6 +268,43 @@ def test_without_an_estimate_a_campaign_is_short_at_the_default_estimate():
     assert decide([campaign(1, 10, 700)], [cluster(free=10, slots=10)])[0] == {("c0", 1): 9}
 
 
+def test_a_job_running_past_the_cutoff_teaches_the_estimate_before_any_completes():
+    # at snapshot time 1000, none of campaign 1's jobs has ended; one has run 900 s (> the 600 s cutoff)
+    jobs = [GridJob(job_id=i, campaign_id=1, slots=1, submitted_at=0.0, started_at=100.0 + i) for i in range(3)]
+    clusters = [cluster(free=7, slots=10, jobs=jobs)]
+    # so it is long: it holds 3 slots and may hold 9 of 10 (the short share keeps one)
+    assert decide([campaign(1, 50)], clusters)[0] == {("c0", 1): 6}
+    # its jobs have run only 300 s: short at the default estimate, it takes every free slot
+    young = [replace(job, started_at=700.0) for job in jobs]
+    assert decide([campaign(1, 50)], [cluster(free=7, slots=10, jobs=young)])[0] == {("c0", 1): 7}
+    # an oracle's estimate (standing on no ended job) is taken as it is
+    assert decide([campaign(1, 50, 10)], clusters)[0] == {("c0", 1): 7}
+    # a learned one counts the running jobs' time so far: 5 ended jobs of 10 s and 3 running for about 900 s
+    # make (50 + ~2,700) / 8 > 300 s: short below a 400 s cutoff, long below a 300 s one
+    learned = replace(campaign(1, 50, 10), confidence=5)
+    assert decide([learned], clusters, cutoff=400)[0] == {("c0", 1): 7}
+    assert decide([learned], clusters, cutoff=300)[0] == {("c0", 1): 6}
+
+
+def stops(campaigns, clusters, **options):
+    decision = metascheduler("srpt", options).decide(Snapshot(1000.0, tuple(clusters), tuple(campaigns)), {})
+    return sorted((stop.cluster, stop.job_id) for stop in decision.stops)
+
+
+def test_queued_long_jobs_are_taken_back_while_short_campaigns_wait_behind_them():
+    # Eagle binds late: a long job does not sit in a queue that short jobs wait behind. Campaign 1 (long, 1,000
+    # s jobs) runs 10 jobs and has 3 queued on a full cluster; short campaign 2 waits with 2 jobs
+    running = [GridJob(i, 1, 1, submitted_at=0.0, started_at=10.0) for i in range(10)]
+    queued = [GridJob(10 + i, 1, 1, submitted_at=100.0 + i) for i in range(3)]
+    full = cluster(free=0, queue=0, slots=10, jobs=running + queued)
+    assert stops([campaign(1, 50, 1000), campaign(2, 2, 1)], [full]) == [("c0", 11), ("c0", 12)]
+    # the newest queued first, no more than the short jobs waiting; running jobs are never stopped
+    assert stops([campaign(1, 50, 1000), campaign(2, 9, 1)], [full]) == [("c0", 10), ("c0", 11), ("c0", 12)]
+    # nothing short waits, or the short campaign cannot run there: nothing stopped
+    assert stops([campaign(1, 50, 1000)], [full]) == []
+    assert stops([campaign(1, 50, 1000), campaign(2, 2, 1, clusters=("c1",))], [full, cluster("c1")]) == []
+
+
 def test_long_campaigns_stay_out_of_the_short_share():
     long = campaign(1, 100, 1000)
     assert decide([long], [cluster(free=20, slots=100)])[0] == {("c0", 1): 10}

@@ -1,7 +1,9 @@
 """Eagle's scheduling (Delgado et al., epfl-labos/eagle): SRPT with sticky feeding, a reserved short share, LWL.
 
 Campaigns are *short* or *long* by their predicted job duration against a cutoff (long iff estimate >
-cutoff; a campaign with no estimate yet is short, so its first jobs teach the estimate). Eagle's worker is a
+cutoff). A campaign with no estimate yet (none of its jobs has ended) is short, so its first jobs teach the
+estimate, unless one of its jobs has already run past the cutoff: it is then long, its estimate at least that
+running time. Eagle's worker is a
 cluster here, and a probe is a campaign being eligible on that cluster:
 
 - **SRPT with anti-starvation** (:func:`choose`): a cluster's free slot goes to the eligible short campaign
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from . import CampaignView, ClusterView, Decision, Snapshot, State, evaluates, launches, register
+from . import CampaignView, ClusterView, Decision, Snapshot, State, Stop, evaluates, launches, register
 from . import inputs as read
 
 INF = math.inf
@@ -304,7 +306,35 @@ class Srpt:
         plan = _Pass(self, snapshot, state)
         for kind in ("free", "queue"):
             plan.spend(kind)
-        return Decision(launches=launches(plan.taken), state=plan.state())
+        return Decision(launches=launches(plan.taken), stops=plan.unbind_long(), state=plan.state())
+
+
+def _runs(snapshot: Snapshot) -> dict[int, tuple[int, float, float]]:
+    """Per campaign, its jobs running now: how many, their summed running time, the longest running time."""
+    runs: dict[int, tuple[int, float, float]] = {}
+    for cluster in snapshot.clusters:
+        for job in cluster.jobs:
+            if job.started_at is not None:
+                elapsed = snapshot.now - job.started_at
+                n, total, longest = runs.get(job.campaign_id, (0, 0.0, 0.0))
+                runs[job.campaign_id] = (n + 1, total + elapsed, max(longest, elapsed))
+    return runs
+
+
+def _learned(campaign: CampaignView, running: int, ran: float, longest: float, cutoff: float) -> float | None:
+    """The campaign's job duration as learned online. Eagle is handed exact estimates; the mean of the jobs
+    that ended first is biased short (the short jobs end first), so the jobs still running count too, each
+    for the time it has run so far (a lower bound of its duration): the estimate is the larger of the mean of
+    ended jobs and that mean over ended and running jobs. Before any job ends, the campaign has no estimate
+    (short at the default) unless one job has run past the cutoff: it is then long, at least that long. An
+    estimate that stands on no ended job (``confidence`` 0: the simulator's oracle) is taken as it is."""
+    if campaign.estimate is None:
+        return longest if longest > cutoff else None
+    ended = campaign.confidence
+    if not ended:  # an oracle's word or a prior: taken as it is
+        return campaign.estimate
+    censored = (campaign.estimate * ended + ran) / (ended + running)
+    return max(campaign.estimate, censored)
 
 
 class _Pass:
@@ -320,9 +350,11 @@ class _Pass:
         )
         self.left = {c.id: c.waiting for c in self.campaigns}
         self.probes: dict[int, Probe] = {}
+        runs = _runs(snapshot)
         for c in self.campaigns:
-            est = policy.default_estimate if c.estimate is None else c.estimate
-            long = c.estimate is not None and c.estimate > policy.cutoff
+            est = _learned(c, *runs.get(c.id, (0, 0.0, 0.0)), policy.cutoff)
+            long = est is not None and est > policy.cutoff
+            est = policy.default_estimate if est is None else est
             self.probes[c.id] = Probe(long, est, est * c.waiting, float(delays.get(str(c.id), 0.0)), c)
         self.queues: dict[str, list[Probe]] = {cl.name: [] for cl in self.clusters}  # short ones, arrival order
         for c in self.campaigns:
@@ -423,6 +455,26 @@ class _Pass:
             if self.probes[campaign.id].long and self.left[campaign.id] > 0:
                 self.place_long(campaign, kind, open_)
                 open_ = [cl for cl in open_ if self.long_room(cl, kind) > 0]
+
+    def unbind_long(self) -> tuple[Stop, ...]:
+        """Eagle binds tasks to workers as late as possible; a cluster's queue is first come, first served, so
+        a long job queued there would start before the short jobs queued after it. Where short campaigns
+        still wait for the cluster after this pass, its queued (not started) long jobs are taken back, the
+        newest first, as many as the short jobs waiting: they cost nothing (they did not run) and LWL places
+        them again later."""
+        stops: list[Stop] = []
+        for cl in self.clusters:
+            waiting = sum(self.left[probe.campaign.id] for probe in self.queues[cl.name])
+            if not waiting:
+                continue
+            queued = [
+                job
+                for job in cl.jobs
+                if job.started_at is None and (probe := self.probes.get(job.campaign_id)) is not None and probe.long
+            ]
+            queued.sort(key=lambda job: (job.submitted_at, job.job_id), reverse=True)
+            stops += [Stop(cl.name, job.job_id, "a long job queued ahead of short ones") for job in queued[:waiting]]
+        return tuple(stops)
 
     def _head(self, cluster: ClusterView) -> CampaignView | None:
         """The long campaign at the head of the cluster's queue (older than every other live one), if any."""
