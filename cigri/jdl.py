@@ -21,7 +21,7 @@ import yaml
 
 from .errors import JdlError
 
-GLOBAL_ONLY = ("name", "clusters", "param_file", "nb_jobs", "params")
+GLOBAL_ONLY = ("name", "clusters", "param_file", "nb_jobs", "params", "priority", "class", "finalize")
 # CiGri keys cigri does not build yet: refused by name rather than accepted and silently ignored
 NOT_SUPPORTED = ("jobs_type", "temporal_grouping", "dimensional_grouping", "checkpointing_type")
 NOT_SUPPORTED_PREFIX = "output_"  # output_gathering_method, output_file, output_destination
@@ -152,6 +152,15 @@ def _int(value: object, path: str, minimum: int) -> int:
     return value
 
 
+def _priority(value: object, path: str) -> int:
+    """A whole number, negative ones included (CiGri's strings too: ``"-3"``)."""
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise JdlError(path, f"expected a whole number, not {value!r}")
+    return value
+
+
 def _str(value: object, path: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise JdlError(path, f"expected a string, not {type(value).__name__}")
@@ -236,6 +245,9 @@ class Jdl:
     param_file: Path | None = None
     nb_jobs: int | None = None
     test_mode: bool = False
+    priority: int = 0  # the metascheduler's: higher first, under the strategies that read it
+    klass: str = ""  # the JDL's ``class``: Scoot's requestor, matched by the classload strategy
+    finalize: bool = False  # replicate the campaign's last jobs on idle slots of other clusters
     raw: dict = field(default_factory=dict)
 
     def as_record(self) -> dict:
@@ -245,7 +257,14 @@ class Jdl:
             if self.params is not None
             else ({"param_file": str(self.param_file)} if self.param_file else {"nb_jobs": self.nb_jobs})
         )
-        return {"name": self.name, "clusters": self.clusters, "source": source}
+        return {
+            "name": self.name,
+            "clusters": self.clusters,
+            "source": source,
+            "priority": self.priority,
+            "class": self.klass,
+            "finalize": self.finalize,
+        }
 
     def param_blocks(self, size: int) -> Iterator[tuple[int, list[str]]]:
         """The param lines in blocks of up to ``size``: (number of the block's first line, its lines). A param
@@ -360,6 +379,8 @@ def _check_keys(keys, allowed, path: str) -> None:
             )
         if key not in allowed:
             where = f"{path}.{key}" if path else key
+            if path and key in GLOBAL_ONLY:
+                raise JdlError(where, "a campaign-wide key: give it at the top level, not for one cluster")
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f"did you mean {close[0]}?" if close else f"valid keys: {', '.join(sorted(allowed))}"
             raise JdlError(where, f"unknown key ({hint})")
@@ -471,6 +492,9 @@ def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None)
         param_file=param_file,
         nb_jobs=nb_jobs,
         test_mode=test_mode,
+        priority=_priority(top.get("priority", 0), "priority"),
+        klass=_str(top.get("class", ""), "class"),
+        finalize=_bool(top.get("finalize", False), "finalize"),
         raw=data,
     )
 

@@ -103,6 +103,7 @@ class Job:
     started_at: float | None
     ended_at: float | None
     resubmits: int
+    preemptions: int = 0  # times the metascheduler took it back to run it later (never a failure)
 
 
 @dataclass(frozen=True)

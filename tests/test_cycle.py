@@ -113,7 +113,7 @@ def test_exit_66_is_resubmitted(cli, tmp_path, job_script):
 
 
 def test_walltime_kill_is_resubmitted_then_an_event(store, cycle, tmp_path, job_script, monkeypatch):
-    monkeypatch.setattr("cigri.cycle.MAX_RESUBMITS", 1)
+    monkeypatch.setattr("cigri.cycle.updator.MAX_RESUBMITS", 1)
     cid = submit(store, write_jdl(tmp_path, exec_file=str(job_script), walltime=1, params=["w sleep:30"]))
     wait_for(lambda: (cycle.run(), store.events(campaign_id=cid))[1], timeout=30)
     [event] = store.events(campaign_id=cid)
@@ -237,7 +237,7 @@ CRASH = textwrap.dedent(
 
 # (module, class, method, what happens before the original runs)
 CRASH_POINTS = {
-    "after metasched committed": ("cigri.cycle", "Cycle", "_record", "pass"),
+    "after metasched committed": ("cigri.cycle", "metasched", "_record", "pass"),
     "after the RM accepted, before cigri recorded it": ("cigri.adapters.local", "LocalAdapter", "submit", "pass"),
     "after the batch was recorded as submitted": ("cigri.store", "Store", "finish_batch", "pass"),
     "in the middle of the updator": ("cigri.store", "Store", "mark_ended", "pass"),
@@ -306,7 +306,7 @@ def test_a_looping_almighty_hears_of_every_submission(store, cycle, tmp_path, jo
 
 
 def test_a_job_its_rm_forgot_is_taken_as_lost_and_run_again(store, cycle, tmp_path, job_script, monkeypatch):
-    monkeypatch.setattr("cigri.cycle.LOST_AFTER", 0)
+    monkeypatch.setattr("cigri.cycle.updator.LOST_AFTER", 0)
     cid = submit(store, write_jdl(tmp_path, exec_file=str(job_script), params=["f"]))
     cycle.run(["metasched", "runner"])
     wait_for(lambda: runs(tmp_path))
@@ -347,7 +347,7 @@ def test_a_failed_prologue_blocks_then_runs_again_when_fixed(cli, tmp_path, job_
 
 
 def test_a_killed_prologue_is_run_again_then_fails_after_the_limit(store, cycle, tmp_path, job_script, monkeypatch):
-    monkeypatch.setattr("cigri.cycle.MAX_RESUBMITS", 1)
+    monkeypatch.setattr("cigri.cycle.updator.MAX_RESUBMITS", 1)
     cid = submit(
         store,
         write_jdl(

@@ -219,3 +219,29 @@ def test_params_blocks_mean_what_each_line_means(lines, size):
     parsed = jdl.parse({"name": "n", "exec_file": "x", "clusters": {"a": {}}, "params": lines})
     expected = _reference_jobs(list(enumerate(lines)), lambda n: f"params[{n}]")
     assert _blocks_or_error(parsed, size) == expected
+
+
+BASE = {"name": "n", "exec_file": "run", "clusters": {"local": {}}, "params": ["a"]}
+
+
+def test_campaign_scheduling_keys_have_defaults_and_reach_the_record():
+    plain = jdl.parse(dict(BASE))
+    assert (plain.priority, plain.klass, plain.finalize) == (0, "", False)
+    given = jdl.parse({**BASE, "priority": "-3", "Class": "physics", "finalize": "true"})
+    assert (given.priority, given.klass, given.finalize) == (-3, "physics", True)
+    record = given.as_record()
+    assert (record["priority"], record["class"], record["finalize"]) == (-3, "physics", True)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("priority", 1.5, "priority: expected a whole number"),
+        ("priority", True, "priority: expected a whole number"),
+        ("class", ["a"], "class: expected a string"),
+        ("finalize", "maybe", "finalize: expected true or false"),
+    ],
+)
+def test_bad_campaign_scheduling_keys_name_the_key(key, value, message):
+    with pytest.raises(JdlError, match=f"^{message}"):
+        jdl.parse({**BASE, key: value})

@@ -456,7 +456,7 @@ def test_utilization_counts_only_completed_work_over_the_available_capacity_and_
     result = simulate(parse(data))
     available = 2 * (result["simulated_seconds"] - 100)
     assert result["clusters"]["a"]["utilization"] == pytest.approx(200 / available)
-    assert result["waste"] == {"killed": 100, "failed": 0, "duplicates": 0}
+    assert result["waste"] == {"killed": 100, "superseded": 0, "failed": 0, "duplicates": 0}
 
 
 def test_water_filling_gives_a_small_demand_all_it_asked_and_shares_the_rest_by_weight():

@@ -7,7 +7,9 @@ import click
 from .app import GridGroup, common
 from .campaign_cmds import griddel, gridevents, gridstat, gridsub
 from .cluster_cmds import gridclusters
+from .config_cmds import config
 from .cycle_cmds import STAGE_COMMANDS, almighty
+from .policy_cmds import policy
 from .sim_cmds import simulate
 
 
@@ -25,7 +27,18 @@ def grid():
     """
 
 
-for command in (gridsub, gridstat, griddel, gridevents, gridclusters, almighty, *STAGE_COMMANDS, simulate):
+for command in (
+    gridsub,
+    gridstat,
+    griddel,
+    gridevents,
+    gridclusters,
+    almighty,
+    *STAGE_COMMANDS,
+    simulate,
+    config,
+    policy,
+):
     grid.add_command(command)
 
 STANDALONE = {c.name: c for c in (gridsub, gridstat, griddel, gridevents, gridclusters)}

@@ -100,15 +100,15 @@ def _set_verbose(ctx: click.Context, _param, value):
 
 
 def policy_option(command):
-    """``--policy``: the metascheduler strategy, by its registered name."""
+    """``--policy``: the metascheduler strategy of every cluster for this run, by its registered name (None:
+    the configured ones, see ``grid config``)."""
     from ..scheduling import registry
 
     return click.option(
         "--policy",
         type=click.Choice(sorted(registry())),
-        default="fifo",
-        show_default=True,
-        help="Metascheduler strategy.",
+        default=None,
+        help="Metascheduler strategy of every cluster for this run (default: the configured ones, see grid config).",
     )(command)
 
 

@@ -233,6 +233,7 @@ def _show_job(store, job_id: int, stream: str | None, as_json: bool) -> None:
         "started_at": job.started_at,
         "ended_at": job.ended_at,
         "resubmits": job.resubmits,
+        "preemptions": job.preemptions,
         "held": store.is_held(job.id),
     }
     if as_json:

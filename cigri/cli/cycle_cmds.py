@@ -13,12 +13,15 @@ from ..model import CampaignState, JobState
 from .app import GridCommand, app, common, policy_option
 
 
-def _cycle(policy: str = "fifo") -> cycle_mod.Cycle:
+def _cycle(policy: str | None = None) -> cycle_mod.Cycle:
+    """The cycle on this state: ``policy`` decides for every cluster, else the configured strategies with
+    their configured options."""
+    from .. import config
     from ..prediction import predictor
-    from ..scheduling import metascheduler
 
     a = app()
-    return cycle_mod.Cycle(a.store, a.clock, scheduler=metascheduler(policy), forecaster=predictor())
+    scheduler = config.build(a.store.settings(), policy) if policy else None
+    return cycle_mod.Cycle(a.store, a.clock, scheduler=scheduler, forecaster=predictor())
 
 
 @click.command("almighty", cls=GridCommand)
@@ -120,8 +123,10 @@ def _stage_command(stage: str, doc: str):
 STAGE_COMMANDS = [
     _stage_command("updator", "Collect job states, exit codes and cluster usage; settle finished campaigns."),
     _stage_command("spritz", "Update each campaign's throughput and estimated end."),
-    _stage_command("metasched", "Choose which jobs go to which cluster (test campaigns first, then FIFO)."),
-    _stage_command("runner", "Submit the jobs the metascheduler chose, and due prologues/epilogues."),
+    _stage_command(
+        "metasched", "Choose which jobs go to which cluster (test campaigns first, then the configured strategy)."
+    ),
+    _stage_command("runner", "Stop the jobs the metascheduler took back, submit those it chose, and due stages."),
     _stage_command("nikita", "Kill the jobs users cancelled."),
 ]
 

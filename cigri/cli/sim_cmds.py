@@ -18,14 +18,16 @@ def _fmt(seconds) -> str:
 
 
 def _report(m: dict) -> None:
-    click.echo(f"scenario {m['scenario']} - policy {m['policy']} - seed {m['seed']}")
+    oracle = " (oracle estimates)" if m["oracle"] else ""
+    click.echo(f"scenario {m['scenario']} - policy {m['policy']}{oracle} - seed {m['seed']}")
     waste = m["waste"]
     click.echo(
         f"jobs {m['jobs_done']}/{m['jobs']} done, {m['lost']} lost, {m['skipped']} skipped (test), "
         f"{m['duplicated']} run twice; {m['resubmitted']} resubmitted"
     )
     click.echo(
-        f"slot-seconds wasted: {waste['killed']:.0f} killed, {waste['failed']:.0f} failed, "
+        f"slot-seconds wasted: {waste['killed']:.0f} killed ({waste['superseded']:.0f} by copies of jobs done "
+        f"elsewhere), {waste['failed']:.0f} failed, "
         f"{waste['duplicates']:.0f} duplicates"
     )
     bound = m["makespan_over_bound"]
@@ -119,6 +121,12 @@ def _plot(simulation, path: str) -> None:
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @policy_option
 @click.option("--seed", type=int, help="Random seed (default: the scenario's).")
+@click.option(
+    "--oracle",
+    is_flag=True,
+    help="Hand the strategies each campaign's true mean job duration as its estimate (as Eagle assumes), "
+    "instead of what cigri learns from the jobs that ended.",
+)
 @click.option("--json", "as_json", is_flag=True, help="All figures as JSON.")
 @click.option("--plot", type=click.Path(dir_okay=False), help="Draw completion-time CDFs and utilization to a PNG.")
 @click.option(
@@ -129,24 +137,29 @@ def _plot(simulation, path: str) -> None:
     "ending or a campaign changing state (default: the scenario's stall, or a day).",
 )
 @common
-def simulate(scenario, policy, seed, as_json, plot, stall):
+def simulate(scenario, policy, seed, oracle, as_json, plot, stall):
     """Run cigri's real cycle on simulated clusters and a simulated clock.
 
     The scenario (YAML) names clusters (slots, or nodes with cores and
     properties; speed, delay, failures, outages, local load, black hole),
-    users and their shares, and campaigns (arrival, jobs, durations,
+    users and their shares, the state's grid config (config: the strategies
+    and their options; --policy overrides the strategy), and campaigns (arrival, jobs, durations,
     resources and properties as in a JDL), or Eagle/Sparrow traces. Prints completion times (short
     and long campaigns apart), utilization, resubmissions and waste, the
     remote queue, bytes staged, fairness, and the lower bounds, all from
     what the simulated clusters ran: done jobs ran to a real end somewhere;
     utilization is completed work over the capacity left to the grid
     (outages and local users' load removed), waste apart; fairness is Jain's
-    index of usage over each user's demand-capped (max-min) fair share.
+    index of usage over each user's demand-capped (max-min) fair share, the
+    shares being the fairshare strategy's configured ones, else the scenario's
+    users' (equal unless given). Campaigns are short when their true mean job
+    duration is at most the scenario's short_cutoff (default 600 s).
 
     \b
     Example:
         grid simulate bench/scenarios/small.yaml
         grid simulate bench/scenarios/trace.yaml --policy fifo --json
+        grid simulate bench/scenarios/trace.yaml --policy fifo --oracle
     """
     from ..sim.run import Simulation
     from ..sim.scenario import load
@@ -159,7 +172,7 @@ def simulate(scenario, policy, seed, as_json, plot, stall):
     plan = load(scenario)
     if stall is not None:
         plan = dataclasses.replace(plan, stall=stall)
-    simulation = Simulation(plan, policy=policy, seed=seed)
+    simulation = Simulation(plan, policy=policy, seed=seed, oracle=oracle)
     progress = None
     if sys.stderr.isatty() and not as_json:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn

@@ -42,6 +42,8 @@ class GridJob:
     slots: int
     submitted_at: float  # when cigri handed it to the cluster
     started_at: float | None = None  # None while it waits in the cluster's queue
+    replica: bool = False  # a second copy of a job running or waiting elsewhere (finalize)
+    replicated: bool = False  # the job had a replica already (over, or now its copy): finalize gives it no other
 
     @property
     def running(self) -> bool:
@@ -173,7 +175,9 @@ def place_tests(snapshot: Snapshot) -> tuple[list[Assignment], Snapshot]:
 
 
 def decide(strategy: MetaScheduler, snapshot: Snapshot, state: State) -> Decision:
-    """Test campaigns first, then the strategy on what is left."""
+    """Test campaigns first, then the strategy on what is left. (The cycle then asks
+    :func:`cigri.scheduling.finalize.replicas` for the replicas of finalizing campaigns, once every strategy
+    of the pass has decided.)"""
     tests, rest = place_tests(snapshot)
     decision = strategy.decide(rest, state)
     return replace(decision, launches=(*tests, *decision.launches)) if tests else decision
@@ -276,4 +280,4 @@ def evaluators() -> list[str]:
 
 # strategies register themselves on import:
 # (each module below adds its class with @register and its ``grid policy`` function with @evaluates)
-from . import affinity, fairshare  # noqa: E402, F401
+from . import affinity, classload, fairshare, srpt  # noqa: E402, F401

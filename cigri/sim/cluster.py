@@ -155,12 +155,14 @@ class Usage:
     useful_slot_seconds: float = 0.0  # held by the first real completion of a scenario job
     failed_slot_seconds: float = 0.0  # held by jobs that exited non-zero
     duplicate_slot_seconds: float = 0.0  # held by completions of a scenario job that had already completed
+    superseded_slot_seconds: float = 0.0  # of the killed: copies cancelled once another copy of their job completed
     available_slot_seconds: float = 0.0  # what the grid could use: slots, unless down, less local users' cores
     local_slot_seconds: float = 0.0  # what local users' jobs held
     down_seconds: float = 0.0
     started: int = 0
     ended: int = 0
     killed: int = 0
+    superseded: int = 0  # of the killed: copies cancelled once another copy of their job completed (finalize)
     black_hole_ends: int = 0
     bytes_staged: int = 0
     by_user: dict[str, float] = field(default_factory=dict)  # slot-seconds each user's jobs held
@@ -320,6 +322,9 @@ class SimCluster:
         if state == RemoteState.KILLED:
             self.usage.killed += 1
             self.usage.wasted_slot_seconds += held
+            if reason == "cancelled" and self.ledger.completed.get(job.work):
+                self.usage.superseded += 1
+                self.usage.superseded_slot_seconds += held
         self.changed.add(job.remote_id)
 
     def _record_completion(self, job: SimJob, held: float) -> None:

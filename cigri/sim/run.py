@@ -20,14 +20,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import campaigns as campaign_ops
+from .. import config
 from ..cycle import Cycle
-from ..errors import TimedOut
+from ..errors import CigriError, ConfigError, TimedOut
 from ..jdl import MAX_WALLTIME
 from ..jdl import parse as parse_jdl
 from ..loop import wait_for_news
 from ..model import ACTIVE_JOB_STATES, FINAL_JOB_STATES, CampaignState, EventClass, JobState
 from ..prediction import predictor
-from ..scheduling import MetaScheduler, metascheduler
+from ..scheduling import MetaScheduler, registry
 from ..store import Store
 from .clock import SimClock
 from .cluster import Ledger, SimCluster
@@ -131,7 +132,19 @@ class Watchdog:
 
 
 class Simulation:
-    def __init__(self, scenario: Scenario, *, policy: str | MetaScheduler = "fifo", seed: int | None = None):
+    """One run of a scenario. ``policy`` decides for every cluster (a name takes its options from the
+    scenario's ``config``); without it, the strategies the scenario configures do (fifo by default). With
+    ``oracle``, strategies are handed each campaign's true mean job duration as its estimate (Eagle's
+    assumption), instead of what cigri learns from the jobs that ended."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        policy: str | MetaScheduler | None = None,
+        seed: int | None = None,
+        oracle: bool = False,
+    ):
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
         self.rng = random.Random(self.seed)
@@ -144,10 +157,18 @@ class Simulation:
             self.store.add_cluster(spec.name, "sim", {}, 0.0)
             rng = random.Random(self.rng.random())
             self.clusters[spec.name] = SimCluster(spec, self.clock, rng, file_sizes, self.ledger)
-        scheduler = metascheduler(policy) if isinstance(policy, str) else policy
-        self.policy = scheduler.name
+        self._configure(scenario.config)
+        settings = self.store.settings()
+        scheduler = config.build(settings, policy) if isinstance(policy, str) else policy
+        self.policy = (scheduler or config.strategies(self.store).main).name
+        self.oracle = oracle
         self.cycle = Cycle(
-            self.store, self.clock, scheduler=scheduler, forecaster=predictor(), adapters=self.clusters.__getitem__
+            self.store,
+            self.clock,
+            scheduler=scheduler,
+            forecaster=predictor(),
+            adapters=self.clusters.__getitem__,
+            oracle=(lambda campaign_id: self.plans[campaign_id].mean_duration) if oracle else None,
         )
         self.plans: dict[int, CampaignPlan] = {}
         self.trace = Trace(utilization={name: [] for name in self.clusters})
@@ -157,6 +178,30 @@ class Simulation:
         self.watchdog = Watchdog(scenario.stall)
         self._last_usage: dict[str, int] = {}  # at the last pass: cores each user held
         self._last_fair: dict[str, float] = {}  # and its fair share of them
+        self.weights = self.shares()
+
+    def _configure(self, settings: dict[str, object]) -> None:
+        """Apply the scenario's grid config keys, each checked as ``grid config set`` checks it. The users'
+        shares the scenario gives are the fairshare strategy's, unless its config says otherwise."""
+        given = {user: share for user, share in self.scenario.users.items() if share != 1.0}
+        if given and "fairshare" in registry() and "metasched.fairshare.shares" not in settings:
+            settings = {**settings, "metasched.fairshare.shares": dict(self.scenario.users)}
+        for key, value in settings.items():
+            try:
+                config.set_value(self.store, key, value)
+            except CigriError as exc:
+                raise ConfigError(f"scenario config: {exc}") from None
+
+    def shares(self) -> dict[str, float]:
+        """Each user's share, as the metrics judge fairness: the fairshare strategy's configured shares
+        (users it does not list get its default share, else 1), else the scenario's users' shares (equal
+        unless it gives them)."""
+        settings = self.store.settings()
+        configured = settings.get("metasched.fairshare.shares")
+        if not isinstance(configured, dict):
+            return dict(self.scenario.users)
+        default = float(settings.get("metasched.fairshare.default_share", 1.0))
+        return {user: float(configured.get(user, default)) for user in self.scenario.users}
 
     def _advance_clusters(self, t: float) -> None:
         for cluster in self.clusters.values():
@@ -190,6 +235,8 @@ class Simulation:
         }
         if plan.properties:
             data["properties"] = plan.properties
+        if plan.finalize:
+            data["finalize"] = True
         jdl = parse_jdl(data)
         campaign_id, _ = campaign_ops.submit(
             self.store, jdl, self.clock, user=plan.user, adapters=self.clusters.__getitem__
@@ -239,7 +286,7 @@ class Simulation:
         done = self.ledger.cores_by_user
         demands = {user: max(0, cores - done.get(user, 0)) for user, cores in self.demand.items()}
         self._last_usage = held
-        self._last_fair = fair_shares(sum(held.values()), demands, self.scenario.users)
+        self._last_fair = fair_shares(sum(held.values()), demands, self.weights)
 
     def _running(self) -> list[int]:
         return [c.id for c in self.store.campaigns(states=[CampaignState.IN_TREATMENT])]
@@ -333,7 +380,7 @@ class Simulation:
         jobs = self._jobs()
         clusters = self.clusters.values()
         available = sum(c.usage.available_slot_seconds for c in clusters)
-        shares = dict(scenario.users)
+        shares = self.weights
         total_share = sum(shares.values()) or 1.0
         total_used = sum(self.trace.usage.values()) or 1.0
         total_fair = sum(self.trace.fair.values()) or 1.0
@@ -349,6 +396,7 @@ class Simulation:
         return {
             "scenario": scenario.name,
             "policy": self.policy,
+            "oracle": self.oracle,
             "seed": self.seed,
             "simulated_seconds": end,
             "passes": len(self.trace.times),
@@ -379,10 +427,13 @@ class Simulation:
             "utilization": _ratio(sum(c.usage.useful_slot_seconds for c in clusters), available),
             "waste": {
                 "killed": sum(c.usage.wasted_slot_seconds for c in clusters),
+                # of the killed: copies cancelled once another copy of their job had completed (finalize)
+                "superseded": sum(c.usage.superseded_slot_seconds for c in clusters),
                 "failed": sum(c.usage.failed_slot_seconds for c in clusters),
                 "duplicates": sum(c.usage.duplicate_slot_seconds for c in clusters),
             },
-            "resubmitted": sum(c.usage.killed for c in clusters) + self.failures_fixed,
+            "superseded": sum(c.usage.superseded for c in clusters),
+            "resubmitted": sum(c.usage.killed - c.usage.superseded for c in clusters) + self.failures_fixed,
             "failures_fixed": self.failures_fixed,
             "remote_queue": {
                 "max": max(self.trace.queued, default=0),
@@ -437,11 +488,12 @@ def _ratio(part: float, whole: float) -> float | None:
 def simulate(
     scenario: Scenario,
     *,
-    policy: str | MetaScheduler = "fifo",
+    policy: str | MetaScheduler | None = None,
     seed: int | None = None,
+    oracle: bool = False,
     on_pass: Callable[[Simulation], None] | None = None,
 ) -> dict:
-    simulation = Simulation(scenario, policy=policy, seed=seed)
+    simulation = Simulation(scenario, policy=policy, seed=seed, oracle=oracle)
     try:
         return simulation.run(on_pass)
     finally:

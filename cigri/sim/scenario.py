@@ -9,6 +9,7 @@ A scenario::
     poll: 1                   # how often, between passes, cigri looks for a job's end
     fix_delay: 600            # the simulated user fixes (resubmits) a failed job that long after it failed
     stall: 86400              # stop with an error after that long without a job starting or ending
+    finalize: false           # every campaign's default for the JDL's finalize (a campaign may set its own)
     seed: 1
     clusters:
       - {name: alpha, slots: 64, delay: 10}          # slots: N is one node of N cores
@@ -22,6 +23,9 @@ A scenario::
         local_load: {rate: 0.002, duration: 900, size: 8}   # a local job takes size cores on one node
     users:
       alice: {share: 2}
+    short_cutoff: 600         # campaigns of a true mean job duration up to this are short (the metrics')
+    config:                   # the simulated state's grid config (the strategies and their options)
+      metasched: fairshare
     campaigns:
       - {name: sweep, user: alice, arrival: 0, jobs: 2000, duration: {dist: exponential, mean: 60}}
       - name: render
@@ -65,6 +69,7 @@ CAMPAIGN_KEYS = (
     "cores",
     "resources",
     "properties",
+    "finalize",
 )
 REQUEST_KEYS = ("resources", "properties")  # what a campaign may set for one of its clusters
 
@@ -82,6 +87,7 @@ class CampaignPlan:
     properties: str = ""
     settings: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> its own resources, properties
     cores: int = 1  # cores a job holds: the fewest its clusters' requests take (the work's lower bound)
+    finalize: bool = False  # the JDL's finalize: its last jobs replicated on idle slots of other clusters
 
     @property
     def mean_duration(self) -> float:
@@ -96,7 +102,8 @@ class Scenario:
     users: dict[str, float] = field(default_factory=dict)  # user -> entitlement share
     files: dict[str, int] = field(default_factory=dict)  # input file -> bytes
     period: float = 30.0
-    short_cutoff: float = 60.0
+    short_cutoff: float = 600.0  # campaigns whose true mean job duration is at most this are short
+    config: dict[str, object] = field(default_factory=dict)  # grid config keys of the simulated state
     max_time: float = 90 * 86400.0
     seed: int = 1
     fix_delay: float = 600.0  # how long the simulated user takes to fix a failed job
@@ -314,7 +321,15 @@ def _campaign_clusters(raw, path: str, names: set[str]) -> tuple[tuple[str, ...]
     return tuple(str(name) for name in raw), settings
 
 
-def _campaign(raw: dict, index: int, clusters: list[ClusterSpec], rng: random.Random) -> CampaignPlan:
+def _flag(value, path: str) -> bool:
+    if not isinstance(value, bool):
+        _fail(path, f"expected true or false, not {value!r}")
+    return value
+
+
+def _campaign(
+    raw: dict, index: int, clusters: list[ClusterSpec], rng: random.Random, finalize: bool = False
+) -> CampaignPlan:
     path = f"campaigns[{index}]"
     if not isinstance(raw, dict):
         _fail(path, "expected a mapping")
@@ -350,6 +365,7 @@ def _campaign(raw: dict, index: int, clusters: list[ClusterSpec], rng: random.Ra
         properties=properties,
         settings=settings,
         cores=cores,
+        finalize=_flag(raw.get("finalize", finalize), f"{path}.finalize"),
     )
 
 
@@ -369,6 +385,16 @@ def _fewest_cores(path: str, clusters: dict[str, ClusterSpec], requests: dict[st
     return min(cores)
 
 
+def _config(raw) -> dict[str, object]:
+    """The simulated state's configuration, ``grid config`` keys to values (checked when the simulation
+    applies them)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        _fail("config", f"expected a mapping of grid config keys to values, not {raw!r}")
+    return {str(key): value for key, value in raw.items()}
+
+
 def parse(data: dict, *, base_dir: Path = Path(".")) -> Scenario:
     seed = int(data.get("seed", 1))
     rng = random.Random(seed)
@@ -379,7 +405,8 @@ def parse(data: dict, *, base_dir: Path = Path(".")) -> Scenario:
         str(u): _number((v or {}).get("share", 1.0), f"users.{u}.share", 1e-9)
         for u, v in (data.get("users") or {}).items()
     }
-    plans = [_campaign(raw, i, clusters, rng) for i, raw in enumerate(data.get("campaigns") or [])]
+    finalize = _flag(data.get("finalize", False), "finalize")  # every campaign's default
+    plans = [_campaign(raw, i, clusters, rng, finalize) for i, raw in enumerate(data.get("campaigns") or [])]
     for i, raw in enumerate(data.get("traces") or []):
         trace = Path(raw["file"])
         plans += read_trace(
@@ -398,7 +425,8 @@ def parse(data: dict, *, base_dir: Path = Path(".")) -> Scenario:
         users=users,
         files={str(k): int(v) for k, v in (data.get("files") or {}).items()},
         period=_number(data.get("period", 30.0), "period", 1e-3),
-        short_cutoff=_number(data.get("short_cutoff", 60.0), "short_cutoff"),
+        short_cutoff=_number(data.get("short_cutoff", 600.0), "short_cutoff"),
+        config=_config(data.get("config")),
         max_time=_number(data.get("max_time", 90 * 86400.0), "max_time", 1.0),
         seed=seed,
         fix_delay=_number(data.get("fix_delay", 600.0), "fix_delay"),

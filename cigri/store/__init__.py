@@ -345,7 +345,7 @@ class Store:
 
     _JOB_COLUMNS = (
         "id, campaign_id, name, params, state, cluster, remote_id, exit_code, submitted_at, started_at, "
-        "ended_at, resubmits"
+        "ended_at, resubmits, preemptions"
     )
 
     @staticmethod
@@ -471,10 +471,15 @@ class Store:
         )
 
     def mark_ended(self, rows: Sequence[tuple[int, JobState, int | None, float | None, float]]) -> None:
-        """(job, new state, exit code, started, ended) for jobs the RM says are over."""
+        """(job, new state, exit code, started, ended) for jobs the RM says are over. A terminated job's
+        failures are forgotten: they only steer where its next run goes."""
         self.conn.executemany(
             "UPDATE jobs SET state = ?, exit_code = ?, started_at = coalesce(?, started_at), ended_at = ? WHERE id = ?",
             [(state.value, code, started, ended, job_id) for job_id, state, code, started, ended in rows],
+        )
+        self.conn.executemany(
+            "DELETE FROM job_failures WHERE job_id = ?",
+            [(job_id,) for job_id, state, *_ in rows if state == JobState.TERMINATED],
         )
 
     def oldest_queued(self, cluster: str) -> float | None:
@@ -544,11 +549,17 @@ class Store:
         self.conn.executemany("UPDATE jobs SET unknown_since = ? WHERE id = ?", [(since, j) for j in job_ids])
 
     def requeue(
-        self, job_ids: Sequence[int], *, count_resubmit: bool = True, avoid: tuple[str, float] | None = None
+        self,
+        job_ids: Sequence[int],
+        *,
+        count_resubmit: bool = True,
+        avoid: tuple[str, float] | None = None,
+        preempted: bool = False,
     ) -> None:
-        """Put jobs back to to_launch (resubmission); with ``avoid`` (cluster, until), not to be sent back to
-        that cluster before then."""
+        """Put jobs back to to_launch (resubmission, or a preemption with ``preempted``); with ``avoid``
+        (cluster, until), not to be sent back to that cluster before then."""
         inc = 1 if count_resubmit else 0
+        preemption = 1 if preempted else 0
         for chunk in _chunks(list(job_ids)):
             if avoid is not None:
                 self.conn.execute(
@@ -563,8 +574,8 @@ class Store:
             )
             self.conn.execute(
                 "UPDATE jobs SET state = 'to_launch', cluster = NULL, remote_id = NULL, batch_id = NULL, "
-                "exit_code = NULL, started_at = NULL, ended_at = NULL, unknown_since = NULL, hold = 0, "
-                f"resubmits = resubmits + {inc} "
+                "exit_code = NULL, started_at = NULL, ended_at = NULL, unknown_since = NULL, hold = 0, stop = 0, "
+                f"resubmits = resubmits + {inc}, preemptions = preemptions + {preemption} "
                 f"WHERE id IN ({_marks(len(chunk))}) AND kill_requested = 0",
                 chunk,
             )
@@ -776,3 +787,242 @@ class Store:
             "UPDATE campaign_stats SET sample_at = ?, sample_done = ?, throughput = ?, eta = ? WHERE campaign_id = ?",
             (sample_at, sample_done, throughput, eta, campaign_id),
         )
+
+    # ---- what the metascheduler sees and remembers ----------------------------------------------
+
+    def grid_jobs(self, cluster: str) -> list[tuple[int, int, float, float | None]]:
+        """(id, campaign, submitted_at, started_at) of cigri's jobs queued or running on the cluster."""
+        return self.conn.execute(
+            "SELECT id, campaign_id, submitted_at, started_at FROM jobs "
+            f"WHERE cluster = ? AND {migrations.ACTIVE} AND state != 'launching' ORDER BY id",
+            (cluster,),
+        ).fetchall()
+
+    def add_failures(self, rows: Iterable[tuple[int, int, str]]) -> None:
+        """(job, campaign, cluster): the job failed or was killed there."""
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO job_failures (job_id, campaign_id, cluster) VALUES (?, ?, ?)", list(rows)
+        )
+
+    def failed_waiting(self, campaign_id: int) -> dict[str, int]:
+        """Per cluster, the campaign's waiting jobs that failed or were killed there before."""
+        rows = self.conn.execute(
+            "SELECT f.cluster, count(*) FROM job_failures f JOIN jobs j ON j.id = f.job_id "
+            "WHERE f.campaign_id = ? AND j.state = 'to_launch' GROUP BY f.cluster",
+            (campaign_id,),
+        )
+        return dict(rows.fetchall())
+
+    def add_usage(self, rows: Iterable[tuple[str, float]], now: float, half_life: float) -> None:
+        """Add slot-seconds to users' decayed usage: the value so far halves every ``half_life`` seconds."""
+        per: dict[str, float] = {}
+        for user, slot_seconds in rows:
+            per[user] = per.get(user, 0.0) + slot_seconds
+        if not per:
+            return
+        old = self.usage(now, half_life, users=list(per))
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO user_usage (user, value, at) VALUES (?, ?, ?)",
+            [(user, old.get(user, 0.0) + added, now) for user, added in per.items()],
+        )
+
+    def usage(self, now: float, half_life: float, users: Sequence[str] | None = None) -> dict[str, float]:
+        """Each user's slot-seconds, decayed to ``now`` (all users, or those given)."""
+        sql, params = "SELECT user, value, at FROM user_usage", []
+        if users is not None:
+            sql += f" WHERE user IN ({_marks(len(users))})"
+            params = list(users)
+        return {
+            user: value * 0.5 ** (max(0.0, now - at) / half_life) for user, value, at in self.conn.execute(sql, params)
+        }
+
+    def request_stop(self, job_ids: Sequence[int]) -> None:
+        """Record that jobs are to be taken back from their cluster (before the RM is asked)."""
+        for chunk in _chunks(list(job_ids)):
+            self.conn.execute(f"UPDATE jobs SET stop = 1 WHERE id IN ({_marks(len(chunk))})", chunk)
+
+    def jobs_to_stop(self) -> list[tuple[int, int, str, str, str | None, float | None]]:
+        """(id, campaign, cluster, state, remote_id, started_at) of jobs recorded to be stopped."""
+        return self.conn.execute(
+            "SELECT id, campaign_id, cluster, state, remote_id, started_at FROM jobs WHERE stop = 1 ORDER BY id"
+        ).fetchall()
+
+    def stopping(self, cluster: str) -> set[int]:
+        """The jobs of the cluster recorded to be stopped."""
+        return {r[0] for r in self.conn.execute("SELECT id FROM jobs WHERE stop = 1 AND cluster = ?", (cluster,))}
+
+    def clear_stop(self, job_ids: Sequence[int]) -> None:
+        for chunk in _chunks(list(job_ids)):
+            self.conn.execute(f"UPDATE jobs SET stop = 0 WHERE id IN ({_marks(len(chunk))})", chunk)
+
+    def settings(self) -> dict[str, object]:
+        """The configuration (grid config): key -> value."""
+        return {key: json.loads(value) for key, value in self.conn.execute("SELECT key, value FROM settings")}
+
+    def set_setting(self, key: str, value: object) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+    def unset_setting(self, key: str) -> bool:
+        """Remove a key; whether it was set."""
+        return self.conn.execute("DELETE FROM settings WHERE key = ?", (key,)).rowcount > 0
+
+    def strategy_states(self) -> dict[str, dict]:
+        """Each metascheduler strategy's state, as it left it."""
+        return {name: json.loads(state) for name, state in self.conn.execute("SELECT name, state FROM strategy_state")}
+
+    def set_strategy_state(self, name: str, state: object) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO strategy_state (name, state) VALUES (?, ?)", (name, json.dumps(state))
+        )
+
+    # ---- replicas (finalize) --------------------------------------------------------------------
+
+    LIVE_REPLICA = "('launching', 'submitted', 'running')"
+
+    def add_replicas(self, rows: Sequence[tuple[int, str]], now: float) -> list[int]:
+        """Record replicas (job, cluster) before any RM is called; return their ids. A job no longer queued or
+        running, or already on that cluster, gets none. A replica counts as a launch on its cluster (its
+        epilogue runs there)."""
+        ids = []
+        for job_id, cluster in rows:
+            cur = self.conn.execute(
+                "INSERT INTO replicas (job_id, campaign_id, cluster, origin, state, created_at) "
+                "SELECT id, campaign_id, ?, batch_id, 'launching', ? FROM jobs "
+                "WHERE id = ? AND state IN ('submitted', 'running') AND cluster != ?",
+                (cluster, now, job_id, cluster),
+            )
+            if cur.rowcount:
+                ids.append(cur.lastrowid)
+                self.conn.execute(
+                    "UPDATE campaign_clusters SET launched = launched + 1 WHERE cluster = ? "
+                    "AND campaign_id = (SELECT campaign_id FROM jobs WHERE id = ?)",
+                    (cluster, job_id),
+                )
+        return ids
+
+    def replicas_to_submit(self) -> list[tuple[int, int, str, int, str, str]]:
+        """(replica, campaign, cluster, job, job name, params) of the replicas recorded and not yet submitted."""
+        return self.conn.execute(
+            "SELECT r.id, r.campaign_id, r.cluster, r.job_id, j.name, j.params FROM replicas r "
+            "JOIN jobs j ON j.id = r.job_id WHERE r.state = 'launching' ORDER BY r.id"
+        ).fetchall()
+
+    def submitted_replica(self, replica_id: int, remote_id: str, now: float) -> None:
+        self.conn.execute(
+            "UPDATE replicas SET state = 'submitted', remote_id = ?, submitted_at = ? WHERE id = ? "
+            "AND state = 'launching'",
+            (remote_id, now, replica_id),
+        )
+
+    def live_replicas(self, cluster: str) -> list[tuple[int, int, str, str]]:
+        """(replica, campaign, state, remote_id) of the replicas queued or running on the cluster."""
+        return self.conn.execute(
+            "SELECT id, campaign_id, state, remote_id FROM replicas WHERE state IN ('submitted', 'running') "
+            "AND cluster = ? ORDER BY id",
+            (cluster,),
+        ).fetchall()
+
+    def replica_copies(self) -> list[tuple[int, int, str, float, float | None]]:
+        """(job, campaign, cluster, submitted or recorded at, started_at) of every live replica."""
+        return self.conn.execute(
+            "SELECT job_id, campaign_id, cluster, coalesce(submitted_at, created_at), started_at FROM replicas "
+            f"WHERE state IN {self.LIVE_REPLICA} ORDER BY id"
+        ).fetchall()
+
+    def replicated(self, campaign_id: int) -> set[int]:
+        """The campaign's jobs that had a replica: over for their current copy, or become that copy (a job
+        gets one at most)."""
+        rows = self.conn.execute(
+            "SELECT r.job_id FROM replicas r JOIN jobs j ON j.id = r.job_id WHERE r.campaign_id = ? "
+            f"AND (r.state = 'promoted' OR (r.state NOT IN {self.LIVE_REPLICA} AND j.batch_id IS r.origin))",
+            (campaign_id,),
+        )
+        return {row[0] for row in rows}
+
+    def replicas_running(self, rows: Sequence[tuple[int, float]]) -> None:
+        """(replica, started at) of replicas seen running."""
+        self.conn.executemany(
+            "UPDATE replicas SET state = 'running', started_at = ? WHERE id = ? AND state = 'submitted'",
+            [(started, replica_id) for replica_id, started in rows],
+        )
+
+    def end_replicas(self, replica_ids: Sequence[int], state: str) -> None:
+        """Replicas that ended on their own: 'failed' (killed or non-zero: dropped) or 'late' (their job had
+        already ended)."""
+        for chunk in _chunks(list(replica_ids)):
+            self.conn.execute(
+                f"UPDATE replicas SET state = ? WHERE id IN ({_marks(len(chunk))}) AND state IN {self.LIVE_REPLICA}",
+                [state, *chunk],
+            )
+
+    def replica_won(self, replica_id: int, started: float | None, ended: float) -> int | None:
+        """The replica ended well while its job was still queued or running: the job is terminated as the
+        replica ran it (its cluster, remote id and times: the output read is the replica's), and the row now
+        holds the job's old copy, to kill, as do the job's other replicas. Returns the job, or None, changing
+        nothing, when the job was no longer that copy's (ended, cancelled, run again)."""
+        row = self._one(
+            "SELECT r.job_id, r.cluster, r.remote_id, r.started_at, j.cluster, j.remote_id, j.started_at "
+            "FROM replicas r JOIN jobs j ON j.id = r.job_id JOIN campaigns c ON c.id = j.campaign_id WHERE r.id = ? "
+            f"AND r.state IN {self.LIVE_REPLICA} AND j.state IN ('submitted', 'running') "
+            "AND j.batch_id IS r.origin AND j.kill_requested = 0 AND c.state = 'in_treatment'",
+            (replica_id,),
+        )
+        if row is None:
+            return None
+        job_id, cluster, remote_id, replica_started, job_cluster, job_remote, job_started = row
+        self.conn.execute(
+            "UPDATE jobs SET cluster = ?, remote_id = ?, started_at = NULL, unknown_since = NULL WHERE id = ?",
+            (cluster, remote_id, job_id),
+        )
+        self.mark_ended([(job_id, JobState.TERMINATED, 0, replica_started if started is None else started, ended)])
+        self.conn.execute(
+            f"UPDATE replicas SET state = 'kill' WHERE job_id = ? AND id != ? AND state IN {self.LIVE_REPLICA}",
+            (job_id, replica_id),
+        )
+        self.conn.execute(
+            "UPDATE replicas SET state = 'kill', cluster = ?, remote_id = ?, started_at = ? WHERE id = ?",
+            (job_cluster, job_remote, job_started, replica_id),
+        )
+        return job_id
+
+    def promote_replicas(self) -> list[int]:
+        """Jobs sent back to their bag (killed, taken back, run elsewhere: not cancelled) while a replica of
+        theirs is queued or running take that replica as their copy, rather than waiting to run again; return
+        them. The replica row is then 'promoted'."""
+        rows = self.conn.execute(
+            "SELECT min(r.id), r.job_id FROM replicas r JOIN jobs j ON j.id = r.job_id "
+            "JOIN campaigns c ON c.id = j.campaign_id WHERE r.state IN ('submitted', 'running') "
+            "AND j.state = 'to_launch' AND c.state = 'in_treatment' GROUP BY r.job_id"
+        ).fetchall()
+        for replica_id, job_id in rows:
+            self.conn.execute(
+                "UPDATE jobs SET (state, cluster, remote_id, submitted_at, started_at, batch_id) = "
+                "(SELECT state, cluster, remote_id, submitted_at, started_at, NULL FROM replicas WHERE id = ?) "
+                "WHERE id = ?",
+                (replica_id, job_id),
+            )
+            self.conn.execute("UPDATE replicas SET state = 'promoted' WHERE id = ?", (replica_id,))
+        return [job_id for _, job_id in rows]
+
+    def stale_replicas(self) -> int:
+        """Mark to kill the live replicas whose job left the copy they double (it ended, was cancelled or
+        requeued) or whose campaign is not running (paused, cancelled, over); return how many."""
+        return self.conn.execute(
+            f"UPDATE replicas SET state = 'kill' WHERE state IN {self.LIVE_REPLICA} AND NOT EXISTS ("
+            "SELECT 1 FROM jobs j JOIN campaigns c ON c.id = j.campaign_id WHERE j.id = replicas.job_id "
+            "AND j.state IN ('submitted', 'running') AND j.batch_id IS replicas.origin AND j.kill_requested = 0 "
+            "AND c.state = 'in_treatment')"
+        ).rowcount
+
+    def replicas_to_kill(self) -> list[tuple[int, int, str, str | None, float | None]]:
+        """(replica, campaign, cluster, remote_id, started_at) of the copies to cancel (no remote id: perhaps
+        never submitted, looked up by its batch key)."""
+        return self.conn.execute(
+            "SELECT id, campaign_id, cluster, remote_id, started_at FROM replicas WHERE state = 'kill' ORDER BY id"
+        ).fetchall()
+
+    def killed_replicas(self, replica_ids: Sequence[int]) -> None:
+        for chunk in _chunks(list(replica_ids)):
+            self.conn.execute(
+                f"UPDATE replicas SET state = 'killed' WHERE id IN ({_marks(len(chunk))}) AND state = 'kill'", chunk
+            )

@@ -178,12 +178,69 @@ def _m005_removed_clusters(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m006_metasched(conn: sqlite3.Connection) -> None:
+    _run_script(
+        conn,
+        """
+        -- the state's configuration (grid config): key -> JSON value
+        CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        -- each metascheduler strategy's own state between passes (JSON), by strategy name
+        CREATE TABLE strategy_state (name TEXT PRIMARY KEY, state TEXT NOT NULL) WITHOUT ROWID;
+        -- each user's decayed slot-seconds, as of ``at``: decayed again to the pass's time when read
+        CREATE TABLE user_usage (user TEXT PRIMARY KEY, value REAL NOT NULL, at REAL NOT NULL) WITHOUT ROWID;
+        -- a job the metascheduler stops: recorded before the runner cancels it, then back to its bag
+        ALTER TABLE jobs ADD COLUMN stop INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX jobs_stop ON jobs(stop) WHERE stop = 1;
+        -- the clusters a job failed or was killed on, until it terminates (a strategy's Demand.failed)
+        CREATE TABLE job_failures (
+            job_id INTEGER NOT NULL,
+            campaign_id INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            PRIMARY KEY (job_id, cluster)
+        ) WITHOUT ROWID;
+        CREATE INDEX job_failures_campaign ON job_failures(campaign_id, cluster);
+        """,
+    )
+
+
+def _m007_replicas(conn: sqlite3.Connection) -> None:
+    _run_script(
+        conn,
+        """
+        -- finalize: second copies of a job on other clusters. A row is recorded (launching) before the RM is
+        -- called and submitted under its own batch key; 'origin' is the batch of the job's copy it doubles:
+        -- once the job leaves that batch (it ended, or runs again elsewhere) the replica is killed. When a
+        -- replica ends first, the job takes its place and the row the job's old copy, to kill.
+        -- states: launching, submitted, running (live); kill (to cancel), killed, failed, late (ended after
+        -- the job had ended: a duplicate), promoted (became the job's copy when the job was sent back)
+        CREATE TABLE replicas (
+            id INTEGER PRIMARY KEY,
+            job_id INTEGER NOT NULL,
+            campaign_id INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            origin INTEGER,
+            state TEXT NOT NULL,
+            remote_id TEXT,
+            created_at REAL NOT NULL,
+            submitted_at REAL,
+            started_at REAL
+        );
+        CREATE INDEX replicas_state ON replicas(state, cluster);
+        CREATE INDEX replicas_job ON replicas(job_id);
+        CREATE INDEX replicas_campaign ON replicas(campaign_id);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
     ("003_placement", _m003_placement),
     ("004_hold", _m004_hold),
     ("005_removed_clusters", _m005_removed_clusters),
+    ("006_metasched", _m006_metasched),
+    ("007_replicas", _m007_replicas),
 ]
 
 

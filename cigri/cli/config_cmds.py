@@ -1,0 +1,88 @@
+"""grid config: show, set and unset the state's configuration (the metascheduler strategies)."""
+
+from __future__ import annotations
+
+import click
+import yaml
+
+from .. import config as ops
+from ..errors import ConfigError
+from . import output
+from .app import GridGroup, app, common
+
+
+def _key(key: str, cluster: str | None) -> str:
+    """The key ``--cluster`` makes of ``metasched``: that cluster's own strategy."""
+    if cluster is None:
+        return key
+    if key != "metasched":
+        raise ConfigError(f"{key}: --cluster applies to metasched only")
+    return ops.cluster_key(cluster)
+
+
+cluster_option = click.option("--cluster", metavar="CLUSTER", help="The cluster's own strategy (key metasched only).")
+
+
+@click.group("config", cls=GridGroup)
+@common
+def config():
+    """Show or change the configuration: which metascheduler strategy decides.
+
+    \b
+    Keys:
+        metasched                   the strategy of every cluster (default fifo)
+        metasched.NAME.OPTION       an option of strategy NAME (its VALUE is YAML)
+        clusters.CLUSTER.metasched  a cluster's own strategy (or: set metasched NAME --cluster CLUSTER)
+
+    A cluster with its own strategy is decided by it, after the others, for the
+    jobs they did not place. Each value is checked by building the strategy with
+    it; a refused one changes nothing. almighty --policy and simulate --policy
+    override the configuration for one run. metasched.fairshare.half_life is also
+    the half-life of users' decayed usage (default 604800 s).
+
+    \b
+    Example:
+        grid config set metasched srpt
+        grid config set metasched.srpt.cutoff 300
+        grid config set metasched fairshare --cluster dahu
+        grid config show
+    """
+
+
+@config.command("show")
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@common
+def show(as_json):
+    """List the keys set, with their values."""
+    settings = app().store.settings()
+    if as_json:
+        output.emit_json(settings)
+        return
+    for key, value in sorted(settings.items()):
+        click.echo(f"{key}: {yaml.safe_dump(value, default_flow_style=True).strip().removesuffix('...').strip()}")
+
+
+@config.command("set", context_settings={"ignore_unknown_options": True})
+@click.argument("key")
+@click.argument("value")
+@cluster_option
+@common
+def set_(key, value, cluster):
+    """Set KEY to VALUE (read as YAML: 3 is a number, {a: 1} a mapping)."""
+    key = _key(key, cluster)
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise ConfigError(f"{key}: {value!r} is not a YAML value") from None
+    ops.set_value(app().store, key, parsed)
+
+
+@config.command("unset")
+@click.argument("key")
+@cluster_option
+@common
+def unset(key, cluster):
+    """Remove KEY: its default applies again."""
+    key = _key(key, cluster)
+    if not ops.unset_value(app().store, key):
+        click.echo(f"{key} was not set", err=True)

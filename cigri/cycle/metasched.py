@@ -1,0 +1,298 @@
+"""The metascheduler stage: take back jobs stuck in queues, build the pass's snapshot, let the strategies
+decide on it (the configured ones, or ``--policy``'s), and record their launches as batches and their stops
+for the runner, and their states for the next pass."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+
+from .. import config
+from ..model import ACTIVE_JOB_STATES, Campaign, CampaignState, CampaignType, EventClass, EventCode, JobState
+from ..scheduling import Assignment, CampaignView, ClusterView, Demand, GridJob, Snapshot, State, Stop, decide
+from . import replicas
+from .context import Context, log
+from .health import cancel_each, capacities, usable
+
+
+def run(ctx: Context) -> None:
+    """Take back jobs stuck in queues, then let the strategies decide on the pass's snapshot; record their
+    launches as batches for the runner, their stops for the runner to carry out, and their states."""
+    campaigns = ctx.store.campaigns(states=[CampaignState.IN_TREATMENT])
+    if not campaigns:
+        return
+    clusters = _clusters(ctx)
+    _take_back(ctx, campaigns, clusters)
+    _recall(ctx)
+    ctx.avoided = ctx.store.avoided(ctx.clock.now())
+    snapshot = _snapshot(ctx, campaigns, clusters)
+    launches, stops, states = _decide(ctx, snapshot)
+    _record(ctx, launches, stops, states)
+    replicas.place(ctx, snapshot, launches)
+
+
+def _clusters(ctx: Context) -> list[ClusterView]:
+    """The usable clusters that answer: their budgets (free slots not promised to jobs already queued or
+    being submitted there; the queue allowance unless cigri's queued jobs do not start there), size,
+    properties (the cluster's ``properties`` option, a mapping) and cigri's jobs there."""
+    configured = {cluster.name: cluster.config for cluster in ctx.store.clusters()}
+    views = []
+    for name, capacity in capacities(ctx, usable(ctx, list(configured))).items():
+        launching = ctx.store.active_count(name).get(JobState.LAUNCHING.value, 0)
+        depth = 0 if _queue_stalled(ctx, name) else getattr(ctx.adapter(name), "queue_depth", 0)
+        free = max(0, capacity.free - capacity.queued - launching)
+        queue = max(0, depth - max(0, capacity.queued + launching - capacity.free))
+        properties = configured[name].get("properties")
+        jobs = tuple(
+            GridJob(job_id, campaign_id, ctx.settings(campaign_id)[name]["_slots"], submitted_at, started_at)
+            for job_id, campaign_id, submitted_at, started_at in ctx.store.grid_jobs(name)
+        )
+        views.append(
+            ClusterView(
+                name,
+                free,
+                queue,
+                slots=capacity.total,
+                used=capacity.used,
+                properties={str(k): str(v) for k, v in properties.items()} if isinstance(properties, dict) else {},
+                jobs=jobs,
+            )
+        )
+    return views
+
+
+def _snapshot(ctx: Context, campaigns: Sequence[Campaign], clusters: Sequence[ClusterView]) -> Snapshot:
+    """What the strategies see: the clusters, every campaign with jobs to launch or on clusters (a paused
+    one's jobs are there too; it launches nothing), users' decayed usage at this pass's time."""
+    now = ctx.clock.now()
+    open_clusters = {c.name for c in clusters}
+    paused = ctx.store.campaigns(states=[CampaignState.PAUSED])
+    views = [view for c in (*campaigns, *paused) if (view := _campaign_view(ctx, c, open_clusters))]
+    usage = ctx.store.usage(now, config.half_life(ctx.store.settings()))
+    return Snapshot(now, tuple(clusters), tuple(views), usage)
+
+
+def _decide(ctx: Context, snapshot: Snapshot) -> tuple[list[Assignment], list[Stop], dict[str, State]]:
+    """The main strategy decides for every cluster without one of its own, then each cluster strategy for
+    its clusters, on a snapshot restricted to them where campaigns wait for what is not placed yet. What a
+    strategy asks outside its snapshot is ignored: a launch on a cluster or for a campaign it was not shown,
+    a stop of a job not on that cluster."""
+    chosen = config.strategies(ctx.store, ctx.scheduler)
+    states = ctx.store.strategy_states()
+    own = {name for _, names in chosen.own.values() for name in names}
+    turns = [(chosen.main, [c.name for c in snapshot.clusters if c.name not in own])]
+    turns += [(strategy, list(names)) for strategy, names in chosen.own.values()]
+    launches: list[Assignment] = []
+    stops: list[Stop] = []
+    placed: dict[int, int] = defaultdict(int)
+    for strategy, names in turns:
+        view = _restricted(snapshot, set(names), placed)
+        decision = decide(strategy, view, states.get(strategy.name, {}))
+        campaign_ids = {c.id for c in view.campaigns}
+        on_cluster = {(c.name, job.job_id) for c in view.clusters for job in c.jobs}
+        for launch in decision.launches:
+            if launch.cluster in names and launch.campaign_id in campaign_ids and launch.jobs > 0:
+                launches.append(launch)
+                placed[launch.campaign_id] += launch.jobs
+        stops.extend(stop for stop in decision.stops if (stop.cluster, stop.job_id) in on_cluster)
+        states[strategy.name] = decision.state
+    return launches, stops, states
+
+
+def _restricted(snapshot: Snapshot, names: set[str], placed: dict[int, int]) -> Snapshot:
+    """The snapshot seen by a strategy deciding for the clusters ``names`` only, after ``placed`` jobs of
+    campaigns were launched elsewhere in this pass."""
+    if names == {c.name for c in snapshot.clusters} and not placed:
+        return snapshot
+    return replace(
+        snapshot,
+        clusters=tuple(c for c in snapshot.clusters if c.name in names),
+        campaigns=tuple(
+            replace(
+                c,
+                waiting=max(0, c.waiting - placed.get(c.id, 0)),
+                demands={name: d for name, d in c.demands.items() if name in names},
+            )
+            for c in snapshot.campaigns
+        ),
+    )
+
+
+def _queue_stalled(ctx: Context, cluster: str) -> bool:
+    """Do cigri's jobs queued on the cluster not start? Either none started since the oldest was queued
+    (plus a grace), or jobs were taken back from there and none started since: queueing more there would
+    park them."""
+    last_start, last_recall = ctx.store.cluster_flow(cluster)
+    if last_recall is not None and (last_start is None or last_start < last_recall):
+        return True
+    oldest = ctx.store.oldest_queued(cluster)
+    if oldest is None or ctx.clock.now() - oldest < ctx.patience.queue_grace:
+        return False
+    return last_start is None or last_start < oldest
+
+
+def _places(ctx: Context, campaign: Campaign, open_clusters: set[str]) -> dict[str, dict]:
+    """The clusters where the campaign may send jobs now, with their progress."""
+    blocked = ctx.store.blocked_clusters(campaign.id)
+    return {
+        name: info
+        for name, info in ctx.store.campaign_clusters(campaign.id, settings=False).items()
+        if name in open_clusters and name not in blocked and info["prologue_state"] in ("none", "done")
+    }
+
+
+def _take_back(ctx: Context, campaigns: Sequence[Campaign], budgets: Sequence[ClusterView]) -> None:
+    """Jobs pending past the queue wait. A test job ends its campaign's test on that cluster, with an event
+    naming it; another job is taken back when a cluster of its campaign has a free slot for it now (it
+    then avoids the cluster it waited on). Recorded here; :func:`_recall` asks the RMs."""
+    now = ctx.clock.now()
+    free = {b.name: b.free for b in budgets}
+    by_id = {c.id: c for c in campaigns}  # running campaigns: a paused one's jobs stay where they are
+    places: dict[int, dict[str, dict]] = {}
+    for cluster in free:
+        recall, stalled_tests = [], []
+        for job_id, campaign_id in ctx.store.overdue_jobs(cluster, now - ctx.patience.queue_wait):
+            campaign = by_id.get(campaign_id)
+            if campaign is None:
+                continue
+            if campaign.type == CampaignType.TEST:
+                stalled_tests.append((job_id, campaign_id))
+                continue
+            settings = ctx.settings(campaign_id)
+            if campaign_id not in places:
+                places[campaign_id] = _places(ctx, campaign, set(free))
+            elsewhere = next(
+                (name for name in places[campaign_id] if name != cluster and free[name] >= settings[name]["_slots"]),
+                None,
+            )
+            if elsewhere is not None:
+                free[elsewhere] -= settings[elsewhere]["_slots"]
+                recall.append(job_id)
+        if not recall and not stalled_tests:
+            continue
+        with ctx.store.transaction():
+            ctx.store.request_recall(recall + [job_id for job_id, _ in stalled_tests], cluster, now)
+            for job_id, campaign_id in stalled_tests:
+                ctx.store.open_event(
+                    EventClass.CAMPAIGN,
+                    EventCode.TEST_NOT_STARTED,
+                    f"test job {job_id} did not start on {cluster} within {ctx.patience.queue_wait:g} s: "
+                    f"the test ends there",
+                    now,
+                    cluster=cluster,
+                    campaign_id=campaign_id,
+                    job_id=job_id,
+                )
+        log.info("metasched: %s: %d pending jobs taken back", cluster, len(recall) + len(stalled_tests))
+
+
+def _recall(ctx: Context) -> None:
+    """Cancel on their RMs the pending jobs recorded to be taken back, and return them to their bags,
+    neither a failure nor a resubmission. One that started meanwhile stays where it runs."""
+    per_cluster: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    started = []
+    for job_id, cluster, state, remote in ctx.store.jobs_to_recall():
+        if state == JobState.SUBMITTED.value and remote is not None:
+            per_cluster[cluster].append((job_id, remote))
+        else:
+            started.append(job_id)
+    if started:
+        with ctx.store.transaction():
+            ctx.store.clear_recall(started)
+
+    def taken_back(cluster: str, ids: list[int]) -> None:
+        ctx.store.clear_recall(ids)
+        ctx.store.requeue(ids, count_resubmit=False, avoid=ctx.avoiding(cluster))
+        ctx.report.add("taken back", len(ids))
+
+    cancel_each(ctx, per_cluster, taken_back)
+
+
+def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) -> CampaignView | None:
+    """A campaign as the strategies see it, None when it has no job to launch nor on a cluster. Its demands
+    name every cluster it may use now (limit 0 when it may send nothing more there); a paused campaign has
+    none. Its estimate is the mean duration of its terminated jobs (kept as running sums when they end),
+    or the oracle's word."""
+    counts = ctx.store.counts(campaign.id)
+    running = campaign.state == CampaignState.IN_TREATMENT
+    waiting = counts[JobState.TO_LAUNCH] if running else 0
+    active = sum(counts[state] for state in ACTIVE_JOB_STATES)
+    if not waiting and not active:
+        return None
+    demands = {}
+    if running:
+        failed = ctx.store.failed_waiting(campaign.id) if waiting else {}
+        places = _places(ctx, campaign, open_clusters)
+        if len(places) > 1:  # a job killed or taken back by a cluster goes elsewhere, when there is an elsewhere
+            ctx.choosy.add(campaign.id)
+        else:
+            ctx.choosy.discard(campaign.id)
+        on_clusters = None
+        for name, info in places.items():
+            settings = ctx.settings(campaign.id)[name]
+            limit = waiting
+            if campaign.id in ctx.choosy:
+                limit -= ctx.avoided.get((campaign.id, name), 0)
+            if campaign.type == CampaignType.TEST:
+                limit = min(limit, 0 if info["launched"] else 1)
+            if settings.get("max_jobs"):
+                if on_clusters is None:
+                    on_clusters = {n: ctx.store.active_by_campaign(n).get(campaign.id, 0) for n in places}
+                limit = min(limit, settings["max_jobs"] - on_clusters[name])
+            demands[name] = Demand(settings["_slots"], max(0, limit), failed.get(name, 0))
+    if ctx.oracle is not None:
+        estimate, confidence = ctx.oracle(campaign.id), 0
+    else:
+        stats = ctx.store.stats(campaign.id)
+        confidence = stats["duration_n"] or 0
+        estimate = stats["duration_sum"] / confidence if confidence else None
+    jdl = campaign.jdl
+    return CampaignView(
+        campaign.id,
+        campaign.type,
+        campaign.user,
+        campaign.submitted_at,
+        waiting,
+        demands,
+        priority=jdl.get("priority", 0),
+        klass=jdl.get("class", ""),
+        total=campaign.nb_jobs,
+        active=active,
+        estimate=estimate,
+        confidence=confidence,
+        finalize=jdl.get("finalize", False),
+    )
+
+
+def _record(ctx: Context, plan: Sequence[Assignment], stops: Sequence[Stop], states: dict[str, State]) -> None:
+    """In one transaction: the launches as batches for the runner, the stops for the runner to carry out,
+    and each strategy's state for the next pass."""
+    now = ctx.clock.now()
+    with ctx.store.transaction():
+        for assignment in plan:
+            avoiding = (assignment.cluster, now) if assignment.campaign_id in ctx.choosy else None
+            jobs = ctx.store.next_jobs(assignment.campaign_id, assignment.jobs, avoiding)
+            size = getattr(ctx.adapter(assignment.cluster), "max_batch", None) or len(jobs) or 1
+            for start in range(0, len(jobs), size):  # RMs cap array sizes
+                chunk = [j[0] for j in jobs[start : start + size]]
+                ctx.fresh.add(ctx.store.create_batch(assignment.cluster, assignment.campaign_id, chunk, now))
+            if jobs:
+                ctx.report.add("scheduled", len(jobs))
+                log.info(
+                    "metasched: %d jobs of campaign %d for %s",
+                    len(jobs),
+                    assignment.campaign_id,
+                    assignment.cluster,
+                )
+        if stops:
+            ctx.store.request_stop([stop.job_id for stop in stops])
+            for stop in stops:
+                log.info(
+                    "metasched: job %d to stop on %s%s",
+                    stop.job_id,
+                    stop.cluster,
+                    f": {stop.reason}" * bool(stop.reason),
+                )
+        for name, state in states.items():
+            ctx.store.set_strategy_state(name, state)

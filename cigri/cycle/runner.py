@@ -1,0 +1,171 @@
+"""The runner: stop the jobs the metascheduler took back, submit the batches it recorded and the replicas,
+then due prologues and epilogues."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import fields, replace
+
+from ..errors import AdapterError, SubmitError
+from ..jdl import split_params
+from ..model import Campaign, EventClass, EventCode, JobSpec, JobState
+from . import replicas
+from .context import Context, job_slots, log, stage_retry
+from .health import cancel_each, cluster_failed, cluster_usable
+
+
+def run(ctx: Context) -> None:
+    """Stop the jobs to stop (their slots go to the batches), submit recorded batches, then due prologues
+    and epilogues."""
+    _preempt(ctx)
+    campaigns: dict[int, Campaign] = {}
+    for batch_id, cluster, campaign_id in ctx.store.unfinished_batches():
+        if campaign_id not in campaigns:
+            campaigns[campaign_id] = ctx.store.campaign(campaign_id)
+        _submit_batch(ctx, batch_id, cluster, campaigns[campaign_id])
+    replicas.submit(ctx, _spec)
+    for campaign_id, cluster, stage, state, previous in ctx.store.stages_in(("todo", "due")):
+        if (stage, state) == ("prologue", "todo") or (stage, state) == ("epilogue", "due"):
+            _submit_stage(ctx, ctx.store.campaign(campaign_id), cluster, stage, previous)
+
+
+def _preempt(ctx: Context) -> None:
+    """Cancel the jobs a strategy stopped, queued or running, and return them to their bags: a preemption
+    (counted on the job), neither a failure nor a resubmission. A running job's slot-seconds go to its user's
+    usage. A job no longer on its cluster is left alone; one whose cluster fails the cancel stays there,
+    to be stopped in a later pass."""
+    per_cluster: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    started: dict[int, tuple[int, float | None]] = {}
+    gone = []
+    for job_id, campaign_id, cluster, state, remote, started_at in ctx.store.jobs_to_stop():
+        if state in (JobState.SUBMITTED.value, JobState.RUNNING.value) and remote is not None:
+            per_cluster[cluster].append((job_id, remote))
+            started[job_id] = (campaign_id, started_at)
+        else:
+            gone.append(job_id)
+    if gone:
+        with ctx.store.transaction():
+            ctx.store.clear_stop(gone)
+    now = ctx.clock.now()
+
+    def preempted(cluster: str, ids: list[int]) -> None:
+        held = [(started[i][0], max(0.0, now - started[i][1])) for i in ids if started[i][1] is not None]
+        ctx.charge(cluster, held)
+        ctx.store.requeue(ids, count_resubmit=False, preempted=True)
+        ctx.report.add("preempted", len(ids))
+        log.info("runner: %d jobs preempted on %s", len(ids), cluster)
+
+    cancel_each(ctx, per_cluster, preempted)
+
+
+def _spec(
+    campaign: Campaign,
+    settings: dict,
+    job_id: int,
+    name: str,
+    argv: list[str],
+    walltime: int | None = None,
+) -> JobSpec:
+    """A job's description for its RM, from its campaign's settings on the cluster."""
+    macros = {"{CAMPAIGN_ID}": str(campaign.id)}
+
+    def expand(text: str) -> str:
+        for key, value in macros.items():
+            text = text.replace(key, value)
+        return text
+
+    slots = settings.get("_slots") or job_slots(settings["resources"])
+    return JobSpec(
+        job_id=job_id,
+        campaign_id=campaign.id,
+        name=name,
+        argv=tuple(expand(a) for a in argv[:1]) + tuple(argv[1:]),
+        directory=expand(settings["exec_directory"]),
+        walltime=walltime or settings["walltime"],
+        slots=slots,
+        resources=settings["resources"],
+        properties=settings.get("properties") or "",
+        project=settings.get("project") or "",
+        best_effort=settings.get("type") == "best-effort",
+        user=campaign.user,
+        env=settings.get("environment") or {},
+    )
+
+
+def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign) -> None:
+    jobs = ctx.store.batch_jobs(batch_id)
+    if not jobs:
+        with ctx.store.transaction():
+            ctx.store.finish_batch(batch_id, {}, ctx.clock.now())
+        return
+    settings = ctx.settings(campaign.id)[cluster]
+    base = _spec(campaign, settings, 0, "", [settings["exec_file"]])  # what the batch's jobs share
+    shared = {f.name: getattr(base, f.name) for f in fields(JobSpec) if f.name not in ("job_id", "name", "argv")}
+    specs = [
+        JobSpec(job_id=job_id, name=name, argv=(*base.argv, *split_params(params, f"job {job_id}")), **shared)
+        for job_id, name, params in jobs
+    ]
+    adapter = ctx.adapter(cluster)
+    key = ctx.batch_key(campaign.id, "b", batch_id)
+    try:
+        ctx.watch(cluster)
+        # only a batch an earlier (killed) pass recorded may already be on the cluster
+        remote = None if batch_id in ctx.fresh else adapter.find_batch(key)
+        if remote is None:
+            remote = adapter.submit(key, specs)
+    except SubmitError as exc:
+        with ctx.store.transaction():
+            ctx.store.abandon_batch(batch_id)
+            ctx.store.open_event(
+                EventClass.CAMPAIGN,
+                EventCode.SUBMIT_ERROR,
+                str(exc),
+                ctx.clock.now(),
+                cluster=cluster,
+                campaign_id=campaign.id,
+            )
+        log.warning("runner: %s refused campaign %d: %s", cluster, campaign.id, exc)
+        return
+    except AdapterError as exc:
+        cluster_failed(ctx, cluster, exc)  # the batch stays recorded and is retried when the cluster answers
+        return
+    with ctx.store.transaction():
+        ctx.store.finish_batch(
+            batch_id, {job_id: rid for (job_id, _, _), rid in zip(jobs, remote, strict=False)}, ctx.clock.now()
+        )
+    ctx.report.add("submitted", len(jobs))
+    log.info("runner: %d jobs of campaign %d submitted to %s", len(jobs), campaign.id, cluster)
+
+
+def _submit_stage(ctx: Context, campaign: Campaign, cluster: str, stage: str, previous: str | None = None) -> None:
+    if not cluster_usable(ctx, cluster):
+        return
+    settings = ctx.settings(campaign.id)[cluster]
+    # shell lines run on the cluster: {HOME} is its $HOME there
+    script = "\n".join(settings[stage]).replace("{CAMPAIGN_ID}", str(campaign.id)).replace("{HOME}", "$HOME")
+    # in the home directory: a prologue typically creates the exec_directory
+    spec = replace(
+        _spec(campaign, settings, 0, stage, ["/bin/sh", "-c", script], settings[f"{stage}_walltime"]),
+        directory="{HOME}",
+    )
+    try:
+        ctx.watch(cluster)
+        key = ctx.batch_key(campaign.id, cluster, stage)
+        retry = stage_retry(previous)
+        if retry:  # a new attempt: not the batch of the previous one
+            key += f".retry-{retry[0]}-{retry[1]}"
+        remote = ctx.adapter(cluster).find_batch(key) or ctx.adapter(cluster).submit(key, [spec])
+    except SubmitError as exc:
+        with ctx.store.transaction():
+            ctx.store.set_stage(campaign.id, cluster, stage, "failed")
+            code = EventCode.PROLOGUE_ERROR if stage == "prologue" else EventCode.EPILOGUE_ERROR
+            ctx.store.open_event(
+                EventClass.CAMPAIGN, code, str(exc), ctx.clock.now(), cluster=cluster, campaign_id=campaign.id
+            )
+        return
+    except AdapterError as exc:
+        cluster_failed(ctx, cluster, exc)
+        return
+    with ctx.store.transaction():
+        ctx.store.set_stage(campaign.id, cluster, stage, "submitted", f"{remote[0]}#{retry[0] if retry else 0}")
+    log.info("runner: %s of campaign %d submitted to %s", stage, campaign.id, cluster)

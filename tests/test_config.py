@@ -1,0 +1,112 @@
+"""grid config: choosing the metascheduler strategy and its options, checked before anything is written."""
+
+from __future__ import annotations
+
+import pytest
+
+from cigri import scheduling
+from cigri.cli import grid
+from cigri.errors import ConfigError
+from cigri.scheduling import Decision, TestFirstFifo
+
+from .conftest import write_jdl
+
+
+class Tuned(TestFirstFifo):
+    """fifo with one option, ``depth``: a whole number >= 0."""
+
+    name = "tuned"
+
+    def __init__(self, depth: int = 1):
+        self.depth = depth
+
+    @classmethod
+    def configure(cls, options: dict) -> Tuned:
+        for key, value in options.items():
+            if key != "depth":
+                raise ConfigError(f"metasched.tuned.{key}: unknown option (valid: depth)")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"metasched.tuned.depth: must be a whole number >= 0, got {value!r}")
+        return cls(**options)
+
+
+class Idle:
+    """Launches nothing."""
+
+    name = "idle"
+
+    def decide(self, snapshot, state):
+        return Decision()
+
+
+@pytest.fixture(autouse=True)
+def strategies(monkeypatch):
+    monkeypatch.setattr("cigri.scheduling._REGISTRY", dict(scheduling._REGISTRY))
+    scheduling.register(Tuned)
+    scheduling.register(Idle)
+
+
+def fails(cli, *args: str, code: int = 4) -> str:
+    result = cli.runner.invoke(grid, ["--state", str(cli.state), *args])
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
+    return result.stderr.strip()
+
+
+def test_show_is_empty_then_lists_what_was_set(cli):
+    assert cli.json("config", "show") == {}
+    cli("config", "set", "metasched", "tuned")
+    cli("config", "set", "metasched.tuned.depth", "3")
+    cli("config", "set", "metasched", "idle", "--cluster", "local")
+    assert cli.json("config", "show") == {
+        "metasched": "tuned",
+        "metasched.tuned.depth": 3,  # the value is YAML: a number
+        "clusters.local.metasched": "idle",
+    }
+    assert "metasched.tuned.depth: 3" in cli("config", "show").splitlines()
+
+
+def test_an_unknown_strategy_is_refused_listing_the_valid_ones_and_nothing_is_written(cli):
+    message = fails(cli, "config", "set", "metasched", "nosuch")
+    valid = ", ".join(sorted(scheduling.registry()))
+    assert message == f"grid config set: error: unknown metascheduler 'nosuch' (valid: {valid})"
+    assert "idle" in valid and "tuned" in valid
+    fails(cli, "config", "set", "metasched", "nosuch", "--cluster", "local")
+    assert cli.json("config", "show") == {}
+
+
+def test_an_option_the_strategy_refuses_is_refused_with_its_words(cli):
+    assert fails(cli, "config", "set", "metasched.tuned.depth", "-1").endswith(
+        "metasched.tuned.depth: must be a whole number >= 0, got -1"
+    )
+    assert fails(cli, "config", "set", "metasched.tuned.width", "2").endswith(
+        "metasched.tuned.width: unknown option (valid: depth)"
+    )
+    assert "metasched.fifo.depth: fifo has no such option" in fails(cli, "config", "set", "metasched.fifo.depth", "1")
+    assert cli.json("config", "show") == {}
+
+
+def test_an_unknown_key_is_refused_naming_it(cli):
+    assert "color: unknown configuration key" in fails(cli, "config", "set", "color", "red")
+    assert "color: unknown configuration key" in fails(cli, "config", "unset", "color")
+    assert "--cluster applies to metasched only" in fails(
+        cli, "config", "set", "metasched.tuned.depth", "1", "--cluster", "local"
+    )
+    assert "no cluster named 'far'" in fails(cli, "config", "set", "metasched", "tuned", "--cluster", "far", code=5)
+    assert cli.json("config", "show") == {}
+
+
+def test_unset_removes_a_key(cli):
+    cli("config", "set", "metasched", "tuned", "--cluster", "local")
+    cli("config", "unset", "metasched", "--cluster", "local")
+    assert cli.json("config", "show") == {}
+
+
+def test_the_configured_strategy_decides_and_policy_overrides_it_for_one_run(cli, tmp_path, job_script):
+    cid = cli.submit(write_jdl(tmp_path, exec_file=str(job_script), params=["a ok", "b ok"]))
+    cli("config", "set", "metasched", "idle")
+    cli("almighty")
+    assert cli.json("gridstat", "-c", str(cid))["clusters"][0]["launched"] == 0
+    cli("almighty", "--policy", "fifo")
+    assert cli.json("gridstat", "-c", str(cid))["clusters"][0]["launched"] == 2
+    assert cli.json("config", "show") == {"metasched": "idle"}
