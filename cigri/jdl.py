@@ -245,7 +245,7 @@ class Jdl:
     param_file: Path | None = None
     nb_jobs: int | None = None
     test_mode: bool = False
-    priority: int = 0  # the metascheduler's: higher first, under the strategies that read it
+    priority: int = 0  # higher first under fifo (the other strategies order by their own rules)
     klass: str = ""  # the JDL's ``class``: Scoot's requestor, matched by the classload strategy
     finalize: bool = False  # replicate the campaign's last jobs on idle slots of other clusters
     raw: dict = field(default_factory=dict)

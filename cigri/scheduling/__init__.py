@@ -217,7 +217,8 @@ def launches(taken: Mapping[tuple[str, int], int]) -> tuple[Assignment, ...]:
 
 class TestFirstFifo:
     """CiGri's order: test campaigns first (one job per cluster each, see :func:`place_tests`), then default
-    campaigns by age, each cluster's budget to the oldest campaign that can use it (see :func:`fill`)."""
+    campaigns by JDL priority (higher first) and age, each cluster's budget to the first of them that can
+    use it (see :func:`fill`)."""
 
     name = "fifo"
 
@@ -225,7 +226,7 @@ class TestFirstFifo:
         return Decision(launches=tuple(self.plan(snapshot.campaigns, snapshot.clusters)))
 
     def plan(self, campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> list[Assignment]:
-        order = sorted(campaigns, key=lambda c: (c.submitted_at, c.id))
+        order = sorted(campaigns, key=lambda c: (-c.priority, c.submitted_at, c.id))
         return list(launches(fill(order, clusters)))
 
 
