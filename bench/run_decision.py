@@ -9,20 +9,21 @@ Builds one seeded, busy snapshot: every campaign usable on every cluster (the wo
 looks at each (campaign, cluster) pair), 1 % test campaigns, estimates from seconds to hours (a tenth with
 none yet), clusters of 64 to 2,048 slots with some free slots, a queue allowance and hundreds of cigri's jobs
 each. Times :func:`cigri.scheduling.decide` (test campaigns first, then the strategy) with default options and
-the state of one earlier decision, in this process, and prints a markdown table on stdout; it writes nothing.
+the state of one earlier decision, in this process, prints a markdown table and writes it in its section of
+docs/benchmarks.md (``--output``).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import platform
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from sections import HEADER, code_version, cpu_model, write_section
 
 from cigri.model import CampaignType
 from cigri.scheduling import (
@@ -36,6 +37,7 @@ from cigri.scheduling import (
     registry,
 )
 
+ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 50.0
 NOW = 1_000_000.0
 
@@ -102,21 +104,36 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--campaigns", type=int, default=1000)
     parser.add_argument("--clusters", type=int, default=100)
+    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
     args = parser.parse_args()
     shot = snapshot(args.campaigns, args.clusters)
     free = sum(c.free for c in shot.clusters)
     grid_jobs = sum(len(c.jobs) for c in shot.clusters)
-    print(
+    lines = [
         f"One decision over {args.campaigns:,} campaigns x {args.clusters} clusters ({free:,} free slots, "
         f"{grid_jobs:,} grid jobs on the clusters), median of {args.runs} runs, Python "
-        f"{platform.python_version()}; target < {TARGET_MS:g} ms.\n"
-    )
-    print("| strategy | median ms | worst ms | jobs launched | target |")
-    print("|---|---:|---:|---:|---|")
+        f"{platform.python_version()}; target < {TARGET_MS:g} ms.",
+        "",
+        "| strategy | median ms | worst ms | jobs launched | target |",
+        "|---|---:|---:|---:|---|",
+    ]
     for name in sorted(registry()):
         median, worst, jobs = time_strategy(name, shot, args.runs)
         verdict = "met" if median < TARGET_MS else "missed"
-        print(f"| {name} | {median:.1f} | {worst:.1f} | {jobs:,} | {verdict} |")
+        lines.append(f"| {name} | {median:.1f} | {worst:.1f} | {jobs:,} | {verdict} |")
+    table = "\n".join(lines)
+    print(table)
+    body = f"""
+## One metascheduler decision (`bench/run_decision.py`)
+
+The cost of `cigri.scheduling.decide` (test campaigns first, then the strategy) on one seeded busy snapshot:
+every campaign usable on every cluster, estimates from seconds to hours, clusters of 64 to 2,048 slots with
+hundreds of cigri's jobs each. Run: cigri code {code_version(ROOT)},
+{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {cpu_model()}.
+
+{table}
+"""
+    write_section(args.output, "bench/run_decision.py", body, HEADER)
 
 
 if __name__ == "__main__":

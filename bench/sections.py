@@ -7,10 +7,12 @@ from pathlib import Path
 
 HEADER = (
     "# Benchmarks\n\n"
-    "Four scripts write this file, each only its own section (between its marker lines): `bench/run_core.py` "
+    "Six scripts write this file, each only its own section (between its marker lines): `bench/run_core.py` "
     "(cigri's core costs, local cluster), `bench/run_slurm.py` (the Slurm adapters against a real Slurm), "
-    "`bench/run_sim.py` (the simulator and the current scheduler's baseline) and `bench/run_oar.py` (the OAR "
-    "adapters against the contract OAR of `tests/oar`). Running one leaves the others' sections as they are.\n"
+    "`bench/run_sim.py` (the simulator and the fifo baseline), `bench/run_policies.py` (every strategy on "
+    "every scenario), `bench/run_decision.py` (the cost of one metascheduler decision) and `bench/run_oar.py` "
+    "(the OAR adapters against the contract OAR of `tests/oar`). Running one leaves the others' sections as "
+    "they are.\n"
 )
 
 

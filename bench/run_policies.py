@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Every metascheduler strategy on every bench scenario, one table, one run.
+
+    python bench/run_policies.py                    # every scenario (the grid week takes longest)
+    python bench/run_policies.py --quick            # without the grid week
+    python bench/run_policies.py --jobs 2           # simulations side by side in 2 processes
+
+Each (scenario, strategy) pair is one simulation of the real cycle on the scenario's default seed. The
+strategies' options come from the scenario itself, so that every strategy is judged against the same shares:
+fairshare's shares are the scenario's users' shares; classload has one class per user with its share as load
+percentage; affinity gives each user one home cluster (the scenario's clusters in turn); srpt's cutoff between
+short and long is the scenario's cutoff, run twice: with estimates learned online (the cycle's) and with the
+scenario's true mean job durations (`--oracle`, what Eagle is handed). Every figure comes from the simulated
+clusters' records. Writes its section of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import logging
+import platform
+import re
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from sections import HEADER, code_version, write_section
+
+from cigri.cli.output import duration
+from cigri.scheduling import metascheduler, registry
+from cigri.sim.run import Simulation
+from cigri.sim.scenario import Scenario, load
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ROOT / "bench" / "scenarios"
+DOC = ROOT / "docs" / "benchmarks.md"
+NAMES = ["small", "trace", "hundred-k", "grid-week"]
+COLUMNS = [
+    "scenario",
+    "strategy",
+    "jobs done",
+    "short p50 / p90 / p99",
+    "long p50 / p90 / p99",
+    "makespan (x bound)",
+    "utilization",
+    "Jain vs shares",
+    "waste killed / failed / duplicates",
+    "wall",
+]
+TABLE_HEADER = "| " + " | ".join(COLUMNS) + " |\n" + "|---" * len(COLUMNS) + "|"
+
+
+def options(name: str, scenario: Scenario) -> dict:
+    """The strategy's options for this scenario (see the module docstring)."""
+    users = dict(scenario.users)
+    if name == "fairshare":
+        return {"shares": users}
+    if name == "classload":
+        total = sum(users.values()) or 1.0
+        return {
+            "classes": {
+                user: {"load_pct": max(1, round(100 * share / total)), "match": f"^{re.escape(user)}$"}
+                for user, share in users.items()
+            }
+        }
+    if name == "affinity":
+        clusters = [c.name for c in scenario.clusters]
+        return {"affinities": {user: [clusters[i % len(clusters)]] for i, user in enumerate(sorted(users))}}
+    if name == "srpt":
+        return {"cutoff": scenario.short_cutoff}
+    return {}
+
+
+def variants() -> list[tuple[str, str, bool]]:
+    """(label, strategy name, oracle estimates) for every registered strategy; srpt twice."""
+    out = []
+    for name in sorted(registry(), key=lambda n: (n != "fifo", n)):
+        out.append((name, name, False))
+        if name == "srpt":
+            out.append(("srpt (oracle)", name, True))
+    return out
+
+
+def simulate(scenario_name: str, label: str, name: str, oracle: bool) -> tuple[str, str, dict, float]:
+    logging.getLogger("cigri").setLevel(logging.ERROR)
+    scenario = load(SCENARIOS / f"{scenario_name}.yaml")
+    strategy = metascheduler(name, options(name, scenario))
+    simulation = Simulation(scenario, policy=strategy, oracle=oracle)
+    start = time.perf_counter()
+    try:
+        result = simulation.run()
+    finally:
+        simulation.cycle.close()
+        simulation.store.close()
+    result.pop("campaigns", None)
+    return scenario_name, label, result, time.perf_counter() - start
+
+
+def fixed(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def row(scenario: str, label: str, r: dict, wall: float) -> str:
+    c = r["completion_time"]
+    waste = r["waste"]
+    lost = f" ({r['lost']:,} lost)" if r["lost"] else ""
+    lost += f" ({r['skipped']:,} test jobs skipped)" if r["skipped"] else ""
+    util = None if r["utilization"] is None else 100 * r["utilization"]
+    return (
+        f"| {scenario} | {label} | {r['jobs_done']:,}/{r['jobs']:,}{lost} | "
+        f"{duration(c['short']['p50'])} / {duration(c['short']['p90'])} / {duration(c['short']['p99'])} | "
+        f"{duration(c['long']['p50'])} / {duration(c['long']['p90'])} / {duration(c['long']['p99'])} | "
+        f"{duration(r['makespan'])} ({fixed(r['makespan_over_bound'])}x) | {fixed(util, 1)}% | "
+        f"{fixed(r['fairness_maxmin_jain'], 3)} | "
+        f"{waste['killed']:,.0f} / {waste['failed']:,.0f} / {waste['duplicates']:,.0f} | {wall:.0f} s |"
+    )
+
+
+def ratios(results: dict[tuple[str, str], dict]) -> list[str]:
+    """srpt against fifo on each scenario: short p90 speed-up, long p90 slow-down."""
+    lines = []
+    for scenario in dict.fromkeys(s for s, _ in results):
+        fifo = results.get((scenario, "fifo"))
+        for label in ("srpt", "srpt (oracle)"):
+            srpt = results.get((scenario, label))
+            if not fifo or not srpt:
+                continue
+            f, s = fifo["completion_time"], srpt["completion_time"]
+            short = f["short"]["p90"] / s["short"]["p90"] if f["short"]["p90"] and s["short"]["p90"] else None
+            long_ = s["long"]["p90"] / f["long"]["p90"] if f["long"]["p90"] and s["long"]["p90"] else None
+            lines.append(f"| {scenario} | {label} | {fixed(short)}x | {fixed(long_, 3)}x |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="skip the grid week")
+    parser.add_argument("--jobs", type=int, default=1, help="simulations run side by side")
+    parser.add_argument("--only", action="append", choices=NAMES, help="these scenarios only (repeatable)")
+    parser.add_argument("--output", type=Path, default=DOC)
+    args = parser.parse_args()
+    names = args.only or [n for n in NAMES if not (args.quick and n == "grid-week")]
+    tasks = [(scenario, *variant) for scenario in names for variant in variants()]
+    results: dict[tuple[str, str], dict] = {}
+    walls: dict[tuple[str, str], float] = {}
+    started = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for scenario, label, result, wall in pool.map(simulate, *zip(*tasks, strict=True)):
+            print(f"{scenario} / {label}: {wall:.1f} s", flush=True)
+            results[scenario, label], walls[scenario, label] = result, wall
+    rows = [row(s, label, results[s, label], walls[s, label]) for s, label, _, _ in tasks]
+    body = f"""
+## Strategies side by side (`bench/run_policies.py`)
+
+Every registered metascheduler on every bench scenario, one simulation each, on the scenario's default seed,
+in one run ({time.perf_counter() - started:,.0f} s wall, {args.jobs} process(es)). Run: cigri code
+{code_version(ROOT)}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}.
+Options from the scenario (see the script's docstring): fairshare and classload follow the users' shares,
+affinity gives each user one home cluster, srpt's cutoff is the scenario's; `srpt (oracle)` is handed each
+campaign's true mean job duration, `srpt` learns it from completed jobs. The metrics are those of the simulator
+section below (from the simulated clusters' records): completion from each campaign's submission, short/long by
+the scenario's cutoff on the true mean job duration; makespan against the available-capacity bound; utilization
+of completed work; Jain's index of users' usage against their max-min fair shares; waste in slot-seconds.
+
+{TABLE_HEADER}
+{chr(10).join(rows)}
+
+srpt against fifo (short p90: fifo's over srpt's, higher is better; long p90: srpt's over fifo's, lower is better):
+
+| scenario | strategy | short p90 speed-up | long p90 slow-down |
+|---|---|---|---|
+{chr(10).join(ratios(results))}
+"""
+    write_section(args.output, "bench/run_policies.py", body, HEADER)
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
