@@ -196,6 +196,8 @@ def fill(
         for cluster in clusters:
             budget = getattr(cluster, kind)
             for campaign in order:
+                if budget <= 0:
+                    break
                 demand = campaign.demands.get(cluster.name)
                 if demand is None or budget < demand.slots_per_job or waiting[campaign.id] <= 0:
                     continue
