@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import logging
 import platform
 import re
@@ -90,7 +91,9 @@ def variants() -> list[tuple[str, str, bool]]:
     return out
 
 
-def simulate(scenario_name: str, label: str, name: str, oracle: bool) -> tuple[str, str, dict, float]:
+def simulate(
+    scenario_name: str, label: str, name: str, oracle: bool, save: Path | None = None
+) -> tuple[str, str, dict, float]:
     logging.getLogger("cigri").setLevel(logging.ERROR)
     scenario = load(SCENARIOS / f"{scenario_name}.yaml")
     chosen = options(name, scenario)
@@ -105,7 +108,14 @@ def simulate(scenario_name: str, label: str, name: str, oracle: bool) -> tuple[s
         simulation.cycle.close()
         simulation.store.close()
     result.pop("campaigns", None)
-    return scenario_name, label, result, time.perf_counter() - start
+    wall = time.perf_counter() - start
+    if save is not None:
+        save.mkdir(parents=True, exist_ok=True)
+        slug = re.sub(r"[^a-z0-9]+", "-", f"{scenario_name} {label}".lower()).strip("-")
+        (save / f"{slug}.json").write_text(
+            json.dumps({"scenario": scenario_name, "label": label, "wall": wall, "result": result})
+        )
+    return scenario_name, label, result, wall
 
 
 def fixed(value: float | None, digits: int = 2) -> str:
@@ -149,6 +159,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="skip the grid week")
     parser.add_argument("--jobs", type=int, default=1, help="simulations run side by side")
     parser.add_argument("--only", action="append", choices=NAMES, help="these scenarios only (repeatable)")
+    parser.add_argument("--save", type=Path, help="keep each simulation's figures in this folder as it ends")
+    parser.add_argument(
+        "--render", type=Path, help="write the section from the figures kept in this folder, simulating nothing"
+    )
     parser.add_argument("--output", type=Path, default=DOC)
     args = parser.parse_args()
     names = args.only or [n for n in NAMES if not (args.quick and n == "grid-week")]
@@ -156,17 +170,31 @@ def main() -> None:
     results: dict[tuple[str, str], dict] = {}
     walls: dict[tuple[str, str], float] = {}
     started = time.perf_counter()
-    longest_first = sorted(tasks, key=lambda task: -NAMES.index(task[0]))  # the grid week's runs start first
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for scenario, label, result, wall in pool.map(simulate, *zip(*longest_first, strict=True)):
-            print(f"{scenario} / {label}: {wall:.1f} s", flush=True)
-            results[scenario, label], walls[scenario, label] = result, wall
-    rows = [row(s, label, results[s, label], walls[s, label]) for s, label, _, _ in tasks]
+    if args.render:
+        for path in sorted(args.render.glob("*.json")):
+            kept = json.loads(path.read_text())
+            results[kept["scenario"], kept["label"]], walls[kept["scenario"], kept["label"]] = (
+                kept["result"],
+                kept["wall"],
+            )
+    else:
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            runs = pool.map(simulate, *zip(*tasks, strict=True), [args.save] * len(tasks))
+            for scenario, label, result, wall in runs:
+                print(f"{scenario} / {label}: {wall:.1f} s", flush=True)
+                results[scenario, label], walls[scenario, label] = result, wall
+    rows = [
+        row(s, label, results[s, label], walls[s, label])
+        if (s, label) in results
+        else f"| {s} | {label} | not run |" + " |" * (len(COLUMNS) - 3)
+        for s, label, _, _ in tasks
+    ]
+    total = sum(walls.values()) if args.render else time.perf_counter() - started
     body = f"""
 ## Strategies side by side (`bench/run_policies.py`)
 
-Every registered metascheduler on every bench scenario, one simulation each, on the scenario's default seed,
-in one run ({time.perf_counter() - started:,.0f} s wall, {args.jobs} process(es)). Run: cigri code
+Every registered metascheduler on every bench scenario, one simulation each, on the scenario's default seed
+({total:,.0f} s of simulation wall time, {args.jobs} process(es)). Run: cigri code
 {code_version(ROOT)}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}.
 Options from the scenario (see the script's docstring): fairshare and classload follow the users' shares,
 affinity gives each user one home cluster, srpt's cutoff is the scenario's; `srpt (oracle)` is handed each
