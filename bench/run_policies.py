@@ -150,7 +150,8 @@ def ratios(results: dict[tuple[str, str], dict]) -> list[str]:
             f, s = fifo["completion_time"], srpt["completion_time"]
             short = f["short"]["p90"] / s["short"]["p90"] if f["short"]["p90"] and s["short"]["p90"] else None
             long_ = s["long"]["p90"] / f["long"]["p90"] if f["long"]["p90"] and s["long"]["p90"] else None
-            lines.append(f"| {scenario} | {label} | {fixed(short)}x | {fixed(long_, 3)}x |")
+            times = "-" if short is None else f"{short:.2f}x", "-" if long_ is None else f"{long_:.3f}x"
+            lines.append(f"| {scenario} | {label} | {times[0]} | {times[1]} |")
     return lines
 
 
@@ -190,11 +191,19 @@ def main() -> None:
         for s, label, _, _ in tasks
     ]
     total = sum(walls.values()) if args.render else time.perf_counter() - started
+    spread = f", {args.jobs} processes side by side" if args.jobs > 1 else ""
+    missing = sum(1 for s, label, _, _ in tasks if (s, label) not in results)
+    if missing:
+        spread += (
+            f"; the {missing} marked *not run* were not simulated in the session that made this table "
+            "(a grid-week run takes about 20 minutes here): `python bench/run_policies.py --only grid-week "
+            "--jobs 2` runs them"
+        )
     body = f"""
 ## Strategies side by side (`bench/run_policies.py`)
 
 Every registered metascheduler on every bench scenario, one simulation each, on the scenario's default seed
-({total:,.0f} s of simulation wall time, {args.jobs} process(es)). Run: cigri code
+({total:,.0f} s of simulation wall time{spread}). Run: cigri code
 {code_version(ROOT)}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}.
 Options from the scenario (see the script's docstring): fairshare and classload follow the users' shares,
 affinity gives each user one home cluster, srpt's cutoff is the scenario's; `srpt (oracle)` is handed each
