@@ -94,6 +94,7 @@ class Context:
         self.fresh: set[int] = set()  # batches recorded by this pass: no RM can hold them yet
         self.avoided: dict[tuple[int, str], int] = {}  # this pass: jobs of (campaign, cluster) avoiding it
         self.choosy: set[int] = set()  # campaigns with more than one place: their jobs avoid clusters
+        self.allowed: dict[str, int] = {}  # this pass: slots of cigri's jobs each cluster's flow lets wait
         self._settings: dict[int, dict[str, dict]] = {}
         self._users: dict[int, str] = {}
 
@@ -101,6 +102,7 @@ class Context:
         """A new pass: a new report, no batch recorded yet, every cluster open again."""
         self.report = PassReport()
         self.fresh.clear()
+        self.allowed.clear()
         for adapter in self.adapters.values():
             adapter.reopen()
 
