@@ -57,10 +57,13 @@ class Reading:
 @dataclass(frozen=True)
 class Allowance:
     """``queue``: the slots of cigri's jobs that may wait in the cluster's queue beyond its free slots (the
-    metascheduler queues no more; nikita may take back the waiting excess). ``campaigns``: for taps, the
-    most jobs each named campaign may send this pass (a campaign not named has no cap of its own)."""
+    metascheduler queues no more; nikita may take back the waiting excess). ``submit``: when set, the most
+    slots cigri sends to the cluster this pass, free slots or not (a controller's actuator). ``campaigns``:
+    for taps, the most jobs each named campaign may send this pass (a campaign not named has no cap of its
+    own)."""
 
     queue: int
+    submit: int | None = None
     campaigns: Mapping[int, int] = field(default_factory=dict)
 
 
