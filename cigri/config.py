@@ -7,7 +7,11 @@ and nothing is written):
 - ``metasched.NAME.OPTION``: an option of strategy NAME, checked by building NAME with it
   (``metasched.fairshare.half_life`` is also the half-life of users' decayed usage in the snapshot);
 - ``clusters.CLUSTER.metasched``: a cluster's own strategy. Such clusters are decided by it, after the
-  others, on a snapshot restricted to them.
+  others, on a snapshot restricted to them;
+- ``nikita.queue_timeout``: seconds a job may wait in a cluster's queue before nikita kills it and returns
+  it to its bag (default :attr:`cigri.cycle.Patience.queue_timeout`, two hours);
+- ``nikita.walltime_grace``: seconds a job may run past its walltime before nikita kills it as a walltime kill
+  (default :attr:`cigri.cycle.Patience.walltime_grace`, CiGri's 30 minutes).
 """
 
 from __future__ import annotations
@@ -26,7 +30,10 @@ DEFAULT_HALF_LIFE = 604800.0  # seconds: a week, Slurm's PriorityDecayHalfLife d
 HALF_LIFE_KEY = "metasched.fairshare.half_life"
 _OPTION = re.compile(r"^metasched\.([^.]+)\.(.+)$")
 _CLUSTER = re.compile(r"^clusters\.(.+)\.metasched$")
-KEYS = "metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched"
+QUEUE_TIMEOUT = "nikita.queue_timeout"
+WALLTIME_GRACE = "nikita.walltime_grace"
+_SECONDS = {QUEUE_TIMEOUT: 1, WALLTIME_GRACE: 0}  # the nikita keys: seconds, at least this
+KEYS = f"metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched, {QUEUE_TIMEOUT}, {WALLTIME_GRACE}"
 
 
 def cluster_key(cluster: str) -> str:
@@ -45,7 +52,7 @@ def build(settings: Mapping[str, Any], name: str) -> MetaScheduler:
 
 
 def _known(key: str) -> bool:
-    return key == "metasched" or bool(_OPTION.match(key) or _CLUSTER.match(key))
+    return key == "metasched" or key in _SECONDS or bool(_OPTION.match(key) or _CLUSTER.match(key))
 
 
 def _refuse_unknown(key: str) -> None:
@@ -58,7 +65,9 @@ def set_value(store: Store, key: str, value: Any) -> None:
     is) must build with its options; a cluster's strategy needs the cluster."""
     _refuse_unknown(key)
     settings = {**store.settings(), key: value}
-    if (match := _OPTION.match(key)) is not None:
+    if key in _SECONDS:
+        seconds(settings, key, 0.0)
+    elif (match := _OPTION.match(key)) is not None:
         build(settings, match.group(1))
     else:
         if not isinstance(value, str):
@@ -85,6 +94,14 @@ def unset_value(store: Store, key: str) -> bool:
 def half_life(settings: Mapping[str, Any]) -> float:
     """The half-life of users' decayed usage, in seconds."""
     return float(settings.get(HALF_LIFE_KEY, DEFAULT_HALF_LIFE))
+
+
+def seconds(settings: Mapping[str, Any], key: str, default: float) -> float:
+    """A nikita key's value in seconds, else ``default`` (ConfigError for a value that is not seconds)."""
+    value = settings.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < _SECONDS[key]:
+        raise ConfigError(f"{key}: expected seconds, at least {_SECONDS[key]}, got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)

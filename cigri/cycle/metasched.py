@@ -40,9 +40,11 @@ def _clusters(ctx: Context) -> list[ClusterView]:
     views = []
     for name, capacity in capacities(ctx, usable(ctx, list(configured))).items():
         launching = ctx.store.active_count(name).get(JobState.LAUNCHING.value, 0)
-        depth = 0 if _queue_stalled(ctx, name) else getattr(ctx.adapter(name), "queue_depth", 0)
+        constant = getattr(ctx.adapter(name), "queue_depth", 0)
+        depth = 0 if _queue_stalled(ctx, name) else constant
         free = max(0, capacity.free - capacity.queued - launching)
         queue = max(0, depth - max(0, capacity.queued + launching - capacity.free))
+        ctx.allowed[name] = constant + capacity.free  # placeholder: the flow wiring sets what each flow allows
         properties = configured[name].get("properties")
         jobs = tuple(
             GridJob(job_id, campaign_id, ctx.settings(campaign_id)[name]["_slots"], submitted_at, started_at)

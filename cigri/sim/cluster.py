@@ -162,6 +162,7 @@ class Usage:
     started: int = 0
     ended: int = 0
     killed: int = 0
+    cancelled_queued: int = 0  # queued jobs cancelled before they started (nikita's flooding and timeouts, take-backs)
     superseded: int = 0  # of the killed: copies cancelled once another copy of their job completed (finalize)
     black_hole_ends: int = 0
     bytes_staged: int = 0
@@ -515,6 +516,7 @@ class SimCluster:
             elif job.state == RemoteState.PENDING:
                 job.state, job.reason, job.ended = RemoteState.KILLED, "cancelled", self.now
                 self.waiting -= 1
+                self.usage.cancelled_queued += 1
                 self.changed.add(remote_id)
         self._start_what_fits()
         self._note_available()

@@ -419,6 +419,7 @@ class Simulation:
                     "local_slot_seconds": c.usage.local_slot_seconds,
                     "started": c.usage.started,
                     "killed": c.usage.killed,
+                    "cancelled_queued": c.usage.cancelled_queued,
                     "black_hole_ends": c.usage.black_hole_ends,
                     "bytes_staged": c.usage.bytes_staged,
                 }
@@ -433,6 +434,8 @@ class Simulation:
                 "duplicates": sum(c.usage.duplicate_slot_seconds for c in clusters),
             },
             "superseded": sum(c.usage.superseded for c in clusters),
+            # queued jobs cancelled before they started: nikita's flooding and timeouts, take-backs, stops
+            "cancelled_queued": sum(c.usage.cancelled_queued for c in clusters),
             "resubmitted": sum(c.usage.killed - c.usage.superseded for c in clusters) + self.failures_fixed,
             "failures_fixed": self.failures_fixed,
             "remote_queue": {
