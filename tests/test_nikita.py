@@ -41,6 +41,7 @@ active_jobs = st.lists(
         started_at=st.floats(0, NOW),
         walltime=st.floats(1, 3000),
         free=st.booleans(),
+        movable=st.booleans(),
     ),
     unique_by=lambda job: job.job_id,
     max_size=40,
@@ -53,11 +54,11 @@ def test_nikita_kills_each_job_once_for_one_reason_never_a_running_one_for_flood
     by_id = {job.job_id: job for job in jobs}
     for job_id, reason in chosen.items():
         job = by_id[job_id]
-        assert job.free, "a job with another kill, take-back, stop or hold is left to it"
+        assert job.free, "a job with another kill, take-back or stop asked is left to it"
         if reason == Reason.WALLTIME:
             assert job.running and NOW - job.started_at > job.walltime + LIMITS.walltime_grace
         else:
-            assert not job.running
+            assert not job.running and job.movable, "never a running, held or test job for flooding or a timeout"
         if reason == Reason.TIMEOUT:
             assert NOW - job.submitted_at > LIMITS.queue_timeout
 
@@ -65,7 +66,7 @@ def test_nikita_kills_each_job_once_for_one_reason_never_a_running_one_for_flood
 @given(jobs=active_jobs, allowed=st.integers(0, 30))
 def test_flooding_kills_the_newest_queued_jobs_until_the_others_fit_and_no_more(jobs, allowed):
     chosen = choose(jobs, NOW, allowed, LIMITS)
-    queued = [j for j in jobs if j.free and not j.running and chosen.get(j.job_id) != Reason.TIMEOUT]
+    queued = [j for j in jobs if j.free and j.movable and not j.running and chosen.get(j.job_id) != Reason.TIMEOUT]
     flooded = [j for j in queued if chosen.get(j.job_id) == Reason.FLOODING]
     left = [j for j in queued if j.job_id not in chosen]
     assert sum(j.slots for j in left) <= allowed

@@ -77,13 +77,14 @@ class Active:
     submitted_at: float | None
     started_at: float | None
     walltime: float
-    free: bool  # a running default campaign's job with no kill, take-back, stop or hold asked
+    free: bool  # no other kill, take-back or stop asked for it
+    movable: bool = True  # a running default campaign's job, not held: one nikita may take back from a queue
 
 
 def choose(jobs: Sequence[Active], now: float, allowed: int | None, limits: Limits) -> dict[int, Reason]:
     """The free jobs to kill for nikita's own reasons, one reason each: running past their walltime and the
-    grace; queued past the timeout; then, when the cluster's ``allowed`` slots are known, the newest of the
-    other queued ones until the slots of those left fit in it."""
+    grace; queued (and movable) past the timeout; then, when the cluster's ``allowed`` slots are known, the
+    newest of the other movable queued ones until the slots of those left fit in it."""
     chosen: dict[int, Reason] = {}
     for job in jobs:
         if not job.free:
@@ -91,12 +92,12 @@ def choose(jobs: Sequence[Active], now: float, allowed: int | None, limits: Limi
         if job.running:
             if job.started_at is not None and now - job.started_at > job.walltime + limits.walltime_grace:
                 chosen[job.job_id] = Reason.WALLTIME
-        elif job.submitted_at is not None and now - job.submitted_at > limits.queue_timeout:
+        elif job.movable and job.submitted_at is not None and now - job.submitted_at > limits.queue_timeout:
             chosen[job.job_id] = Reason.TIMEOUT
     if allowed is None:
         return chosen
     waiting = sorted(
-        (job for job in jobs if job.free and not job.running and job.job_id not in chosen),
+        (job for job in jobs if job.free and job.movable and not job.running and job.job_id not in chosen),
         key=lambda job: (job.submitted_at or 0.0, job.job_id),
     )
     slots = sum(job.slots for job in waiting)
@@ -162,13 +163,14 @@ def _own(ctx: Context, cluster: str, limits: Limits) -> dict[int, Own]:
     """The kills nikita asks of its own accord on the cluster: those asked by an earlier pass that still hold,
     and the jobs :func:`choose` picks now. Read from the state only (no RM call)."""
     jobs, where, asked, stale = [], {}, {}, []
-    for job_id, campaign_id, state, remote, submitted_at, started_at, reason, free in ctx.store.nikita_jobs(cluster):
+    for row in ctx.store.nikita_jobs(cluster):
+        job_id, campaign_id, state, remote, submitted_at, started_at, reason, free, movable = row
         running = state == JobState.RUNNING.value
         where[job_id] = (campaign_id, remote, started_at)
         if reason is None:
             settings = ctx.settings(campaign_id)[cluster]
             walltime = settings["walltime"]
-            jobs.append(Active(job_id, settings["_slots"], running, submitted_at, started_at, walltime, free))
+            jobs.append(Active(job_id, settings["_slots"], running, submitted_at, started_at, walltime, free, movable))
         elif running and reason != Reason.WALLTIME.value:
             stale.append(job_id)  # it started: never killed for flooding or a timeout
         else:

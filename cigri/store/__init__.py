@@ -634,18 +634,18 @@ class Store:
             self.conn.execute(f"UPDATE jobs SET kill_requested = 0 WHERE id IN ({_marks(len(chunk))})", chunk)
 
     def nikita_jobs(self, cluster: str) -> list[tuple]:
-        """(id, campaign, state, remote_id, submitted_at, started_at, kill asked by nikita, free) of cigri's jobs
-        queued or running on the cluster with a remote id. ``free``: a running default campaign's job with no
-        kill, take-back, stop or hold asked (the jobs nikita may kill for its own reasons)."""
+        """(id, campaign, state, remote_id, submitted_at, started_at, kill asked by nikita, free, movable) of
+        cigri's jobs queued or running on the cluster with a remote id. ``free``: no kill, take-back or stop
+        asked; ``movable``: a running default campaign's job, not held (those nikita may take back)."""
         rows = self.conn.execute(
             "SELECT j.id, j.campaign_id, j.state, j.remote_id, j.submitted_at, j.started_at, j.nikita, "
-            "j.kill_requested = 0 AND j.recall = 0 AND j.stop = 0 AND j.hold = 0 AND j.nikita IS NULL "
-            "AND c.state = 'in_treatment' AND c.type != 'test' FROM (SELECT * FROM jobs WHERE cluster = ? "
+            "j.kill_requested = 0 AND j.recall = 0 AND j.stop = 0 AND j.nikita IS NULL, "
+            "j.hold = 0 AND c.state = 'in_treatment' AND c.type != 'test' FROM (SELECT * FROM jobs WHERE cluster = ? "
             f"AND {migrations.ACTIVE} AND state != 'launching' AND remote_id IS NOT NULL) j "
             "JOIN campaigns c ON c.id = j.campaign_id ORDER BY j.id",
             (cluster,),
         )
-        return [(*row[:7], bool(row[7])) for row in rows]
+        return [(*row[:7], bool(row[7]), bool(row[8])) for row in rows]
 
     def ask_kills(self, rows: Sequence[tuple[int, str]]) -> None:
         """(job, reason): nikita is about to ask the job's RM to kill it."""
