@@ -640,8 +640,9 @@ class Store:
         rows = self.conn.execute(
             "SELECT j.id, j.campaign_id, j.state, j.remote_id, j.submitted_at, j.started_at, j.nikita, "
             "j.kill_requested = 0 AND j.recall = 0 AND j.stop = 0 AND j.nikita IS NULL, "
-            "j.hold = 0 AND c.state = 'in_treatment' AND c.type != 'test' FROM (SELECT * FROM jobs WHERE cluster = ? "
-            f"AND {migrations.ACTIVE} AND state != 'launching' AND remote_id IS NOT NULL) j "
+            "j.hold = 0 AND c.state = 'in_treatment' AND c.type != 'test' FROM (SELECT id, campaign_id, state, "
+            "remote_id, submitted_at, started_at, nikita, kill_requested, recall, stop, hold FROM jobs "
+            f"WHERE cluster = ? AND {migrations.ACTIVE} AND state != 'launching' AND remote_id IS NOT NULL) j "
             "JOIN campaigns c ON c.id = j.campaign_id ORDER BY j.id",
             (cluster,),
         )
