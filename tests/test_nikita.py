@@ -3,6 +3,7 @@ simulated clusters (their own records say what ran and what was cancelled) and o
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -152,6 +153,24 @@ def test_flooding_kills_exactly_the_newest_queued_excess_and_every_job_still_run
     jobs = list(sim.store.jobs(1))
     assert all(j.resubmits == 0 and j.preemptions == 0 for j in jobs), "no failure, no resubmission"
     assert sim.store.events(open_only=False) == []
+
+
+def test_grid_simulate_says_how_many_queued_jobs_were_cancelled(tmp_path, cli):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        json.dumps(
+            {
+                "name": "flood",
+                "period": 10,
+                "clusters": [{"name": "a", "slots": 2, "queue_depth": 4}],
+                "campaigns": [{"name": "c", "jobs": 10, "duration": {"dist": "fixed", "value": 100}}],
+                "config": {"nikita.queue_timeout": 150},
+            }
+        )
+    )
+    data = json.loads(cli("simulate", str(path), "--json"))
+    assert data["cancelled_queued"] > 0
+    assert f"{data['cancelled_queued']} cancelled while queued" in cli("simulate", str(path))
 
 
 def test_a_job_that_started_since_the_pass_began_is_not_killed_for_flooding():

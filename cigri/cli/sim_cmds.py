@@ -23,7 +23,7 @@ def _report(m: dict) -> None:
     waste = m["waste"]
     click.echo(
         f"jobs {m['jobs_done']}/{m['jobs']} done, {m['lost']} lost, {m['skipped']} skipped (test), "
-        f"{m['duplicated']} run twice; {m['resubmitted']} resubmitted"
+        f"{m['duplicated']} run twice; {m['resubmitted']} resubmitted, {m['cancelled_queued']} cancelled while queued"
     )
     click.echo(
         f"slot-seconds wasted: {waste['killed']:.0f} killed ({waste['superseded']:.0f} by copies of jobs done "
