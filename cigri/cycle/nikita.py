@@ -171,8 +171,8 @@ def _own(ctx: Context, cluster: str, limits: Limits) -> dict[int, Own]:
             settings = ctx.settings(campaign_id)[cluster]
             walltime = settings["walltime"]
             jobs.append(Active(job_id, settings["_slots"], running, submitted_at, started_at, walltime, free, movable))
-        elif running and reason != Reason.WALLTIME.value:
-            stale.append(job_id)  # it started: never killed for flooding or a timeout
+        elif (running or not movable) and reason != Reason.WALLTIME.value:
+            stale.append(job_id)  # it started, or its campaign was paused: not taken back from the queue
         else:
             asked[job_id] = Reason(reason)
     if stale:
