@@ -57,7 +57,7 @@ def test_nikita_kills_each_job_once_for_one_reason_never_a_running_one_for_flood
         job = by_id[job_id]
         assert job.free, "a job with another kill, take-back or stop asked is left to it"
         if reason == Reason.WALLTIME:
-            assert job.running and NOW - job.started_at > job.walltime + LIMITS.walltime_grace
+            assert job.running and NOW - max(job.started_at, job.submitted_at) > job.walltime + LIMITS.walltime_grace
         else:
             assert not job.running and job.movable, "never a running, held or test job for flooding or a timeout"
         if reason == Reason.TIMEOUT:
@@ -82,6 +82,13 @@ def test_without_an_allowance_nothing_is_killed_for_flooding():
     queued = [Active(i, 1, False, NOW - 10, None, 60, True) for i in range(1, 50)]
     assert choose(queued, NOW, None, LIMITS) == {}
     assert set(choose(queued, NOW, 3, LIMITS)) == set(range(4, 50))
+
+
+def test_a_job_has_run_no_longer_than_since_cigri_submitted_it_whatever_its_rm_clock_says():
+    behind = Active(1, 1, True, submitted_at=NOW - 50, started_at=NOW - 10**8, walltime=60, free=True)
+    assert choose([behind], NOW, None, LIMITS) == {}
+    overran = replace(behind, submitted_at=NOW - 200, started_at=NOW - 170)
+    assert choose([overran], NOW, None, LIMITS) == {1: Reason.WALLTIME}
 
 
 # ---- the simulated clusters ---------------------------------------------------------------------

@@ -80,6 +80,12 @@ class Active:
     free: bool  # no other kill, take-back or stop asked for it
     movable: bool = True  # a running default campaign's job, not held: one nikita may take back from a queue
 
+    @property
+    def since(self) -> float:
+        """When it started, as far as cigri can tell: its RM's start time, but never before cigri submitted it
+        (an RM whose clock is behind cigri's would make it look older than it is)."""
+        return max(t for t in (self.started_at, self.submitted_at, 0.0) if t is not None)
+
 
 def choose(jobs: Sequence[Active], now: float, allowed: int | None, limits: Limits) -> dict[int, Reason]:
     """The free jobs to kill for nikita's own reasons, one reason each: running past their walltime and the
@@ -90,7 +96,7 @@ def choose(jobs: Sequence[Active], now: float, allowed: int | None, limits: Limi
         if not job.free:
             continue
         if job.running:
-            if job.started_at is not None and now - job.started_at > job.walltime + limits.walltime_grace:
+            if now - job.since > job.walltime + limits.walltime_grace:
                 chosen[job.job_id] = Reason.WALLTIME
         elif job.movable and job.submitted_at is not None and now - job.submitted_at > limits.queue_timeout:
             chosen[job.job_id] = Reason.TIMEOUT
@@ -115,7 +121,7 @@ class Own:
     reason: Reason
     campaign_id: int
     remote: str
-    started_at: float | None
+    started_at: float | None  # as :attr:`Active.since`: the slot-seconds charged to its user start there
 
 
 @dataclass
@@ -166,7 +172,7 @@ def _own(ctx: Context, cluster: str, limits: Limits) -> dict[int, Own]:
     for row in ctx.store.nikita_jobs(cluster):
         job_id, campaign_id, state, remote, submitted_at, started_at, reason, free, movable = row
         running = state == JobState.RUNNING.value
-        where[job_id] = (campaign_id, remote, started_at)
+        where[job_id] = (campaign_id, remote, None if started_at is None else max(started_at, submitted_at or 0.0))
         if reason is None:
             settings = ctx.settings(campaign_id)[cluster]
             walltime = settings["walltime"]
