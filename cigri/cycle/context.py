@@ -96,7 +96,9 @@ class Context:
         self.fresh: set[int] = set()  # batches recorded by this pass: no RM can hold them yet
         self.avoided: dict[tuple[int, str], int] = {}  # this pass: jobs of (campaign, cluster) avoiding it
         self.choosy: set[int] = set()  # campaigns with more than one place: their jobs avoid clusters
-        self.allowed: dict[str, int] = {}  # this pass: slots of cigri's jobs each cluster's flow lets wait
+        # this pass: slots of cigri's jobs each cluster's flow lets wait there, the free slots included (jobs
+        # sent to free slots wait until their RM starts them); nikita kills the newest waiting beyond it
+        self.allowed: dict[str, int] = {}
         self._settings: dict[int, dict[str, dict]] = {}
         self._users: dict[int, str] = {}
 
