@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cigri import campaigns as ops
@@ -118,6 +118,7 @@ def simulation(clusters: list[dict], jobs: int, **extra) -> tuple[Simulation, di
     data = {
         "name": "nikita",
         "period": 10,
+        "max_time": 20000,  # a regression fails fast instead of simulating for days
         "clusters": clusters,
         "campaigns": [{"name": "c", "jobs": jobs, "duration": {"dist": "fixed", "value": 100}}],
         **extra,
@@ -191,6 +192,33 @@ def test_a_job_that_started_since_the_pass_began_is_not_killed_for_flooding():
     assert (len(a.running), a.usage.killed, a.usage.cancelled_queued) == (4, 0, 2)
     assert [j.id for j in sim.store.jobs(1, [JobState.RUNNING])] == [1, 2, 3, 4]
     sim.cycle.close()
+
+
+@settings(max_examples=15)
+@given(
+    depths=st.lists(st.integers(0, 8), min_size=1, max_size=30),
+    slots=st.integers(1, 6),
+    timeout=st.sampled_from([None, 40, 150]),
+    delay=st.sampled_from([0, 5]),
+)
+def test_whatever_the_allowance_does_pass_after_pass_no_running_job_is_taken_back_and_each_job_runs_once(
+    depths, slots, timeout, delay
+):
+    extra = {"config": {"nikita.queue_timeout": timeout}} if timeout else {}
+    sim, _ = simulation([{"name": "a", "slots": slots, "queue_depth": depths[0], "delay": delay}], jobs=25, **extra)
+    a = sim.clusters["a"]
+    passes = []
+
+    def on_pass(s: Simulation) -> None:
+        passes.append(dict(s.cycle.report.counts))
+        a.queue_depth = depths[len(passes) % len(depths)]
+
+    result = sim.run(on_pass)
+    assert result["clusters"]["a"]["killed"] == 0, "a queue's excess or timeout never kills a running job"
+    assert (result["jobs_done"], result["lost"], result["duplicated"]) == (25, 0, 0)
+    killed = sum(p.get("killed for flooding", 0) + p.get("killed after waiting", 0) for p in passes)
+    assert killed == result["cancelled_queued"], "cigri's count and the cluster's own records agree"
+    assert all(j.resubmits == 0 for j in sim.store.jobs(1))
 
 
 def test_a_job_queued_past_the_timeout_is_killed_and_returned_to_its_bag():
