@@ -149,7 +149,10 @@ def adapter_class(name: str) -> type:
 
 
 def adapter_for(cluster: Cluster, context: AdapterContext) -> ResourceManager:
-    return adapter_class(cluster.adapter)(cluster, context)
+    """The cluster's adapter, seen with its packed jobs (:class:`~cigri.adapters.packing.Packs`)."""
+    from .packing import Packs
+
+    return Packs(adapter_class(cluster.adapter)(cluster, context))
 
 
 def validate_config(adapter: str, given: dict) -> dict:

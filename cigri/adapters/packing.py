@@ -17,8 +17,9 @@ that offers the file access packing needs (:class:`PackFiles`) and answers the c
   pending; an ended pack's job without an end line was cut short: the one it was running is KILLED as an
   unpacked job killed by its RM would be (resubmitted, counted), the ones it had not started are KILLED
   with ``returned`` (back to the bag, neither a failure nor a resubmission).
-- ``cancel``: the RM job, when the ids cover every job of the pack not yet ended; otherwise the jobs'
-  skip files (the job a lane runs at that moment runs to its end).
+- ``cancel``: the RM job, when one of the ids is a job the pack runs at that moment, or the ids cover every
+  job of the pack not yet ended (its other unfinished jobs then go back to the bag); otherwise the jobs'
+  skip files: a job waiting its turn is skipped and the pack goes on.
 - ``hold`` / ``release``: the RM job (a pack that has started runs on, as any running job does).
 - ``tail``: the job's own stdout or stderr.
 """
@@ -32,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from ..errors import JdlError, SubmitError
+from ..errors import AdapterError, JdlError, SubmitError
 from ..jdl import parse_resources, resource_slots
 from ..model import JobSpec, RemoteState, RemoteStatus
 
@@ -215,25 +216,29 @@ class Packs:
     """An adapter seen with its packed jobs (remote ids holding ``+``); other ids go to it unchanged."""
 
     def __init__(self, inner):
-        self.inner = inner
+        object.__setattr__(self, "inner", inner)
 
     def __getattr__(self, attribute: str):
         return getattr(self.inner, attribute)
+
+    def __setattr__(self, attribute: str, value) -> None:
+        setattr(self.inner, attribute, value)
 
     def check(self, settings: dict, path: str) -> None:
         self.inner.check(settings, path)
         check(self.inner, self.inner.name, settings, path)
 
     def submit_packs(
-        self, batch_key: str, packs: Sequence[Sequence[JobSpec]], lanes: int, node_cores: int | None
+        self, batch_key: str, packs: Sequence[Sequence[JobSpec]], lanes: int, node_cores: int | None, look: bool
     ) -> list[str]:
         """Submit packs as one batch (one RM job each; whole nodes of ``node_cores`` cores for dimensional
-        packs); return each job's remote id, in the order of the packs' jobs."""
+        packs); return each job's remote id, in the order of the packs' jobs. ``look``: the batch may be on
+        the cluster already (an earlier pass was killed): its RM jobs are found by their key."""
         home, out_dir, cores = self.inner.pack_home(), self.inner.pack_dir(), node_cores
         specs = [pack_spec(jobs, out_dir, lanes, cores, home) for jobs in packs]
         if any("\n" in w or "\r" in w for spec in specs for w in spec.argv[8:]):
             raise SubmitError("a job's words hold a line break, which a pack cannot carry")
-        rm_ids = self.inner.find_batch(batch_key) or self.inner.submit(batch_key, specs)
+        rm_ids = (self.inner.find_batch(batch_key) if look else None) or self.inner.submit(batch_key, specs)
         return self.job_ids(rm_ids, packs)
 
     @staticmethod
@@ -269,9 +274,11 @@ class Packs:
         if packed:
             texts = self.inner.outputs(list(packed))
             for rm, members in packed.items():
-                ended = {job for job, line in statuses(texts.get(rm, "")).items() if line[0] in ("end", "skip")}
+                lines = statuses(texts.get(rm, ""))
+                ended = {job for job, line in lines.items() if line[0] in ("end", "skip")}
+                running = {job for job, line in lines.items() if line[0] == "start"}
                 asked = {split_id(remote)[1] for remote in members}
-                if len(asked | ended) >= split_id(members[0])[2]:
+                if asked & running or len(asked | ended) >= split_id(members[0])[2]:
                     whole.append(rm)
                 else:
                     skips += [f"{self.inner.pack_dir()}/{job}.skip" for job in sorted(asked - ended)]
@@ -293,3 +300,40 @@ class Packs:
             return self.inner.tail(remote, stream, lines)
         job = split_id(remote)[1]
         return self.inner.tail_path(f"{self.inner.pack_dir()}/{job}.{'out' if stream == 'stdout' else 'err'}", lines)
+
+
+# reads RM jobs' stdout files in one command: each present file after a line "@@ <path>"
+_READ = 'for f in "$@"; do if [ -f "$f" ]; then printf \'\\n@@ %s\\n\' "$f"; cat "$f"; fi; done'
+
+
+class RemotePackFiles:
+    """:class:`PackFiles` through a command runner (ssh, or local on a login node). The adapter gives
+    ``_pack_run(argv)`` (a :class:`~cigri.adapters.transport.Result`), ``_pack_stdout(remote_id)`` (the path
+    of an RM job's stdout) and ``home``."""
+
+    def pack_home(self) -> str:
+        return self.home
+
+    def outputs(self, remote_ids: Sequence[str]) -> dict[str, str]:
+        paths = {self._pack_stdout(rid): rid for rid in remote_ids}
+        result = self._pack_run(["sh", "-c", _READ, "sh", *paths])
+        if not result.ok:
+            raise AdapterError(f"{self.name}: cannot read the packs' status: {result.describe()}")
+        out: dict[str, list[str]] = {}
+        current = None
+        for line in result.stdout.splitlines():
+            if line.startswith("@@ ") and line[3:] in paths:
+                current = paths[line[3:]]
+                out[current] = []
+            elif current is not None:
+                out[current].append(line)
+        return {rid: "\n".join(lines) for rid, lines in out.items()}
+
+    def touch(self, paths: Sequence[str]) -> None:
+        result = self._pack_run(["touch", *paths])
+        if not result.ok:
+            raise AdapterError(f"{self.name}: cannot mark jobs to skip: {result.describe()}")
+
+    def tail_path(self, path: str, lines: int) -> str:
+        result = self._pack_run(["tail", "-n", str(lines), path] if lines else ["cat", path])
+        return result.stdout.rstrip("\n") if result.ok else ""

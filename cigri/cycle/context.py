@@ -95,6 +95,7 @@ class Context:
         self.avoided: dict[tuple[int, str], int] = {}  # this pass: jobs of (campaign, cluster) avoiding it
         self.choosy: set[int] = set()  # campaigns with more than one place: their jobs avoid clusters
         self.allowed: dict[str, int] = {}  # this pass: slots of cigri's jobs each cluster's flow lets wait
+        self.slots: dict[str, int] = {}  # this pass: each cluster's slots, as its capacity said (packs spread on them)
         self._settings: dict[int, dict[str, dict]] = {}
         self._users: dict[int, str] = {}
 
