@@ -2,13 +2,13 @@
 """Packing short jobs on the real local Slurm: a campaign of N one-second jobs through slurm-ssh with
 ``temporal_grouping: yes`` vs the same campaign with one array task per job, side by side in one run.
 
-    nice -n 10 python bench/run_packing.py --jobs 1000
+    nice -n 10 python bench/run_packing.py --jobs 10000 --true 2000
     python bench/run_packing.py --jobs 100 --output /dev/stdout   # a smoke run
 
 Each run: a fresh state whose only cluster is the Slurm of scripts/slurm-local.sh (slurm-ssh as the test
 user, ``--accounting none``, default queue depth), gridsub, then ``grid almighty --until-done --period 1``;
 the wall time from before gridsub until almighty returned. Packed first, then unpacked, then (with
-``--true``) the same with jobs that do nothing (``/bin/true``), where the RM's own cost per job is all
+``--true N``) the same with N jobs that do nothing (``/bin/true``), where the RM's own cost per job is all
 there is. Work folders live in a temporary directory under /tmp (mode 0777: the test user writes there),
 removed at the end. The Slurm is shared: this script only cancels the jobs it submitted itself.
 Results go to this script's section of docs/benchmarks.md (or --output).
@@ -26,11 +26,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from run_core import Row, Section
 from sections import HEADER, code_version, cpu_model, section_lines, write_section
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,25 +38,6 @@ GRID = ROOT / ".venv" / "bin" / "grid"
 ENV_FILE = Path("/run/slurm/ci.env")
 SCRIPT = "bench/run_packing.py"
 TARGET = 10.0  # packed at least 10x faster than one task per job
-
-
-@dataclass
-class Row:
-    measure: str
-    cigri: str
-    baseline: str
-    ratio: str
-    target: str
-    met: str
-
-
-@dataclass
-class Section:
-    title: str
-    intro: str
-    rows: list[Row] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    error: str | None = None
 
 
 def slurm_env() -> dict[str, str]:
@@ -137,7 +118,7 @@ def cancel_leftovers(work: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=10_000, help="jobs per campaign (default 10,000)")
-    parser.add_argument("--true", action="store_true", help="also compare campaigns of /bin/true")
+    parser.add_argument("--true", type=int, default=0, metavar="N", help="also compare campaigns of N × /bin/true")
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
     args = parser.parse_args()
     env = slurm_env()
@@ -155,16 +136,16 @@ def main() -> int:
         sleeper = work / "sleep1.sh"
         sleeper.write_text("#!/bin/sh\nsleep 1\n")
         sleeper.chmod(0o755)
-        kinds = [("sleep 1", str(sleeper))] + ([("/bin/true", "/bin/true")] if args.true else [])
-        for label, command in kinds:
+        kinds = [("sleep 1", str(sleeper), args.jobs)] + ([("/bin/true", "/bin/true", args.true)] if args.true else [])
+        for label, command, jobs in kinds:
             slug = "true" if command == "/bin/true" else "sleep"
-            packed = run_campaign(work, env, f"packed-{slug}", args.jobs, command, True)
-            plain = run_campaign(work, env, f"plain-{slug}", args.jobs, command, False)
+            packed = run_campaign(work, env, f"packed-{slug}", jobs, command, True)
+            plain = run_campaign(work, env, f"plain-{slug}", jobs, command, False)
             ratio = plain["wall"] / packed["wall"]
             met = "yes" if ratio >= TARGET else f"**NO**: {ratio:.1f}x"
             section.rows.append(
                 Row(
-                    f"{args.jobs:,} × `{label}`: packed vs one array task per job",
+                    f"{jobs:,} × `{label}`: packed vs one array task per job",
                     f"{packed['wall']:.1f} s ({packed['rm_jobs']:,} RM jobs)",
                     f"{plain['wall']:.1f} s ({plain['rm_jobs']:,} RM jobs)",
                     f"{ratio:.2f}x faster",
@@ -172,8 +153,8 @@ def main() -> int:
                     met if command != "/bin/true" else "-",
                 )
             )
-            if packed["done"] != args.jobs or plain["done"] != args.jobs:
-                section.notes.append(f"{label}: {packed['done']} and {plain['done']} of {args.jobs} jobs terminated.")
+            if packed["done"] != jobs or plain["done"] != jobs:
+                section.notes.append(f"{label}: {packed['done']} and {plain['done']} of {jobs} jobs terminated.")
         slots = subprocess.run(["sinfo", "-h", "-o", "%C"], capture_output=True, text=True).stdout.split()
         section.notes.append(
             f"Slurm: CPUs allocated/idle/other/total {', '.join(slots)}; a one-second job holds one CPU, so "
@@ -191,7 +172,7 @@ def main() -> int:
         [
             "## Packing short jobs (Slurm)",
             "",
-            f"- Command: `python {SCRIPT} --jobs {args.jobs}{' --true' if args.true else ''}`",
+            f"- Command: `nice -n 10 python {SCRIPT} --jobs {args.jobs}{f' --true {args.true}' if args.true else ''}`",
             f"- Ran {when} on {machine}; {code_version(ROOT)}",
             "",
             *[line.replace("## ", "### ", 1) if line.startswith("## ") else line for line in lines],

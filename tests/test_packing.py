@@ -135,6 +135,7 @@ echo "$1" >> "$here/runs.log"
 case "$2" in
   fail) echo "failure of $1" >&2; exit 3 ;;
   env) env | grep '^CIGRI_' | sort > "$here/$1.env" ;;
+  nap) sleep 1 ;;
   slow-once) if [ ! -e "$here/$1.ran" ]; then touch "$here/$1.ran"; sleep 30; fi ;;
 esac
 echo "done $1"
@@ -252,6 +253,19 @@ def test_a_paused_campaigns_queued_pack_is_held_then_released(store, cycle, tmp_
     ops.resume(store, cid)
     wait_for(lambda: (cycle.run(), store.campaign(cid).state == CampaignState.TERMINATED)[1], timeout=30)
     assert sorted(runs(tmp_path)) == ["p1", "p2", "p3", "x1"]
+
+
+def test_dimensional_packs_take_the_node_and_run_one_job_per_core(store, cycle, tmp_path, script):
+    """The local cluster is one node of 2 slots: 4 jobs make 2 packs of 2 jobs that run side by side."""
+    cid = packed_campaign(
+        store, tmp_path, script, [f"d{i} nap" for i in range(4)], temporal_grouping="no", dimensional_grouping="yes"
+    )
+    cycle.run(["metasched", "runner"])
+    assert sorted(packs_of(store, cid).values()) == [2, 2]
+    wait_for(lambda: (cycle.run(), store.campaign(cid).state == CampaignState.TERMINATED)[1], timeout=30)
+    jobs = sorted(store.jobs(cid), key=lambda j: j.remote_id)
+    for first, second in (jobs[:2], jobs[2:]):  # the two lanes of a pack: each started before the other ended
+        assert first.started_at < second.ended_at and second.started_at < first.ended_at
 
 
 def test_packing_is_refused_at_gridsub_on_a_cluster_that_cannot_run_packs(store, tmp_path, script):
