@@ -71,7 +71,7 @@ def test_a_bad_grouping_value_is_one_line_naming_its_key_path(where, value, mess
 
 
 # pack_size: jobs one lane runs, by hand. Budget = walltime x 0.8, capped by the target; count = budget // mean;
-# spread = ceil(jobs / slots); the result is min(count, spread, 1000), at least 1.
+# spread = ceil(jobs left / slots) (guided self-scheduling); the result is min(count, spread, 1000), at least 1.
 @pytest.mark.parametrize(
     ("mean", "walltime", "jobs", "slots", "target", "expected"),
     [

@@ -77,8 +77,10 @@ def pack_size(
     ``mean``: the campaign's mean job duration (None while no job has ended: then 1, each job its own RM
     job, since nothing yet says the jobs are short). The lane's planned time, ``count x mean``, stays
     within the walltime less the margin, and within ``target`` (seconds, the JDL's temporal_grouping
-    when a number). The ``jobs`` of the batch are spread over at least the cluster's ``slots``: packing
-    never leaves a slot idle that one RM job per job would have used. At least 1, at most ``most``."""
+    when a number). ``jobs``: the campaign's jobs still to place, spread over the cluster's ``slots`` as
+    guided self-scheduling does (Polychronopoulos and Kuck, 1987: a chunk is the work left over the
+    processors): packs shrink as the campaign nears its end, so that its last jobs do not wait in a long
+    pack while other slots are idle. At least 1, at most ``most``."""
     if mean is None:
         return 1
     budget = walltime * (1 - margin)

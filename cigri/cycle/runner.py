@@ -110,7 +110,7 @@ def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign)
     key = ctx.batch_key(campaign.id, "b", batch_id)
     try:
         ctx.watch(cluster)
-        layout = _pack_layout(ctx, batch_id, cluster, campaign.id, settings, len(specs))
+        layout = _pack_layout(ctx, batch_id, cluster, campaign.id, settings)
         if layout is not None and layout["size"] > 1:
             packs = [specs[i : i + layout["size"]] for i in range(0, len(specs), layout["size"])]
             remote = adapter.submit_packs(key, packs, layout["lanes"], layout["cores"], batch_id not in ctx.fresh)
@@ -143,7 +143,7 @@ def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign)
     log.info("runner: %d jobs of campaign %d submitted to %s", len(jobs), campaign.id, cluster)
 
 
-def _pack_layout(ctx: Context, batch_id: int, cluster: str, campaign_id: int, settings: dict, count: int):
+def _pack_layout(ctx: Context, batch_id: int, cluster: str, campaign_id: int, settings: dict):
     """How a batch of a campaign packing its jobs there is cut into packs, fixed (and recorded) at its first
     submission: ``size`` jobs per pack (1: unpacked), run in ``lanes`` lanes on ``cores`` cores (dimensional
     packs take a node, their lanes are the jobs it holds at once). Jobs per lane come from the campaign's
@@ -159,12 +159,12 @@ def _pack_layout(ctx: Context, batch_id: int, cluster: str, campaign_id: int, se
         lanes = max(1, cores // settings["_slots"]) if cores else 1
         per_lane = 1
         if temporal:
-            stats = ctx.store.stats(campaign_id)
+            stats, counts = ctx.store.stats(campaign_id), ctx.store.counts(campaign_id)
             mean = stats["duration_sum"] / stats["duration_n"] if stats["duration_n"] else None
             per_lane = packing.pack_size(
                 mean,
                 settings["walltime"],
-                jobs=count,
+                jobs=counts[JobState.TO_LAUNCH] + counts[JobState.LAUNCHING],
                 slots=ctx.slots.get(cluster) or adapter.capacity().total,
                 target=None if temporal is True else temporal,
             )
