@@ -20,7 +20,8 @@ that offers the file access packing needs (:class:`PackFiles`) and answers the c
 - ``cancel``: the RM job, when one of the ids is a job the pack runs at that moment, or the ids cover every
   job of the pack not yet ended (its other unfinished jobs then go back to the bag); otherwise the jobs'
   skip files: a job waiting its turn is skipped and the pack goes on.
-- ``hold`` / ``release``: the RM job (a pack that has started runs on, as any running job does).
+- ``hold`` / ``release``: the RM job while it is queued (a pack that has started runs on, as any running
+  job does).
 - ``tail``: the job's own stdout or stderr.
 """
 
@@ -290,12 +291,19 @@ class Packs:
             self.inner.cancel(whole)
 
     def hold(self, remote_ids: Sequence[str]) -> None:
-        plain, packed = self._split(remote_ids)
-        self.inner.hold(plain + list(packed))
+        self.inner.hold(self._queued(remote_ids))
 
     def release(self, remote_ids: Sequence[str]) -> None:
+        self.inner.release(self._queued(remote_ids))
+
+    def _queued(self, remote_ids: Sequence[str]) -> list[str]:
+        """The plain ids, and the RM jobs of the packed ones that are still queued (a pack that runs
+        already is not the RM's to hold: a job waiting in it is, to cigri, only queued)."""
         plain, packed = self._split(remote_ids)
-        self.inner.release(plain + list(packed))
+        if not packed:
+            return plain
+        found = self.inner.states(list(packed))
+        return plain + [rm for rm in packed if found[rm].state == RemoteState.PENDING]
 
     def tail(self, remote: str, stream: str, lines: int) -> str:
         if not is_packed(remote):
@@ -332,7 +340,8 @@ class RemotePackFiles:
         return {rid: "\n".join(lines) for rid, lines in out.items()}
 
     def touch(self, paths: Sequence[str]) -> None:
-        result = self._pack_run(["touch", *paths])
+        script = 'umask 077; for f; do mkdir -p "${f%/*}" && : > "$f" || exit 1; done'
+        result = self._pack_run(["sh", "-c", script, "sh", *paths])
         if not result.ok:
             raise AdapterError(f"{self.name}: cannot mark jobs to skip: {result.describe()}")
 
