@@ -23,7 +23,7 @@ from .errors import JdlError
 
 GLOBAL_ONLY = ("name", "clusters", "param_file", "nb_jobs", "params", "priority", "class", "finalize")
 # CiGri keys cigri does not build yet: refused by name rather than accepted and silently ignored
-NOT_SUPPORTED = ("jobs_type", "temporal_grouping", "dimensional_grouping", "checkpointing_type")
+NOT_SUPPORTED = ("jobs_type", "checkpointing_type")
 NOT_SUPPORTED_PREFIX = "output_"  # output_gathering_method, output_file, output_destination
 
 # per-cluster keys and their defaults (CiGri v3's); None means "not set"
@@ -42,6 +42,8 @@ CLUSTER_DEFAULTS: dict[str, object] = {
     "prologue_walltime": None,
     "epilogue_walltime": None,
     "environment": {},  # variables every job gets (the CIGRI_* ones win)
+    "temporal_grouping": False,  # short jobs in sequence in one RM job: false, true, or seconds per RM job
+    "dimensional_grouping": False,  # one RM job per node running one job per core
 }
 
 MAX_WALLTIME = 366 * 86400
@@ -140,6 +142,21 @@ def _bool(value: object, path: str) -> bool:
     raise JdlError(path, f"expected true or false, not {value!r}")
 
 
+def _grouping(value: object, path: str) -> bool | int:
+    """``temporal_grouping``: yes/no (CiGri's booleans), or the seconds one RM job should run (a whole
+    number or HH:MM:SS): packs are then sized to that time rather than to the walltime."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no"):
+        return value.strip().lower() in ("true", "yes")
+    if value in (0, "0"):
+        raise JdlError(path, "expected yes, no or the seconds one RM job should run (no turns packing off)")
+    try:
+        return parse_walltime(value, path)
+    except JdlError:
+        raise JdlError(path, f"expected yes, no or the seconds one RM job should run, not {value!r}") from None
+
+
 def _int(value: object, path: str, minimum: int) -> int:
     if isinstance(value, bool):
         raise JdlError(path, f"expected a whole number, not {value!r}")
@@ -221,8 +238,10 @@ def _cluster_settings(raw: dict, path: str) -> dict:
             if kind not in ("best-effort", "normal"):
                 raise JdlError(kpath, f"type must be best-effort or normal, not {value!r}")
             out[key] = kind
-        elif key == "test_mode":
+        elif key in ("test_mode", "dimensional_grouping"):
             out[key] = _bool(value, kpath)
+        elif key == "temporal_grouping":
+            out[key] = _grouping(value, kpath)
         elif key == "max_jobs":
             out[key] = _int(value, kpath, 1)
         elif key in ("prologue", "epilogue"):

@@ -155,6 +155,7 @@ class RemoteStatus:
     started_at: float | None = None
     ended_at: float | None = None
     reason: str = ""
+    returned: bool = False  # KILLED before it began (its pack ended first): back to the bag, no failure
 
 
 @dataclass(frozen=True)

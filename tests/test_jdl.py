@@ -49,7 +49,7 @@ def test_defaults_are_cigris():
         3600,
         "best-effort",
     )
-    assert a["max_jobs"] is None and "temporal_grouping" not in a
+    assert a["max_jobs"] is None and a["temporal_grouping"] is False and a["dimensional_grouping"] is False
     assert list(jdl.jobs_of(parsed)) == [("0", "0"), ("1", "1")]
 
 
@@ -57,8 +57,6 @@ def test_defaults_are_cigris():
     ("key", "value"),
     [
         ("jobs_type", "desktop_computing"),
-        ("temporal_grouping", True),
-        ("dimensional_grouping", "false"),
         ("checkpointing_type", "blcr"),
         ("output_gathering_method", "scp"),
         ("output_file", "out.tgz"),

@@ -20,6 +20,10 @@ The contract every adapter implements (:class:`ResourceManager`):
 - ``activity()``: a value that changes when something may have happened on the cluster (lets a looping
   almighty wake early); adapters without a cheap signal return None.
 
+Every adapter is seen through :class:`~cigri.adapters.packing.Packs`, which answers the contract for the
+jobs cigri packs several to an RM job (remote ids ``<RM job>+<job>+<size>``) from the adapter's RM jobs and
+the files the packs write, for the adapters that offer the file access (local, slurm-ssh, slurm-rest).
+
 Adapters map their own failures (subprocess, ssh, HTTP) to :class:`~cigri.errors.AdapterError`
 subclasses once, at their edge.
 """
@@ -149,7 +153,10 @@ def adapter_class(name: str) -> type:
 
 
 def adapter_for(cluster: Cluster, context: AdapterContext) -> ResourceManager:
-    return adapter_class(cluster.adapter)(cluster, context)
+    """The cluster's adapter, seen with its packed jobs (:class:`~cigri.adapters.packing.Packs`)."""
+    from .packing import Packs
+
+    return Packs(adapter_class(cluster.adapter)(cluster, context))
 
 
 def validate_config(adapter: str, given: dict) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import socket
@@ -128,6 +129,31 @@ class LocalAdapter:
     def tail(self, remote_id: str, stream: str, lines: int) -> str:
         path = self.spool.out_path(int(remote_id), stream)
         return tail_file(path, lines)
+
+    # packing (cigri.adapters.packing): the files of packed jobs, in the spool
+    def pack_dir(self) -> str:
+        return str(self.spool.dir / "out" / "packed")
+
+    def pack_home(self) -> str:
+        return self.home
+
+    def outputs(self, remote_ids: Sequence[str]) -> dict[str, str]:
+        out = {}
+        for rid in remote_ids:
+            with contextlib.suppress(FileNotFoundError):
+                out[rid] = self.spool.out_path(int(rid), "stdout").read_text(errors="replace")
+        return out
+
+    def touch(self, paths: Sequence[str]) -> None:
+        for path in paths:
+            Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            Path(path).touch()
+
+    def tail_path(self, path: str, lines: int) -> str:
+        return tail_file(Path(path), lines)
+
+    def node_cores(self) -> int:
+        return self.slots
 
     def output_path(self, remote_id: str, stream: str) -> Path:
         return self.spool.out_path(int(remote_id), stream)

@@ -22,6 +22,7 @@ from ..errors import AdapterError, ConfigError, JdlError, SubmitError
 from ..jdl import format_walltime, parse_resources, property_terms
 from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
 from . import AdapterContext, Option, batch_environment, expand_home, exports
+from .packing import RemotePackFiles
 from .transport import CommandRunner, RemoteCommands, runner_for, shell
 
 # Slurm job states (squeue %T / sacct State / REST job_state), translated. Anything else is UNKNOWN.
@@ -277,7 +278,7 @@ SLURM_OPTIONS = (
 )
 
 
-class SlurmSsh(RemoteCommands):
+class SlurmSsh(RemotePackFiles, RemoteCommands):
     """Slurm's commands (sbatch, squeue, scancel, sinfo) through ssh, or locally on a login node."""
 
     unreachable = UNREACHABLE
@@ -459,6 +460,26 @@ class SlurmSsh(RemoteCommands):
         argv = ["tail", "-n", str(lines), path] if lines else ["cat", path]
         result = self._run(argv)
         return result.stdout.rstrip("\n") if result.ok else ""
+
+    # packing (cigri.adapters.packing): packed jobs' files beside the RM jobs' outputs
+    def pack_dir(self) -> str:
+        return f"{self.remote_dir}/out/packed"
+
+    def _pack_stdout(self, remote_id: str) -> str:
+        return f"{self.remote_dir}/out/{remote_id}.out"
+
+    def _pack_run(self, argv: Sequence[str]):
+        return self._run(argv)
+
+    def node_cores(self) -> int:
+        argv = [self._cmd("sinfo"), "-h", "-o", "%c"]
+        if self.config.get("partition"):
+            argv += ["-p", self.config["partition"]]
+        result = self._run(argv)
+        cores = [int(word.rstrip("+")) for word in result.stdout.split() if word.rstrip("+").isdigit()]
+        if not result.ok or not cores:
+            raise AdapterError(f"{self.name}: cannot read the cores of its nodes: {result.describe()}")
+        return min(cores)
 
     def activity(self) -> object:
         """A probe is one ``squeue --me`` (the read of a pass, which the next pass then shares)."""

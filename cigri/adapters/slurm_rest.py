@@ -43,10 +43,11 @@ from pathlib import Path
 
 import httpx
 
-from ..errors import AdapterError, ConfigError, SubmitError, TransportError
+from ..errors import AdapterError, ConfigError, JdlError, SubmitError, TransportError
 from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
 from ..private import write_private
 from . import AdapterContext, Option, expand_home, http
+from .packing import RemotePackFiles
 from .slurm import (
     LISTING_TTL,
     SLURM_OPTIONS,
@@ -321,7 +322,7 @@ def error_numbers(data: dict) -> set[int]:
     }
 
 
-class SlurmRest:
+class SlurmRest(RemotePackFiles):
     """Slurm through its REST daemon, slurmrestd (JWT authentication)."""
 
     options = (
@@ -630,6 +631,9 @@ class SlurmRest:
     def check(self, settings: dict, path: str) -> None:
         resource_options(settings["resources"], f"{path}.resources")
         constraint(settings.get("properties") or "", f"{path}.properties")
+        grouping = next((k for k in ("temporal_grouping", "dimensional_grouping") if settings.get(k)), None)
+        if grouping and self.runner is None:
+            raise JdlError(f"{path}.{grouping}", f"packed jobs on {self.name!r} need ssh (host) to read their status")
 
     def capacity(self) -> Capacity:
         partition = self.config.get("partition")
@@ -738,6 +742,27 @@ class SlurmRest:
             )
             if error_numbers(answer) - UPDATED_OR_GONE:
                 raise AdapterError(f"{self.name} refused {what} {rid}: {error_text(answer)}")
+
+    # packing (cigri.adapters.packing): packed jobs' files beside the RM jobs' outputs, read through ssh
+    def pack_dir(self) -> str:
+        return f"{self.output_dir}/cigri-packed"
+
+    def _pack_stdout(self, remote_id: str) -> str:
+        return f"{self.output_dir}/cigri-{remote_id}.out"
+
+    def _pack_run(self, argv: Sequence[str]):
+        return self.runner.run(argv)
+
+    def node_cores(self) -> int:
+        partition = self.config.get("partition")
+        cores = [
+            number(node.get("cpus")) or 0
+            for node in self._slurm("GET", "nodes").get("nodes") or []
+            if not partition or partition in (node.get("partitions") or [])
+        ]
+        if not any(cores):
+            raise AdapterError(f"{self.name}: slurmrestd lists no node with cores")
+        return min(c for c in cores if c)
 
     def tail(self, remote_id: str, stream: str, lines: int) -> str:
         if self.runner is None:

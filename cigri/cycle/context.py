@@ -99,6 +99,7 @@ class Context:
         # this pass: slots of cigri's jobs each cluster's flow lets wait there, the free slots included (jobs
         # sent to free slots wait until their RM starts them); nikita kills the newest waiting beyond it
         self.allowed: dict[str, int] = {}
+        self.slots: dict[str, int] = {}  # this pass: each cluster's slots, as its capacity said (packs spread on them)
         self._settings: dict[int, dict[str, dict]] = {}
         self._users: dict[int, str] = {}
 

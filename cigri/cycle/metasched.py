@@ -40,6 +40,7 @@ def _clusters(ctx: Context) -> list[ClusterView]:
     views = []
     for name, capacity in capacities(ctx, usable(ctx, list(configured))).items():
         launching = ctx.store.active_count(name).get(JobState.LAUNCHING.value, 0)
+        ctx.slots[name] = capacity.total
         constant = getattr(ctx.adapter(name), "queue_depth", 0)
         depth = 0 if _queue_stalled(ctx, name) else constant
         free = max(0, capacity.free - capacity.queued - launching)

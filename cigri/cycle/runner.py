@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import fields, replace
 
+from ..adapters import packing
 from ..errors import AdapterError, SubmitError
 from ..jdl import split_params
 from ..model import Campaign, EventClass, EventCode, JobSpec, JobState
@@ -109,10 +110,15 @@ def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign)
     key = ctx.batch_key(campaign.id, "b", batch_id)
     try:
         ctx.watch(cluster)
-        # only a batch an earlier (killed) pass recorded may already be on the cluster
-        remote = None if batch_id in ctx.fresh else adapter.find_batch(key)
-        if remote is None:
-            remote = adapter.submit(key, specs)
+        layout = _pack_layout(ctx, batch_id, cluster, campaign.id, settings)
+        if layout is not None and layout["size"] > 1:
+            packs = [specs[i : i + layout["size"]] for i in range(0, len(specs), layout["size"])]
+            remote = adapter.submit_packs(key, packs, layout["lanes"], layout["cores"], batch_id not in ctx.fresh)
+        else:
+            # only a batch an earlier (killed) pass recorded may already be on the cluster
+            remote = None if batch_id in ctx.fresh else adapter.find_batch(key)
+            if remote is None:
+                remote = adapter.submit(key, specs)
     except SubmitError as exc:
         with ctx.store.transaction():
             ctx.store.abandon_batch(batch_id)
@@ -135,6 +141,37 @@ def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign)
         )
     ctx.report.add("submitted", len(jobs))
     log.info("runner: %d jobs of campaign %d submitted to %s", len(jobs), campaign.id, cluster)
+
+
+def _pack_layout(ctx: Context, batch_id: int, cluster: str, campaign_id: int, settings: dict):
+    """How a batch of a campaign packing its jobs there is cut into packs, fixed (and recorded) at its first
+    submission: ``size`` jobs per pack (1: unpacked), run in ``lanes`` lanes on ``cores`` cores (dimensional
+    packs take a node, their lanes are the jobs it holds at once). Jobs per lane come from the campaign's
+    mean duration (:func:`~cigri.adapters.packing.pack_size`): 1 until one of its jobs has ended. None when
+    the campaign does not pack there or the cluster cannot (the simulator's)."""
+    temporal, dimensional = settings.get("temporal_grouping"), settings.get("dimensional_grouping")
+    adapter = ctx.adapter(cluster)
+    if not (temporal or dimensional) or not hasattr(adapter, "pack_dir"):
+        return None
+    layout = ctx.store.batch_pack(batch_id)
+    if layout is None:
+        cores = adapter.node_cores() if dimensional else None
+        lanes = max(1, cores // settings["_slots"]) if cores else 1
+        per_lane = 1
+        if temporal:
+            stats, counts = ctx.store.stats(campaign_id), ctx.store.counts(campaign_id)
+            mean = stats["duration_sum"] / stats["duration_n"] if stats["duration_n"] else None
+            per_lane = packing.pack_size(
+                mean,
+                settings["walltime"],
+                jobs=counts[JobState.TO_LAUNCH] + counts[JobState.LAUNCHING],
+                slots=ctx.slots.get(cluster) or adapter.capacity().total,
+                target=None if temporal is True else temporal,
+            )
+        layout = {"size": per_lane * lanes, "lanes": lanes, "cores": cores}
+        with ctx.store.transaction():
+            ctx.store.set_batch_pack(batch_id, layout)
+    return layout
 
 
 def _submit_stage(ctx: Context, campaign: Campaign, cluster: str, stage: str, previous: str | None = None) -> None:

@@ -96,7 +96,7 @@ def collect(ctx: Context, cluster: str) -> None:
         start, end = status.started_at, now if status.ended_at is None else status.ended_at
         if start is not None:
             held.append((campaign_id, max(0.0, end - start)))
-        if status.state == RemoteState.KILLED and job_id in stopping:
+        if status.state == RemoteState.KILLED and (job_id in stopping or status.returned):
             preempted.append(job_id)
         elif status.state == RemoteState.KILLED or status.exit_code in RESUBMIT_EXIT:
             requeue.append((job_id, campaign_id, status.reason or f"exit status {status.exit_code}"))

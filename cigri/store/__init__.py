@@ -433,6 +433,14 @@ class Store:
         )
         self.conn.execute("UPDATE batches SET state = 'done' WHERE id = ?", (batch_id,))
 
+    def batch_pack(self, batch_id: int) -> dict | None:
+        """A batch's pack layout, once its first submission fixed it (None before, and for unpacked ones)."""
+        row = self._one("SELECT pack FROM batches WHERE id = ?", (batch_id,))
+        return json.loads(row[0]) if row and row[0] else None
+
+    def set_batch_pack(self, batch_id: int, layout: dict) -> None:
+        self.conn.execute("UPDATE batches SET pack = ? WHERE id = ?", (json.dumps(layout), batch_id))
+
     def abandon_batch(self, batch_id: int) -> None:
         """The RM refused the batch: its jobs go back to to_launch."""
         self.conn.execute(

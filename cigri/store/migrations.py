@@ -233,6 +233,12 @@ def _m007_replicas(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m008_batch_pack(conn: sqlite3.Connection) -> None:
+    # a packed batch's layout (JSON: jobs per pack, lanes, node cores), fixed at its first submission so
+    # that a killed pass finds the same packs again
+    conn.execute("ALTER TABLE batches ADD COLUMN pack TEXT")
+
+
 def _m010_nikita(conn: sqlite3.Connection) -> None:
     # a kill nikita asked for its own reasons ('flooding', 'timeout', 'walltime'): recorded before the RM is
     # called, cleared once the job is back in its bag; a pass killed in between asks it again
@@ -248,6 +254,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("005_removed_clusters", _m005_removed_clusters),
     ("006_metasched", _m006_metasched),
     ("007_replicas", _m007_replicas),
+    ("008_batch_pack", _m008_batch_pack),
     ("010_nikita", _m010_nikita),
 ]
 
