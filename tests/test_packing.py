@@ -274,3 +274,23 @@ def test_packing_is_refused_at_gridsub_on_a_cluster_that_cannot_run_packs(store,
     with pytest.raises(JdlError) as refused:
         submit(store, path)
     assert str(refused.value).startswith("clusters.oar.temporal_grouping: cluster 'oar' cannot run packed jobs")
+
+
+def test_jobs_waiting_their_turn_in_a_running_pack_are_not_taken_back_for_flooding(store, cycle, tmp_path, script):
+    """One pack of 4 on a 1-slot cluster whose queue may hold nothing: a2..a4 read as queued while a1 runs,
+    but they wait inside an RM job that runs; nikita leaves them there."""
+    clusters.set_options(store, "local", {"slots": 1})
+    cid = packed_campaign(store, tmp_path, script, ["a1 slow-once", "a2", "a3", "a4"])
+    cycle.run(["metasched", "runner"])
+    assert list(packs_of(store, cid).values()) == [4]
+    clusters.set_options(store, "local", {"queue_depth": 0})
+    cycle.close()  # the adapter reads its options again
+    jobs = {j.name: j.id for j in store.jobs(cid)}
+    wait_for(lambda: (cycle.run(["updator"]), store.job(jobs["a1"]).state == JobState.RUNNING)[1])
+    wait_for(lambda: runs(tmp_path) == ["a1"])  # it sleeps now: a2..a4 wait their turn in the pack
+    report = cycle.run()
+    assert "killed for flooding" not in report.counts
+    assert [store.job(jobs[n]).state for n in ("a2", "a3", "a4")] == [JobState.SUBMITTED] * 3
+    for job_id in jobs.values():
+        ops.cancel_job(store, job_id)
+    cycle.run(["nikita"])

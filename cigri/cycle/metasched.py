@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from .. import config
+from ..adapters import packing
 from ..model import ACTIVE_JOB_STATES, Campaign, CampaignState, CampaignType, EventClass, EventCode, JobState
 from ..scheduling import Assignment, CampaignView, ClusterView, Demand, GridJob, Snapshot, State, Stop, decide
 from . import replicas
@@ -155,10 +156,10 @@ def _take_back(ctx: Context, campaigns: Sequence[Campaign], budgets: Sequence[Cl
     places: dict[int, dict[str, dict]] = {}
     for cluster in free:
         recall, stalled_tests = [], []
-        for job_id, campaign_id in ctx.store.overdue_jobs(cluster, now - ctx.patience.queue_wait):
+        for job_id, campaign_id, remote in ctx.store.overdue_jobs(cluster, now - ctx.patience.queue_wait):
             campaign = by_id.get(campaign_id)
-            if campaign is None:
-                continue
+            if campaign is None or (remote and packing.is_packed(remote)):
+                continue  # a paused campaign's job stays; a packed one waits its turn in its pack
             if campaign.type == CampaignType.TEST:
                 stalled_tests.append((job_id, campaign_id))
                 continue

@@ -18,7 +18,8 @@ What it kills, each job once and for one reason:
 
 Timeouts and flooding take queued jobs back: as the metascheduler's take-back, they close the cluster's queue
 allowance until one of cigri's jobs starts there. They concern the queued jobs of running default campaigns
-only (a paused campaign's are held there on purpose; a test job ends its test after ``queue_wait``). Before
+only (a paused campaign's are held there on purpose; a test job ends its test after ``queue_wait``; a packed
+job waits its turn inside its pack, an RM job that flooding and timeouts leave alone). Before
 killing anything for its own reasons on a cluster, nikita reads the cluster's job states again (the updator's
 bulk query and bookkeeping), so that a job that started or ended since the pass began is seen as it is.
 
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from .. import config
+from ..adapters import packing
 from ..errors import AdapterError
 from ..model import JobState
 from ..store import Store
@@ -176,6 +178,7 @@ def _own(ctx: Context, cluster: str, limits: Limits) -> dict[int, Own]:
         if reason is None:
             settings = ctx.settings(campaign_id)[cluster]
             walltime = settings["walltime"]
+            movable = movable and not (remote and packing.is_packed(remote))  # in a pack, it waits its turn there
             jobs.append(Active(job_id, settings["_slots"], running, submitted_at, started_at, walltime, free, movable))
         elif (running or not movable) and reason != Reason.WALLTIME.value:
             stale.append(job_id)  # it started, or its campaign was paused: not taken back from the queue

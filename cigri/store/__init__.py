@@ -499,12 +499,12 @@ class Store:
             (cluster,),
         )[0]
 
-    def overdue_jobs(self, cluster: str, before: float) -> list[tuple[int, int]]:
-        """(id, campaign) of cigri's jobs queued on the cluster since before ``before``, not yet being taken
-        back nor killed."""
+    def overdue_jobs(self, cluster: str, before: float) -> list[tuple[int, int, str | None]]:
+        """(id, campaign, remote id) of cigri's jobs queued on the cluster since before ``before``, not yet
+        being taken back nor killed."""
         return self.conn.execute(
-            f"SELECT id, campaign_id FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} AND state = 'submitted' "
-            "AND submitted_at < ? AND recall = 0 AND kill_requested = 0 AND nikita IS NULL ORDER BY id",
+            f"SELECT id, campaign_id, remote_id FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} "
+            "AND state = 'submitted' AND submitted_at < ? AND recall = 0 AND kill_requested = 0 AND nikita IS NULL ORDER BY id",
             (cluster, before),
         ).fetchall()
 
