@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import adapters
 from . import flow as flows
 from .errors import ConfigError, NotFound
 from .scheduling import MetaScheduler, metascheduler, registry
@@ -46,6 +47,7 @@ KEYS = (
 CLUSTER_KEYS = ("metasched", "flow", "sensor", "reference")  # the keys a cluster may have of its own
 WAITING = "waiting"  # the default sensor: cigri's jobs waiting in the cluster's queue
 LOAD = "load:"  # the sensor ``load:HOST``: the 1-minute load of a file-server host
+_HOST = re.compile(r"[A-Za-z0-9_\[][A-Za-z0-9_.:\[\]-]*")  # a host name or address (never an ssh option)
 
 
 def cluster_key(cluster: str, key: str = "metasched") -> str:
@@ -151,7 +153,7 @@ def sensor_host(key: str, value: Any) -> str | None:
     for anything else."""
     if value == WAITING:
         return None
-    if isinstance(value, str) and value.startswith(LOAD) and re.fullmatch(r"[A-Za-z0-9_.:\[\]-]+", value[len(LOAD) :]):
+    if isinstance(value, str) and value.startswith(LOAD) and _HOST.fullmatch(value[len(LOAD) :]):
         return value[len(LOAD) :]
     raise ConfigError(f"{key}: expected {WAITING} or {LOAD}HOST, got {value!r}")
 
@@ -166,7 +168,8 @@ def _check_flow(store: Store, settings: Mapping[str, Any], key: str, value: Any)
         raise NotFound(f"{key}: no cluster named {match.group(1)!r}")
     what = match.group(2) if match is not None else "flow"
     if what == "sensor":
-        sensor_host(key, value)
+        if sensor_host(key, value) is not None and match is not None:
+            _check_reads_load(store, key, match.group(1))
     elif what == "reference":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ConfigError(f"{key}: expected a number >= 0, got {value!r}")
@@ -174,6 +177,13 @@ def _check_flow(store: Store, settings: Mapping[str, Any], key: str, value: Any)
         if not isinstance(value, str):
             raise ConfigError(f"{key}: expected a flow strategy name, got {value!r}")
         build_flow(settings, value)
+
+
+def _check_reads_load(store: Store, key: str, cluster: str) -> None:
+    """A file server's load is read through the cluster's transport: its adapter must have one."""
+    adapter = store.cluster(cluster).adapter
+    if adapter in adapters.registry() and not hasattr(adapters.adapter_class(adapter), "server_load"):
+        raise ConfigError(f"{key}: the {adapter} adapter of {cluster} has no transport to read a host's load")
 
 
 @dataclass(frozen=True)

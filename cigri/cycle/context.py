@@ -12,6 +12,7 @@ from .. import config
 from ..adapters import AdapterContext, ResourceManager, adapter_for
 from ..calls import Bounded
 from ..clock import Clock
+from ..flow import Allowance
 from ..jdl import parse_resources, resource_slots
 from ..prediction import Predictor
 from ..scheduling import MetaScheduler
@@ -80,6 +81,7 @@ class Context:
         adapters: Callable[[str], ResourceManager] | None,
         patience: Patience,
         oracle: Callable[[int], float | None] | None = None,
+        flow: str | None = None,
     ):
         self.store = store
         self.clock = clock
@@ -94,7 +96,11 @@ class Context:
         self.fresh: set[int] = set()  # batches recorded by this pass: no RM can hold them yet
         self.avoided: dict[tuple[int, str], int] = {}  # this pass: jobs of (campaign, cluster) avoiding it
         self.choosy: set[int] = set()  # campaigns with more than one place: their jobs avoid clusters
+        self.flow = flow  # None: the configured flow strategies (cigri.config), read each pass
         self.allowed: dict[str, int] = {}  # this pass: slots of cigri's jobs each cluster's flow lets wait
+        self.allowances: dict[str, Allowance] = {}  # this pass: what each cluster's flow strategy answered
+        self.flow_rows: dict[str, tuple[str, dict]] = {}  # this pass: each cluster's flow state, to keep
+        self.started: dict[str, int] = defaultdict(int)  # this pass: slots of cigri's queued jobs seen starting
         self._settings: dict[int, dict[str, dict]] = {}
         self._users: dict[int, str] = {}
 
@@ -103,6 +109,9 @@ class Context:
         self.report = PassReport()
         self.fresh.clear()
         self.allowed.clear()
+        self.allowances.clear()
+        self.flow_rows.clear()
+        self.started.clear()
         for adapter in self.adapters.values():
             adapter.reopen()
 
