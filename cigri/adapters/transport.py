@@ -220,8 +220,9 @@ def read_load(runner: CommandRunner, host: str, cluster: str) -> float:
     if host in LOCAL_HOSTS or host == getattr(runner, "host", None):
         argv = ["cat", "/proc/loadavg"]
     else:
-        ssh_options = ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT:g}"]
-        argv = ["ssh", *ssh_options, "--", host, "cat", "/proc/loadavg"]
+        # exit 1, not ssh's 255: an ssh transport would take the hop's failure for its own
+        hop = f'ssh -o BatchMode=yes -o ConnectTimeout={CONNECT_TIMEOUT:g} -- "$0" cat /proc/loadavg || exit 1'
+        argv = ["sh", "-c", hop, host]
     result = runner.run(argv)
     if not result.ok:
         raise TransportError(f"{cluster}: cannot read the load of {host}: {result.describe()}")
