@@ -102,6 +102,12 @@ class Constant:
 _REGISTRY: dict[str, type] = {Constant.name: Constant}
 
 
+def within_depth(slots: int, depth: int) -> int:
+    """``slots``, but never above the cluster's ``queue_depth`` when it is set (> 0): the ceiling of every
+    strategy's queue allowance."""
+    return min(slots, depth) if depth > 0 else slots
+
+
 def register(strategy: type) -> type:
     """Make a flow class available by its ``name`` (usable as a class decorator)."""
     _REGISTRY[strategy.name] = strategy
@@ -123,3 +129,7 @@ def flow(name: str = Constant.name, options: Mapping[str, Any] | None = None) ->
     if options:
         raise ConfigError(f"flow.{name}.{sorted(options)[0]}: {name} has no such option")
     return cls()
+
+
+# the strategies register themselves when their module is imported
+from . import ip, pi  # noqa: E402, F401
