@@ -132,4 +132,4 @@ def flow(name: str = Constant.name, options: Mapping[str, Any] | None = None) ->
 
 
 # the strategies register themselves when their module is imported
-from . import ip, pi  # noqa: E402, F401
+from . import ip, pi, ratio  # noqa: E402, F401
