@@ -31,6 +31,7 @@ class CampaignFlow:
     waiting: int  # its jobs waiting in the cluster's queue
     running: int  # its jobs running there
     sent: int  # its jobs sent there by the previous pass
+    slots: int = 1  # slots one of its jobs takes there
 
 
 @dataclass(frozen=True)
@@ -132,4 +133,4 @@ def flow(name: str = Constant.name, options: Mapping[str, Any] | None = None) ->
 
 
 # the strategies register themselves when their module is imported
-from . import ip, pi, ratio  # noqa: E402, F401
+from . import ip, pi, ratio, taps  # noqa: E402, F401
