@@ -123,7 +123,10 @@ def _reading(
         sensor=sensor,
         reference=reference,
         stalled=stalled,
-        campaigns=tuple(CampaignFlow(c, waiting.get(c, 0), running.get(c, 0), sent.get(c, 0)) for c in campaigns),
+        campaigns=tuple(
+            CampaignFlow(c, waiting.get(c, 0), running.get(c, 0), sent.get(c, 0), ctx.settings(c)[name]["_slots"])
+            for c in campaigns
+        ),
     )
 
 
