@@ -14,7 +14,7 @@ from cigri import clusters, config, flow
 from cigri.clock import RealClock
 from cigri.cycle.flow import state_name
 from cigri.errors import ConfigError
-from cigri.flow import Allowance
+from cigri.flow import Allowance, CampaignFlow
 from cigri.jdl import load
 from cigri.model import EventCode, JobState
 
@@ -64,6 +64,7 @@ def test_the_allowance_replaces_the_queue_depth_and_its_state_is_kept_per_strate
     assert state == {}
     assert (first.cluster, first.slots, first.free, first.depth, first.period) == ("local", 2, 2, 64, 0.0)
     assert (first.waiting, first.running, first.started, first.sensor, first.reference) == (0, 0, 0, 0.0, None)
+    assert first.campaigns == (CampaignFlow(cid, 0, 0, 0, 1),)  # a campaign that may send there, none there yet
     assert store.strategy_states()[state_name("recorder", "local")]["state"] == {"passes": 1}
     cycle.run(["runner"])
     cycle.run(["metasched"])

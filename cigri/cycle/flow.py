@@ -34,9 +34,15 @@ def state_name(strategy: str, cluster: str) -> str:
     return f"flow.{strategy}.{cluster}"
 
 
-def allow(ctx: Context, capacities: Mapping[str, Capacity], stalled: Callable[[str], bool]) -> dict[str, Allowance]:
+def allow(
+    ctx: Context,
+    capacities: Mapping[str, Capacity],
+    stalled: Callable[[str], bool],
+    candidates: Mapping[str, set[int]],
+) -> dict[str, Allowance]:
     """Each cluster's allowance for this pass (kept in ``ctx.allowances``); a cluster whose sensor fails
-    is left out, closed for the pass."""
+    is left out, closed for the pass. ``candidates``: the running campaigns that may send jobs to each
+    cluster (listed in its reading with those that have jobs there or were sent some)."""
     flows = config.cluster_flows(ctx.store, list(capacities), ctx.flow)
     states = ctx.store.strategy_states()
     now = ctx.clock.now()
@@ -55,6 +61,7 @@ def allow(ctx: Context, capacities: Mapping[str, Capacity], stalled: Callable[[s
             ctx,
             name,
             capacity,
+            candidates=candidates.get(name, set()),
             now=now,
             period=0.0 if previous is None else max(0.0, now - previous),
             sent={int(k): v for k, v in kept.get("sent", {}).items()},
@@ -84,6 +91,7 @@ def _reading(
     name: str,
     capacity: Capacity,
     *,
+    candidates: set[int],
     now: float,
     period: float,
     sent: dict[int, int],
@@ -108,7 +116,7 @@ def _reading(
         mean = _mean_duration(ctx, campaign_id)
         if mean:
             expected += jobs * ctx.settings(campaign_id)[name]["_slots"] * period / mean
-    campaigns = sorted({*waiting, *running, *sent})
+    campaigns = sorted({*candidates, *waiting, *running, *sent})
     return Reading(
         cluster=name,
         now=now,

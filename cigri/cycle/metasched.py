@@ -22,7 +22,7 @@ def run(ctx: Context) -> None:
     campaigns = ctx.store.campaigns(states=[CampaignState.IN_TREATMENT])
     if not campaigns:
         return
-    clusters = _clusters(ctx)
+    clusters = _clusters(ctx, campaigns)
     _take_back(ctx, campaigns, clusters)
     _recall(ctx)
     ctx.avoided = ctx.store.avoided(ctx.clock.now())
@@ -32,7 +32,7 @@ def run(ctx: Context) -> None:
     replicas.place(ctx, snapshot, launches)
 
 
-def _clusters(ctx: Context) -> list[ClusterView]:
+def _clusters(ctx: Context, campaigns: Sequence[Campaign]) -> list[ClusterView]:
     """The usable clusters that answer (and whose flow sensor answers): their budgets (free slots not
     promised to jobs already queued or being submitted there; the queue their flow strategy allows, less
     what already waits there; both capped by the strategy's ``submit`` when it sets one), size,
@@ -40,7 +40,11 @@ def _clusters(ctx: Context) -> list[ClusterView]:
     cluster's flow allows to wait is kept in ``ctx.allowed`` for nikita."""
     configured = {cluster.name: cluster.config for cluster in ctx.store.clusters()}
     answered = capacities(ctx, usable(ctx, list(configured)))
-    allowances = flow.allow(ctx, answered, lambda name: _queue_stalled(ctx, name))
+    candidates: dict[str, set[int]] = defaultdict(set)
+    for campaign in campaigns:
+        for name in ctx.settings(campaign.id):
+            candidates[name].add(campaign.id)
+    allowances = flow.allow(ctx, answered, lambda name: _queue_stalled(ctx, name), candidates)
     views = []
     for name, capacity in answered.items():
         if name not in allowances:
