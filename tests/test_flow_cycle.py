@@ -18,7 +18,7 @@ from cigri.flow import Allowance, CampaignFlow
 from cigri.jdl import load
 from cigri.model import EventCode, JobState
 
-from .conftest import write_jdl
+from .conftest import wait_for, write_jdl
 
 
 class Recorder:
@@ -73,6 +73,7 @@ def test_the_allowance_replaces_the_queue_depth_and_its_state_is_kept_per_strate
     assert second.period > 0
     assert [(c.campaign_id, c.sent) for c in second.campaigns] == [(cid, 5)]
     assert second.waiting + second.running == 5
+    wait_for(lambda: (cycle.run(["updator", "metasched"]), any(r.started == 2 for r, _ in Recorder.readings))[1])
 
 
 def test_submit_caps_the_budget_and_campaign_taps_cap_each_campaign(store, cycle, tmp_path, job_script):

@@ -96,6 +96,9 @@ def test_the_load_sensor_reads_the_simulated_file_server_and_the_metrics_count_t
     sensed = [r.sensor for r in Recorder.readings]
     assert max(sensed) > 3 and min(sensed) == 0.0  # 8 jobs x 2 x 0.5 = 8 at most, nothing before the first start
     assert all(r.reference == 3.0 for r in Recorder.readings)
+    later = [r for r in Recorder.readings if r.now > 200 and r.running]  # every job takes 120 s: the mean is known
+    assert later and all(r.expected_ends == pytest.approx(r.running * r.period / 120) for r in later)
+    assert sum(r.started for r in Recorder.readings) == 60  # every job started once, seen by one reading
     server = result["flow"]["file_server"]
     assert server["reference"] == 3.0  # the configured reference of the cluster that reads it
     assert 0.5 < server["time_above_reference"] < 1.0
