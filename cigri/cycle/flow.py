@@ -54,6 +54,7 @@ def allow(
         except AdapterError as exc:
             cluster_failed(ctx, name, exc)
             continue
+        depth = int(getattr(adapter, "queue_depth", 0) or 0)
         row = state_name(chosen.strategy.name, name)
         kept = states.get(row, {})
         previous = kept.get("at")
@@ -66,7 +67,8 @@ def allow(
             period=0.0 if previous is None else max(0.0, now - previous),
             sent={int(k): v for k, v in kept.get("sent", {}).items()},
             sensor=sensor,
-            reference=chosen.reference,
+            depth=depth,
+            reference=_reference(chosen, depth),
             stalled=stalled(name) or bool(getattr(adapter, "stressed", False)),
         )
         allowance, state = chosen.strategy.allow(reading, dict(kept.get("state", {})))
@@ -74,6 +76,14 @@ def allow(
         ctx.flow_rows[name] = (row, {"at": now, "state": state})
         log.debug("flow: %s: %s -> %s", name, reading, allowance)
     return ctx.allowances
+
+
+def _reference(chosen: config.ClusterFlow, depth: int) -> float | None:
+    """The configured reference; for the waiting-jobs sensor, by default, the cluster's ``queue_depth``
+    (what the constant strategy lets wait). A file server's load has none unless configured."""
+    if chosen.reference is not None or chosen.host is not None:
+        return chosen.reference
+    return float(depth)
 
 
 def _server_load(ctx: Context, name: str, host: str) -> float:
@@ -92,6 +102,7 @@ def _reading(
     capacity: Capacity,
     *,
     candidates: set[int],
+    depth: int,
     now: float,
     period: float,
     sent: dict[int, int],
@@ -127,7 +138,7 @@ def _reading(
         running=running_slots,
         started=ctx.started.get(name, 0),
         expected_ends=expected,
-        depth=int(getattr(ctx.adapter(name), "queue_depth", 0) or 0),
+        depth=depth,
         sensor=sensor,
         reference=reference,
         stalled=stalled,
