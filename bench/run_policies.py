@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import logging
 import platform
 import re
@@ -28,7 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from sections import HEADER, code_version, write_section
+from sections import HEADER, code_version, keep, kept, write_section
 
 from cigri.cli.output import duration
 from cigri.scheduling import metascheduler, registry
@@ -110,11 +109,7 @@ def simulate(
     result.pop("campaigns", None)
     wall = time.perf_counter() - start
     if save is not None:
-        save.mkdir(parents=True, exist_ok=True)
-        slug = re.sub(r"[^a-z0-9]+", "-", f"{scenario_name} {label}".lower()).strip("-")
-        (save / f"{slug}.json").write_text(
-            json.dumps({"scenario": scenario_name, "label": label, "wall": wall, "result": result})
-        )
+        keep(save, scenario_name, label, wall, result)
     return scenario_name, label, result, wall
 
 
@@ -172,12 +167,7 @@ def main() -> None:
     walls: dict[tuple[str, str], float] = {}
     started = time.perf_counter()
     if args.render:
-        for path in sorted(args.render.glob("*.json")):
-            kept = json.loads(path.read_text())
-            results[kept["scenario"], kept["label"]], walls[kept["scenario"], kept["label"]] = (
-                kept["result"],
-                kept["wall"],
-            )
+        results, walls = kept(args.render)
     else:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
             runs = pool.map(simulate, *zip(*tasks, strict=True), [args.save] * len(tasks))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -76,3 +78,22 @@ def section_lines(sections, heading: str = "##") -> tuple[list[str], list[str]]:
         for note in sec.notes:
             out += [note, ""]
     return out, missed
+
+
+def keep(folder: Path, scenario: str, label: str, wall: float, result: dict) -> None:
+    """Save one simulation's figures in ``folder`` as it ends (a later ``--render`` reads them back)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    slug = re.sub(r"[^a-z0-9]+", "-", f"{scenario} {label}".lower()).strip("-")
+    (folder / f"{slug}.json").write_text(
+        json.dumps({"scenario": scenario, "label": label, "wall": wall, "result": result})
+    )
+
+
+def kept(folder: Path) -> tuple[dict[tuple[str, str], dict], dict[tuple[str, str], float]]:
+    """The figures :func:`keep` saved in ``folder``: results and wall times by (scenario, label)."""
+    results, walls = {}, {}
+    for path in sorted(folder.glob("*.json")):
+        data = json.loads(path.read_text())
+        key = data["scenario"], data["label"]
+        results[key], walls[key] = data["result"], data["wall"]
+    return results, walls
