@@ -17,7 +17,9 @@ and the first error of the other sign brings it down.
 
 **Options.** ``alpha`` (> 0, default 0.01: the sensor's change per pass per slot sent, as the controller
 assumes it; 0.01 suits a load that gains about 0.01 per running grid job) and ``kp`` (> 0, default 0.1: the
-share of the error closed per pass). ``ceiling`` and ``queue``: see :mod:`cigri.flow.control`.
+share of the error closed per pass). ``ceiling`` and ``queue``: see :mod:`cigri.flow.control`. On a
+load y(k+1) = 0.9 y(k) + 0.01 u(k), the defaults bring a step of the reference within 5 % from pass 40 on
+with under 2 % overshoot (``tests/test_flow_ip.py``).
 """
 
 from __future__ import annotations
