@@ -63,7 +63,7 @@ def test_no_windup_after_a_long_saturation():
 def test_unread_sensor_or_stalled_cluster_sends_nothing_and_keeps_the_state():
     strategy = flow("ip")
     state = {"u": 20.0, "error": 1.0}
-    for unsafe in (reading(sensor=None), reading(sensor=1.0, reference=None), reading(sensor=1.0, stalled=True)):
+    for unsafe in (reading(sensor=None), reading(sensor=1.0, stalled=True)):
         allowance, after = strategy.allow(unsafe, state)
         assert allowance.submit == 0
         assert after == state
@@ -71,7 +71,13 @@ def test_unread_sensor_or_stalled_cluster_sends_nothing_and_keeps_the_state():
 
 @pytest.mark.parametrize(
     "options, key",
-    [({"alpha": 0}, "alpha"), ({"kp": "x"}, "kp"), ({"ceiling": 1.5}, "ceiling"), ({"h": 1}, "h")],
+    [
+        ({"alpha": 0}, "alpha"),
+        ({"kp": "x"}, "kp"),
+        ({"ceiling": 1.5}, "ceiling"),
+        ({"reference": "high"}, "reference"),
+        ({"h": 1}, "h"),
+    ],
 )
 def test_bad_options_name_the_key(options, key):
     with pytest.raises(ConfigError, match=rf"^flow\.ip\.{key}: [^\n]+$"):

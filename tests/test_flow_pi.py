@@ -74,7 +74,7 @@ def test_sensor_above_the_reference_sends_less():
 def test_unread_sensor_or_stalled_cluster_sends_nothing_and_keeps_the_state():
     strategy = flow("pi")
     _, state = strategy.allow(reading(sensor=0.0), {})
-    for unsafe in (reading(sensor=None), reading(sensor=0.0, reference=None), reading(sensor=0.0, stalled=True)):
+    for unsafe in (reading(sensor=None), reading(sensor=0.0, stalled=True)):
         allowance, after = strategy.allow(unsafe, state)
         assert allowance.submit == 0
         assert after == state
@@ -86,6 +86,13 @@ def test_queue_is_the_reference_within_the_depth():
     assert flow("pi").allow(reading(sensor=0.0, reference=9.5, depth=4), {})[0].queue == 4
     assert flow("pi", {"queue": 25}).allow(reading(sensor=0.0, depth=0), {})[0].queue == 25
     assert flow("pi", {"queue": 25}).allow(reading(sensor=None, depth=6), {})[0] == Allowance(6, submit=0)
+
+
+def test_the_cluster_reference_else_the_option():
+    # at the reference, a first pass sends Kp x 0 + Ki x 0 = 0; below it, something
+    assert flow("pi").allow(reading(sensor=10.0, reference=None), {})[0] == Allowance(10, submit=0)
+    assert flow("pi", {"reference": 4}).allow(reading(sensor=4.0, reference=None), {})[0] == Allowance(4, submit=0)
+    assert flow("pi", {"reference": 4}).allow(reading(sensor=4.0, reference=9.0), {})[0].submit > 0
 
 
 def test_ceiling_defaults_to_the_cluster_slots():
@@ -115,6 +122,7 @@ def test_identify_recovers_a_and_b_from_open_loop_samples():
         ({"poles": [0.5], "settling": 10}, "settling"),
         ({"ceiling": 0}, "ceiling"),
         ({"queue": -1}, "queue"),
+        ({"reference": -1}, "reference"),
         ({"gain": 1}, "gain"),
     ],
 )

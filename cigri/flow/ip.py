@@ -17,7 +17,10 @@ and the first error of the other sign brings it down.
 
 **Options.** ``alpha`` (> 0, default 0.01: the sensor's change per pass per slot sent, as the controller
 assumes it; 0.01 suits a load that gains about 0.01 per running grid job) and ``kp`` (> 0, default 0.1: the
-share of the error closed per pass). ``ceiling`` and ``queue``: see :mod:`cigri.flow.control`.
+share of the error closed per pass). ``reference`` (default 3, the published file-server load), ``ceiling``
+and ``queue``: see :mod:`cigri.flow.control`. On a
+load y(k+1) = 0.9 y(k) + 0.01 u(k), the defaults bring a step of the reference within 5 % from pass 40 on
+with under 2 % overshoot (``tests/test_flow_ip.py``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from ..scheduling import inputs
 from . import State, register
 from .control import Controller
 
-ALPHA, KP = 0.01, 0.1
+ALPHA, KP, REFERENCE = 0.01, 0.1, 3.0
 
 
 def ip_step(u: float, error: float, previous_error: float, alpha: float, kp: float, ceiling: float) -> float:
@@ -40,9 +43,17 @@ def ip_step(u: float, error: float, previous_error: float, alpha: float, kp: flo
 @register
 class IP(Controller):
     name = "ip"
+    default_reference = REFERENCE
 
-    def __init__(self, alpha: float = ALPHA, kp: float = KP, ceiling: int | None = None, queue: int | None = None):
-        super().__init__(ceiling, queue)
+    def __init__(
+        self,
+        alpha: float = ALPHA,
+        kp: float = KP,
+        ceiling: int | None = None,
+        queue: int | None = None,
+        reference: float | None = None,
+    ):
+        super().__init__(ceiling, queue, reference)
         self.alpha = alpha
         self.kp = kp
 

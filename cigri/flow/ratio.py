@@ -12,12 +12,16 @@ Its JR also estimated the resources a job takes; cigri counts slots, so here the
 
 - capacity = free + expected_ends: the slots that can take a job before the next pass (free now, plus the
   running slots expected to end during one period);
-- the ratio: slots sent per slot of capacity; the pass sends ceil(ratio x capacity) slots
-  (``Allowance.submit``; at least one slot while there is capacity), and lets queue = submit - free of them
-  wait (``Allowance.queue``, not below 0, never above a set ``queue_depth``, which then also caps submit at
-  free + queue_depth);
-- excess = max(0, waiting - started): the slots of cigri's jobs waiting in the RM's queue beyond what the
-  cluster started since the previous pass, i.e. more than one pass's worth of queue;
+- one pass's starts = max(started, ceil(expected_ends)): the slots of cigri's queued jobs the cluster
+  started since the previous pass, or the slots expected to free during one period if more;
+- excess = max(0, waiting - one pass's starts): the slots of cigri's jobs waiting in the RM's queue beyond
+  what the cluster starts in one pass;
+- the ratio: slots sent per slot of capacity; the pass sends at most ceil(ratio x capacity) slots
+  (``Allowance.submit``; at least one slot while there is capacity);
+- the queue allowance (``Allowance.queue``: what may wait, nikita's threshold) is one pass's starts, or what
+  this pass sends if more (a job sent to a free slot may still wait at the next pass): what waits beyond
+  that is the excess the ratio answers for (the seed had nikita wipe the excess "due to a bad ratio
+  estimation"). Never above a set ``queue_depth``, which then also caps submit at free + queue_depth;
 - S: the slots the previous pass allowed to send.
 
 On excess the ratio goes down; without excess it goes up if S > 0 (the last submission got in), and stays
@@ -46,6 +50,11 @@ from ..scheduling import inputs
 from . import Allowance, Reading, State, register, within_depth
 
 INITIAL, MAX_RATIO = 1.0, 8.0
+
+
+def one_pass_starts(reading: Reading) -> int:
+    """The slots of cigri's queued jobs the cluster starts in one pass: observed, or expected if more."""
+    return max(reading.started, math.ceil(round(reading.expected_ends, 9)))
 
 
 def ratio_double(ratio: float, sent: int, free: int) -> float:
@@ -99,13 +108,13 @@ class JobRatio:
         ratio = self.next_ratio(ratio, reading, state.get("sent", 0))
         capacity = reading.free + reading.expected_ends
         submit = math.ceil(round(ratio * capacity, 9)) if capacity > 0 else 0
-        queue = within_depth(max(0, submit - reading.free), reading.depth)
+        queue = within_depth(max(one_pass_starts(reading), submit), reading.depth)
         submit = min(submit, reading.free + queue)
         return Allowance(queue, submit=submit), {"ratio": ratio, "sent": submit}
 
     def next_ratio(self, ratio: float, reading: Reading, sent: int) -> float:
         floor = 1 / max(1, reading.slots)
-        excess = max(0, reading.waiting - reading.started)
+        excess = max(0, reading.waiting - one_pass_starts(reading))
         if excess > 0:
             ratio = self.down(ratio, sent, excess, floor)
         elif sent > 0:
