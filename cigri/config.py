@@ -16,8 +16,8 @@ and nothing is written):
 - ``clusters.CLUSTER.sensor``: what its flow strategy reads besides the queue: ``waiting`` (cigri's jobs
   waiting in the cluster's queue, from the RM; the default) or ``load:HOST`` (the 1-minute load of the
   file-server HOST, read through the cluster's transport);
-- ``clusters.CLUSTER.reference``: the value the flow strategy keeps its sensor at (a number; for the
-  ``waiting`` sensor, the cluster's ``queue_depth`` by default).
+- ``clusters.CLUSTER.reference``: the value the flow strategy keeps its sensor at (a number; without it,
+  the strategy's own default, e.g. pi's and ip's ``reference`` option).
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def test_the_allowance_replaces_the_queue_depth_and_its_state_is_kept_per_strate
     assert state == {}
     assert (first.cluster, first.slots, first.free, first.depth, first.period) == ("local", 2, 2, 64, 0.0)
     assert (first.waiting, first.running, first.started, first.sensor) == (0, 0, 0, 0.0)
-    assert first.reference == 64.0  # the waiting sensor's reference: the queue_depth, unless configured
+    assert first.reference is None  # none configured: the strategy's own
     assert first.campaigns == (CampaignFlow(cid, 0, 0, 0, 1),)  # a campaign that may send there, none there yet
     assert store.strategy_states()[state_name("recorder", "local")]["state"] == {"passes": 1}
     cycle.run(["runner"])

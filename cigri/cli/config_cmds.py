@@ -44,7 +44,7 @@ def config():
         clusters.CLUSTER.sensor     waiting (cigri's jobs waiting in its queue; default)
                                     or load:HOST (a file server's 1-minute load)
         clusters.CLUSTER.reference  the value its flow strategy keeps the sensor at
-                                    (waiting: the cluster's queue_depth by default)
+                                    (default: the flow strategy's own)
 
     A cluster with its own strategy is decided by it, after the others, for the
     jobs they did not place. Each value is checked by building the strategy with

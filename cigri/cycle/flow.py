@@ -68,7 +68,7 @@ def allow(
             sent={int(k): v for k, v in kept.get("sent", {}).items()},
             sensor=sensor,
             depth=depth,
-            reference=_reference(chosen, depth),
+            reference=chosen.reference,
             stalled=stalled(name) or bool(getattr(adapter, "stressed", False)),
         )
         allowance, state = chosen.strategy.allow(reading, dict(kept.get("state", {})))
@@ -76,14 +76,6 @@ def allow(
         ctx.flow_rows[name] = (row, {"at": now, "state": state})
         log.debug("flow: %s: %s -> %s", name, reading, allowance)
     return ctx.allowances
-
-
-def _reference(chosen: config.ClusterFlow, depth: int) -> float | None:
-    """The configured reference; for the waiting-jobs sensor, by default, the cluster's ``queue_depth``
-    (what the constant strategy lets wait). A file server's load has none unless configured."""
-    if chosen.reference is not None or chosen.host is not None:
-        return chosen.reference
-    return float(depth)
 
 
 def _server_load(ctx: Context, name: str, host: str) -> float:
