@@ -9,9 +9,9 @@
 Each (scenario, strategy) pair is one simulation of the real cycle (fifo decides, the flow strategy sizes
 every cluster's queue) on the scenario's default seed. Local load fluctuates in every scenario: the
 scenarios' own random local jobs, and in ``flow.yaml`` steps of local load on both clusters, one of which
-does not preempt grid jobs. The sensor is the clusters' grid-waiting jobs (reference: each cluster's
-queue_depth, the default), with pi modelled as an integrator (a = 1, b = 1) and ip with alpha = 1, the
-tuning ``tests/test_flow_step.py`` checks. On a scenario with a file server, pi and ip run again with the
+does not preempt grid jobs. The sensor is the clusters' grid-waiting jobs (pi's and ip's reference: each
+cluster's queue_depth, what the constant strategy lets wait), with pi modelled as an integrator (a = 1,
+b = 1) and ip with alpha = 1, the tuning ``tests/test_flow_step.py`` checks. On a scenario with a file server, pi and ip run again with the
 file server's load as sensor on every cluster it serves (``load:HOST``), the reference 2.8 (a margin below
 the overload threshold of 3 the metric counts against), queue 16, pi with a = 1, b = 0.1 (one slot sent adds
 about 0.1 to the load within a pass), ip with alpha = 0.05, kp = 0.2. Every figure comes from the simulated
@@ -76,6 +76,10 @@ def configured(scenario: Scenario, name: str, load_sensor: bool) -> Scenario:
     reference) in its config."""
     options = LOAD_OPTIONS.get(name, {}) if load_sensor else WAITING_OPTIONS.get(name, {})
     settings = {f"flow.{name}.{key}": value for key, value in options.items()}
+    if name in WAITING_OPTIONS and not load_sensor:  # keep the constant strategy's queue waiting
+        for cluster in scenario.clusters:
+            depth = cluster.queue_depth if cluster.queue_depth is not None else max(16, cluster.slots // 4)
+            settings[f"clusters.{cluster.name}.reference"] = depth
     if load_sensor:
         server = scenario.file_server
         for cluster in scenario.clusters:
@@ -198,8 +202,8 @@ def main() -> None:
 Every registered flow strategy on the bench scenarios, fifo deciding, one simulation each on the scenario's
 default seed ({total:,.0f} s of simulation wall time{note}). Run: cigri code {code_version(ROOT)},
 {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}. Sensor: each
-cluster's grid-waiting jobs, reference its queue_depth; pi as an integrator (a = 1, b = 1), ip with alpha = 1;
-`(load)`: pi and ip on the file server's 1-minute load, reference {LOAD_REFERENCE} against the overload
+cluster's grid-waiting jobs (pi's and ip's reference: its queue_depth); pi as an integrator (a = 1, b = 1),
+ip with alpha = 1; `(load)`: pi and ip on the file server's 1-minute load, reference {LOAD_REFERENCE} against the overload
 threshold the metric counts (the scenario's file_server reference); see the script's docstring. From the
 simulated world: makespan against the available-capacity bound; utilization of completed work over the slots
 the grid could use; grid slots queued per cluster sampled before each pass (the worst cluster's mean and p99);
