@@ -122,7 +122,7 @@ def row(scenario: str, label: str, r: dict, wall: float) -> str:
     return (
         f"| {scenario} | {label} | {r['jobs_done']:,}/{r['jobs']:,}{lost} | {duration(r['makespan'])} ({ratio}x) | "
         f"{percent(r['utilization'])} | {mean:.1f} / {p99:.0f} | {percent(f['over_allowance'])} | "
-        f"{f['cancelled_queued']:,} | {f['local_wait_core_seconds']:,.0f} | {above} | {wall:.0f} s |"
+        f"{r['cancelled_queued']:,} | {f['local_wait_core_seconds']:,.0f} | {above} | {wall:.0f} s |"
     )
 
 

@@ -17,7 +17,11 @@ and nothing is written):
   waiting in the cluster's queue, from the RM; the default) or ``load:HOST`` (the 1-minute load of the
   file-server HOST, read through the cluster's transport);
 - ``clusters.CLUSTER.reference``: the value the flow strategy keeps its sensor at (a number; without it,
-  the strategy's own default, e.g. pi's and ip's ``reference`` option).
+  the strategy's own default, e.g. pi's and ip's ``reference`` option);
+- ``nikita.queue_timeout``: seconds a job may wait in a cluster's queue before nikita kills it and returns
+  it to its bag (default :attr:`cigri.cycle.Patience.queue_timeout`, two hours);
+- ``nikita.walltime_grace``: seconds a job may run past its walltime before nikita kills it as a walltime kill
+  (default :attr:`cigri.cycle.Patience.walltime_grace`, CiGri's 30 minutes).
 """
 
 from __future__ import annotations
@@ -41,9 +45,12 @@ _OPTION = re.compile(r"^metasched\.([^.]+)\.(.+)$")
 _CLUSTER = re.compile(r"^clusters\.(.+)\.metasched$")
 _FLOW_OPTION = re.compile(r"^flow\.([^.]+)\.(.+)$")
 _CLUSTER_FLOW = re.compile(r"^clusters\.(.+)\.(flow|sensor|reference)$")
+QUEUE_TIMEOUT = "nikita.queue_timeout"
+WALLTIME_GRACE = "nikita.walltime_grace"
+_SECONDS = {QUEUE_TIMEOUT: 1, WALLTIME_GRACE: 0}  # the nikita keys: seconds, at least this
 KEYS = (
     "metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched, flow, flow.NAME.OPTION, "
-    "clusters.CLUSTER.flow, clusters.CLUSTER.sensor, clusters.CLUSTER.reference"
+    f"clusters.CLUSTER.flow, clusters.CLUSTER.sensor, clusters.CLUSTER.reference, {QUEUE_TIMEOUT}, {WALLTIME_GRACE}"
 )
 CLUSTER_KEYS = ("metasched", "flow", "sensor", "reference")  # the keys a cluster may have of its own
 WAITING = "waiting"  # the default sensor: cigri's jobs waiting in the cluster's queue
@@ -67,8 +74,10 @@ def build(settings: Mapping[str, Any], name: str) -> MetaScheduler:
 
 
 def _known(key: str) -> bool:
-    return key in ("metasched", "flow") or any(
-        pattern.match(key) for pattern in (_OPTION, _CLUSTER, _FLOW_OPTION, _CLUSTER_FLOW)
+    return (
+        key in ("metasched", "flow")
+        or key in _SECONDS
+        or any(pattern.match(key) for pattern in (_OPTION, _CLUSTER, _FLOW_OPTION, _CLUSTER_FLOW))
     )
 
 
@@ -82,7 +91,9 @@ def set_value(store: Store, key: str, value: Any) -> None:
     is) must build with its options; a cluster's strategy needs the cluster."""
     _refuse_unknown(key)
     settings = {**store.settings(), key: value}
-    if (match := _OPTION.match(key)) is not None:
+    if key in _SECONDS:
+        seconds(settings, key, 0.0)
+    elif (match := _OPTION.match(key)) is not None:
         build(settings, match.group(1))
     elif key == "flow" or key.startswith("flow.") or _CLUSTER_FLOW.match(key):
         _check_flow(store, settings, key, value)
@@ -113,6 +124,14 @@ def unset_value(store: Store, key: str) -> bool:
 def half_life(settings: Mapping[str, Any]) -> float:
     """The half-life of users' decayed usage, in seconds."""
     return float(settings.get(HALF_LIFE_KEY, DEFAULT_HALF_LIFE))
+
+
+def seconds(settings: Mapping[str, Any], key: str, default: float) -> float:
+    """A nikita key's value in seconds, else ``default`` (ConfigError for a value that is not seconds)."""
+    value = settings.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < _SECONDS[key]:
+        raise ConfigError(f"{key}: expected seconds, at least {_SECONDS[key]}, got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)

@@ -154,15 +154,6 @@ def test_queued_slots_and_passes_over_the_allowance_come_from_the_simulated_queu
     assert swinging["clusters"]["a"]["waiting_p99"] == 8
 
 
-def test_the_cancelled_queued_jobs_are_counted_by_the_simulated_rm():
-    data = scenario(clusters=[{"name": "a", "slots": 2, "queue_depth": 6}, {"name": "b", "slots": 8, "delay": 0}])
-    data["campaigns"] = [{"name": "c", "arrival": 0, "jobs": 40, "duration": 4000}]
-    simulation = Simulation(parse(data))
-    simulation.cycle.ctx.patience = type(simulation.cycle.ctx.patience)(queue_wait=100)
-    result = simulation.run()
-    assert result["flow"]["clusters"]["a"]["cancelled_queued"] > 0  # taken back: b had free slots
-
-
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [

@@ -25,7 +25,7 @@ def _report(m: dict) -> None:
     waste = m["waste"]
     click.echo(
         f"jobs {m['jobs_done']}/{m['jobs']} done, {m['lost']} lost, {m['skipped']} skipped (test), "
-        f"{m['duplicated']} run twice; {m['resubmitted']} resubmitted"
+        f"{m['duplicated']} run twice; {m['resubmitted']} resubmitted, {m['cancelled_queued']} cancelled while queued"
     )
     click.echo(
         f"slot-seconds wasted: {waste['killed']:.0f} killed ({waste['superseded']:.0f} by copies of jobs done "
@@ -80,7 +80,7 @@ def _report(m: dict) -> None:
         f"remote queue: max {m['remote_queue']['max']}, mean {m['remote_queue']['mean']:.1f} jobs; "
         f"bytes staged {m['bytes_staged']}"
     )
-    _flow_report(m["flow"])
+    _flow_report(m)
     p = m["performance"]
     click.echo(
         f"{m['simulated_seconds']:.0f} simulated s in {p['wall_seconds']:.2f} s "
@@ -88,7 +88,8 @@ def _report(m: dict) -> None:
     )
 
 
-def _flow_report(flow: dict) -> None:
+def _flow_report(m: dict) -> None:
+    flow = m["flow"]
     output.table(
         ["Cluster", "Queued slots mean", "p99", "Passes over allowance", "Queued jobs cancelled", "Local wait"],
         [
@@ -97,7 +98,7 @@ def _flow_report(flow: dict) -> None:
                 f"{c['waiting_mean']:.1f}",
                 f"{c['waiting_p99']:.0f}",
                 _percent(c["over_allowance"]),
-                c["cancelled_queued"],
+                m["clusters"][name]["cancelled_queued"],
                 f"{c['local_wait_core_seconds']:.0f} core-s",
             ]
             for name, c in flow["clusters"].items()

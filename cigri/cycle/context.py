@@ -54,6 +54,8 @@ class Patience:
     queue_wait: float = 1800  # a job pending longer is taken back when another cluster could start it now
     avoid: float = 3600  # a job killed or taken back by a cluster is not sent there again for this long
     unreachable: float = 3600  # the jobs of a cluster unreachable this long run again elsewhere
+    queue_timeout: float = 7200  # a job pending longer is killed by nikita and returned to its bag, whatever
+    walltime_grace: float = 1800  # a job running this long past its walltime is killed by nikita (CiGri's)
 
 
 @dataclass

@@ -10,7 +10,8 @@ cigri's waiting jobs, or the 1-minute load of a file server read through the clu
 call does; the other clusters are served.
 
 The cluster's flow strategy answers an :class:`~cigri.flow.Allowance` from the reading and its own
-state, kept per (strategy, cluster) in the store's strategy states under ``flow.STRATEGY.CLUSTER``
+state (``ctx.allowed``, nikita's threshold, follows from it); the state is kept per (strategy, cluster)
+in the store's strategy states under ``flow.STRATEGY.CLUSTER``
 with the time of the reading and the jobs each campaign was sent (the next reading's period and
 ``sent``); it is written with the pass's launches (:func:`remember`).
 """
@@ -73,6 +74,9 @@ def allow(
         )
         allowance, state = chosen.strategy.allow(reading, dict(kept.get("state", {})))
         ctx.allowances[name] = allowance
+        # nikita's threshold: what may wait once this pass's jobs are sent (its free slots too: a job sent
+        # to a free slot may wait a moment); a stalled queue is the take-back's, not a flood to kill
+        ctx.allowed[name] = capacity.free + (depth if reading.stalled else allowance.queue)
         ctx.flow_rows[name] = (row, {"at": now, "state": state})
         log.debug("flow: %s: %s -> %s", name, reading, allowance)
     return ctx.allowances

@@ -36,8 +36,7 @@ def _clusters(ctx: Context, campaigns: Sequence[Campaign]) -> list[ClusterView]:
     """The usable clusters that answer (and whose flow sensor answers): their budgets (free slots not
     promised to jobs already queued or being submitted there; the queue their flow strategy allows, less
     what already waits there; both capped by the strategy's ``submit`` when it sets one), size,
-    properties (the cluster's ``properties`` option, a mapping) and cigri's jobs there. What each
-    cluster's flow allows to wait is kept in ``ctx.allowed`` for nikita."""
+    properties (the cluster's ``properties`` option, a mapping) and cigri's jobs there."""
     configured = {cluster.name: cluster.config for cluster in ctx.store.clusters()}
     answered = capacities(ctx, usable(ctx, list(configured)))
     candidates: dict[str, set[int]] = defaultdict(set)
@@ -56,7 +55,6 @@ def _clusters(ctx: Context, campaigns: Sequence[Campaign]) -> list[ClusterView]:
         if allowance.submit is not None:
             free = min(free, allowance.submit)
             queue = min(queue, max(0, allowance.submit - free))
-        ctx.allowed[name] = allowance.queue
         properties = configured[name].get("properties")
         jobs = tuple(
             GridJob(job_id, campaign_id, ctx.settings(campaign_id)[name]["_slots"], submitted_at, started_at)

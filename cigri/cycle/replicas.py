@@ -12,7 +12,8 @@ killed as soon as its job leaves the copy it doubles (the job ended or was cance
 paused, cancelled or over.
 
 The stages call :func:`place` (metasched), :func:`follow` (updator, for each
-cluster that answers, then :func:`mark_stale`), :func:`submit` (runner) and :func:`cancel` (nikita).
+cluster that answers, then :func:`mark_stale`), :func:`submit` (runner) and :func:`doomed`, :func:`remote_ids`
+and :func:`killed` (nikita, which cancels them with the cluster's other kills).
 """
 
 from __future__ import annotations
@@ -190,29 +191,33 @@ def mark_stale(ctx: Context) -> None:
 # ---- nikita -------------------------------------------------------------------------------------
 
 
-def cancel(ctx: Context) -> None:
-    """Cancel the copies to kill on their clusters: each one that reached its RM is waste, "replicas killed".
-    One with no remote id may be there under its key (a pass killed while submitting it): looked up."""
-    per_cluster: dict[str, list[tuple[int, int, str | None, float | None]]] = defaultdict(list)
+Copy = tuple[int, int, str | None, float | None]  # (replica, campaign, remote id, started at)
+
+
+def doomed(ctx: Context) -> dict[str, list[Copy]]:
+    """The copies to kill, per cluster."""
+    per_cluster: dict[str, list[Copy]] = defaultdict(list)
     for replica_id, campaign_id, cluster, remote, started_at in ctx.store.replicas_to_kill():
         per_cluster[cluster].append((replica_id, campaign_id, remote, started_at))
-    for cluster, copies in per_cluster.items():
-        if not cluster_usable(ctx, cluster):
-            continue
-        adapter = ctx.adapter(cluster)
-        try:
-            remote_ids = []
-            for replica_id, campaign_id, remote, _ in copies:
-                found = [remote] if remote is not None else adapter.find_batch(key(ctx, campaign_id, replica_id))
-                remote_ids.extend(found or [])
-            if remote_ids:
-                adapter.cancel(remote_ids)
-        except AdapterError as exc:
-            cluster_failed(ctx, cluster, exc)
-            continue
-        now = ctx.clock.now()
-        with ctx.store.transaction():
-            ctx.store.killed_replicas([replica_id for replica_id, *_ in copies])
-            ctx.charge(cluster, [(c, max(0.0, now - started)) for _, c, _, started in copies if started is not None])
-        ctx.report.add("replicas killed", len(remote_ids))
-        log.info("nikita: %d copies of jobs that ended elsewhere cancelled on %s", len(remote_ids), cluster)
+    return per_cluster
+
+
+def remote_ids(ctx: Context, cluster: str, copies: Sequence[Copy]) -> list[str]:
+    """The remote ids of the copies to cancel there: one with no remote id may be there under its key (a pass
+    killed while submitting it), looked up (an AdapterError is the cluster's)."""
+    out = []
+    for replica_id, campaign_id, remote, _ in copies:
+        found = [remote] if remote is not None else ctx.adapter(cluster).find_batch(key(ctx, campaign_id, replica_id))
+        out.extend(found or [])
+    return out
+
+
+def killed(ctx: Context, cluster: str, copies: Sequence[Copy], cancelled: int) -> None:
+    """Once the cluster cancelled them (in the caller's transaction): each copy that reached its RM is waste,
+    "replicas killed"; the slot-seconds the running ones held go to their users' usage."""
+    now = ctx.clock.now()
+    ctx.store.killed_replicas([replica_id for replica_id, *_ in copies])
+    ctx.charge(cluster, [(c, max(0.0, now - started)) for _, c, _, started in copies if started is not None])
+    ctx.report.add("replicas killed", cancelled)
+    if cancelled:
+        log.info("nikita: %d copies of jobs that ended elsewhere cancelled on %s", cancelled, cluster)

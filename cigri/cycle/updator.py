@@ -3,6 +3,8 @@ open events for failures, and settle campaigns (tests done, epilogues due, campa
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Set
+
 from ..errors import AdapterError
 from ..model import CampaignState, CampaignType, EventClass, EventCode, JobState, RemoteState
 from . import replicas
@@ -25,7 +27,7 @@ def run(ctx: Context) -> None:
             ctx.adapter(name).ahead("states", [remote for _, _, _, remote, _ in active])
     for name in answering:
         try:
-            _collect(ctx, name)
+            collect(ctx, name)
             _collect_stages(ctx, name)
             replicas.follow(ctx, name)
         except AdapterError as exc:
@@ -55,7 +57,9 @@ def _rerun_elsewhere(ctx: Context, cluster: str) -> None:
     log.warning("updator: %s unreachable since %s: its %d jobs run elsewhere", cluster, event.created_at, len(jobs))
 
 
-def _collect(ctx: Context, cluster: str) -> None:
+def collect(ctx: Context, cluster: str) -> None:
+    """Read the states of the cluster's jobs (one bulk query) and act on them: started, ended, failed, to run
+    again. Nikita reads them again before it kills there."""
     active = ctx.store.active_jobs(cluster)
     if not active:
         return
@@ -107,7 +111,6 @@ def _collect(ctx: Context, cluster: str) -> None:
             how = f"exited with status {status.exit_code}" if status.exit_code is not None else status.reason
             failed.append((job_id, campaign_id, remote, how))
     tails = {job_id: adapter.tail(remote, "stderr", STDERR_LINES) for job_id, _, remote, _ in failed}
-    counts = ctx.store.resubmit_counts([job_id for job_id, _, _ in requeue]) if requeue else {}
     with ctx.store.transaction():
         if began:
             ctx.store.set_last_start(cluster, now)
@@ -131,25 +134,10 @@ def _collect(ctx: Context, cluster: str) -> None:
                 campaign_id=campaign_id,
                 job_id=job_id,
             )
-        again = [job_id for job_id, _, _ in requeue if counts.get(job_id, 0) < MAX_RESUBMITS]
-        ctx.store.requeue([job_id for job_id in again if job_id not in avoid])
-        ctx.store.requeue([job_id for job_id in again if job_id in avoid], avoid=ctx.avoiding(cluster))
-        for job_id, campaign_id, reason in requeue:
-            if counts.get(job_id, 0) >= MAX_RESUBMITS:
-                ctx.store.mark_ended([(job_id, JobState.EVENT, None, None, now)])
-                ctx.store.open_event(
-                    EventClass.JOB,
-                    EventCode.RESUBMIT_LIMIT,
-                    f"job {job_id} was resubmitted {MAX_RESUBMITS} times; last end: {reason}",
-                    now,
-                    cluster=cluster,
-                    campaign_id=campaign_id,
-                    job_id=job_id,
-                )
+        again = resubmit(ctx, cluster, requeue, avoid)
     ctx.report.add("started", len(started))
     ctx.report.add("terminated", len(durations))
     ctx.report.add("failed", len(failed))
-    ctx.report.add("resubmitted", len(again))
     ctx.report.add("preempted", len(preempted))
     if ended or requeue:
         log.info(
@@ -158,8 +146,36 @@ def _collect(ctx: Context, cluster: str) -> None:
             len(started),
             len(durations),
             len(failed),
-            len(again),
+            again,
         )
+
+
+def resubmit(ctx: Context, cluster: str, requeue: Sequence[tuple[int, int, str]], avoid: Set[int]) -> int:
+    """Send back to their bags, as resubmissions, jobs that must run again ((job, campaign, reason) each: killed
+    by their RM or by nikita, or asking for it by their exit status); those in ``avoid`` are not sent back to
+    the cluster for a while. A job resubmitted MAX_RESUBMITS times ends with an event instead. In the
+    caller's transaction; returns how many were resubmitted."""
+    if not requeue:
+        return 0
+    now = ctx.clock.now()
+    counts = ctx.store.resubmit_counts([job_id for job_id, _, _ in requeue])
+    again = [job_id for job_id, _, _ in requeue if counts.get(job_id, 0) < MAX_RESUBMITS]
+    ctx.store.requeue([job_id for job_id in again if job_id not in avoid])
+    ctx.store.requeue([job_id for job_id in again if job_id in avoid], avoid=ctx.avoiding(cluster))
+    for job_id, campaign_id, reason in requeue:
+        if counts.get(job_id, 0) >= MAX_RESUBMITS:
+            ctx.store.mark_ended([(job_id, JobState.EVENT, None, None, now)])
+            ctx.store.open_event(
+                EventClass.JOB,
+                EventCode.RESUBMIT_LIMIT,
+                f"job {job_id} was resubmitted {MAX_RESUBMITS} times; last end: {reason}",
+                now,
+                cluster=cluster,
+                campaign_id=campaign_id,
+                job_id=job_id,
+            )
+    ctx.report.add("resubmitted", len(again))
+    return len(again)
 
 
 def _collect_stages(ctx: Context, cluster: str) -> None:

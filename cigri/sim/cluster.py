@@ -161,11 +161,11 @@ class Usage:
     available_slot_seconds: float = 0.0  # what the grid could use: slots, unless down, less local users' cores
     local_slot_seconds: float = 0.0  # what local users' jobs held
     local_wait_core_seconds: float = 0.0  # cores local jobs waited for while grid jobs held cores
-    cancelled_queued: int = 0  # queued grid jobs the RM was asked to cancel (nikita's kills, take-backs)
     down_seconds: float = 0.0
     started: int = 0
     ended: int = 0
     killed: int = 0
+    cancelled_queued: int = 0  # queued jobs cancelled before they started (nikita's flooding and timeouts, take-backs)
     superseded: int = 0  # of the killed: copies cancelled once another copy of their job completed (finalize)
     black_hole_ends: int = 0
     bytes_staged: int = 0

@@ -478,6 +478,7 @@ class Simulation:
                     "local_slot_seconds": c.usage.local_slot_seconds,
                     "started": c.usage.started,
                     "killed": c.usage.killed,
+                    "cancelled_queued": c.usage.cancelled_queued,
                     "black_hole_ends": c.usage.black_hole_ends,
                     "bytes_staged": c.usage.bytes_staged,
                 }
@@ -492,6 +493,8 @@ class Simulation:
                 "duplicates": sum(c.usage.duplicate_slot_seconds for c in clusters),
             },
             "superseded": sum(c.usage.superseded for c in clusters),
+            # queued jobs cancelled before they started: nikita's flooding and timeouts, take-backs, stops
+            "cancelled_queued": sum(c.usage.cancelled_queued for c in clusters),
             "resubmitted": sum(c.usage.killed - c.usage.superseded for c in clusters) + self.failures_fixed,
             "failures_fixed": self.failures_fixed,
             "remote_queue": {
@@ -512,9 +515,8 @@ class Simulation:
 
     def _flow_metrics(self, end: float) -> dict:
         """How the flow strategies did, from the simulated world: queued grid slots per cluster at each pass
-        (mean, p99, passes above what the flow allowed), the queued jobs the RMs were asked to cancel,
-        local users' wait (core-seconds local jobs waited while grid jobs held cores), and the file
-        server's load (time above its reference, mean, peak)."""
+        (mean, p99, passes above what the flow allowed), local users' wait (core-seconds local jobs waited
+        while grid jobs held cores), and the file server's load (time above its reference, mean, peak)."""
         over = [flag for flags in self.trace.over.values() for flag in flags]
         clusters = {}
         for name, cluster in self.clusters.items():
@@ -523,13 +525,11 @@ class Simulation:
                 "waiting_mean": sum(waiting) / len(waiting) if waiting else 0.0,
                 "waiting_p99": percentile([float(w) for w in waiting], 99) or 0.0,
                 "over_allowance": _ratio(sum(flags), len(flags)),
-                "cancelled_queued": cluster.usage.cancelled_queued,
                 "local_wait_core_seconds": cluster.usage.local_wait_core_seconds,
             }
         return {
             "strategy": self.flow,
             "over_allowance": _ratio(sum(over), len(over)),
-            "cancelled_queued": sum(c.usage.cancelled_queued for c in self.clusters.values()),
             "local_wait_core_seconds": sum(c.usage.local_wait_core_seconds for c in self.clusters.values()),
             "clusters": clusters,
             "file_server": self._file_server_metrics(end),

@@ -496,7 +496,7 @@ class Store:
         back nor killed."""
         return self.conn.execute(
             f"SELECT id, campaign_id FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} AND state = 'submitted' "
-            "AND submitted_at < ? AND recall = 0 AND kill_requested = 0 ORDER BY id",
+            "AND submitted_at < ? AND recall = 0 AND kill_requested = 0 AND nikita IS NULL ORDER BY id",
             (cluster, before),
         ).fetchall()
 
@@ -504,6 +504,10 @@ class Store:
         """Record that pending jobs are to be taken back from their cluster (before the RM is asked)."""
         for chunk in _chunks(list(job_ids)):
             self.conn.execute(f"UPDATE jobs SET recall = 1 WHERE id IN ({_marks(len(chunk))})", chunk)
+        self.took_back(cluster, now)
+
+    def took_back(self, cluster: str, now: float) -> None:
+        """cigri took queued jobs back from the cluster: no queue allowance there until one of its jobs starts."""
         self.conn.execute("UPDATE clusters SET last_recall = ? WHERE name = ?", (now, cluster))
 
     def jobs_to_recall(self) -> list[tuple[int, str, str, str | None]]:
@@ -575,6 +579,7 @@ class Store:
             self.conn.execute(
                 "UPDATE jobs SET state = 'to_launch', cluster = NULL, remote_id = NULL, batch_id = NULL, "
                 "exit_code = NULL, started_at = NULL, ended_at = NULL, unknown_since = NULL, hold = 0, stop = 0, "
+                "nikita = NULL, "
                 f"resubmits = resubmits + {inc}, preemptions = preemptions + {preemption} "
                 f"WHERE id IN ({_marks(len(chunk))}) AND kill_requested = 0",
                 chunk,
@@ -627,6 +632,36 @@ class Store:
     def clear_kill(self, job_ids: Sequence[int]) -> None:
         for chunk in _chunks(list(job_ids)):
             self.conn.execute(f"UPDATE jobs SET kill_requested = 0 WHERE id IN ({_marks(len(chunk))})", chunk)
+
+    def nikita_jobs(self, cluster: str) -> list[tuple]:
+        """(id, campaign, state, remote_id, submitted_at, started_at, kill asked by nikita, free, movable) of
+        cigri's jobs queued or running on the cluster with a remote id. ``free``: no kill, take-back or stop
+        asked; ``movable``: a running default campaign's job, not held (those nikita may take back)."""
+        rows = self.conn.execute(
+            "SELECT j.id, j.campaign_id, j.state, j.remote_id, j.submitted_at, j.started_at, j.nikita, "
+            "j.kill_requested = 0 AND j.recall = 0 AND j.stop = 0 AND j.nikita IS NULL, "
+            "j.hold = 0 AND c.state = 'in_treatment' AND c.type != 'test' FROM (SELECT id, campaign_id, state, "
+            "remote_id, submitted_at, started_at, nikita, kill_requested, recall, stop, hold FROM jobs "
+            f"WHERE cluster = ? AND {migrations.ACTIVE} AND state != 'launching' AND remote_id IS NOT NULL) j "
+            "JOIN campaigns c ON c.id = j.campaign_id ORDER BY j.id",
+            (cluster,),
+        )
+        return [(*row[:7], bool(row[7]), bool(row[8])) for row in rows]
+
+    def ask_kills(self, rows: Sequence[tuple[int, str]]) -> None:
+        """(job, reason): nikita is about to ask the job's RM to kill it."""
+        self.conn.executemany("UPDATE jobs SET nikita = ? WHERE id = ?", [(reason, job_id) for job_id, reason in rows])
+
+    def clear_kills(self, job_ids: Sequence[int] | None = None) -> None:
+        """Forget the kills nikita asked for these jobs; without ids, those of jobs no longer queued or running
+        (they ended, or are back in their bags: nothing left to kill)."""
+        if job_ids is None:
+            self.conn.execute(
+                "UPDATE jobs SET nikita = NULL WHERE nikita IS NOT NULL AND state NOT IN ('submitted', 'running')"
+            )
+            return
+        for chunk in _chunks(list(job_ids)):
+            self.conn.execute(f"UPDATE jobs SET nikita = NULL WHERE id IN ({_marks(len(chunk))})", chunk)
 
     # hold: 0 not held, 1 hold asked (the RM call may not have happened), 2 held (the RM said so)
     HOLD_NONE, HOLD_ASKED, HOLD_DONE = 0, 1, 2

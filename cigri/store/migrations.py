@@ -233,6 +233,13 @@ def _m007_replicas(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m010_nikita(conn: sqlite3.Connection) -> None:
+    # a kill nikita asked for its own reasons ('flooding', 'timeout', 'walltime'): recorded before the RM is
+    # called, cleared once the job is back in its bag; a pass killed in between asks it again
+    conn.execute("ALTER TABLE jobs ADD COLUMN nikita TEXT")
+    conn.execute("CREATE INDEX jobs_nikita ON jobs(nikita) WHERE nikita IS NOT NULL")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -241,6 +248,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("005_removed_clusters", _m005_removed_clusters),
     ("006_metasched", _m006_metasched),
     ("007_replicas", _m007_replicas),
+    ("010_nikita", _m010_nikita),
 ]
 
 
