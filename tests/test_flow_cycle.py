@@ -59,7 +59,7 @@ def test_the_allowance_replaces_the_queue_depth_and_its_state_is_kept_per_strate
     Recorder.answer = Allowance(3)
     cycle.run(["metasched"])
     assert launched(store, cid) == 2 + 3  # the 2 free slots, and 3 queued (the local queue_depth is 64)
-    assert cycle.ctx.allowed == {"local": 3}
+    assert cycle.ctx.allowed == {"local": 2 + 3}  # nikita's threshold: the free slots and the allowed queue
     [(first, state)] = Recorder.readings
     assert state == {}
     assert (first.cluster, first.slots, first.free, first.depth, first.period) == ("local", 2, 2, 64, 0.0)
@@ -90,7 +90,7 @@ def test_a_cluster_without_its_own_flow_keeps_the_queue_depth(store, cycle, tmp_
     cid = submit(store, tmp_path, job_script, 100)
     cycle.run(["metasched"])
     assert launched(store, cid) == 2 + 64
-    assert cycle.ctx.allowed == {"local": 64}
+    assert cycle.ctx.allowed == {"local": 2 + 64}
 
 
 def test_the_load_sensor_reads_this_machines_load_through_the_local_cluster(store, cycle, tmp_path, job_script):
