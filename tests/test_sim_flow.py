@@ -198,3 +198,13 @@ def test_grid_simulate_flow_overrides_the_configured_strategy_and_shows_the_figu
     assert "flow constant" in text and "Passes over allowance" in text and "file server nfs" in text
     bad = cli.runner.invoke(grid, ["--state", str(state), "simulate", str(path), "--flow", "nosuch"])
     assert bad.exit_code == 2 and "Invalid value for '--flow'" in bad.output and "Traceback" not in bad.output
+
+
+def test_a_cluster_whose_rm_says_it_is_stressed_reads_as_stalled():
+    """oar-rest says so (its stress_factor); any adapter with a true ``stressed`` attribute does."""
+    simulation = Simulation(parse(scenario(config={"flow": "recorder"}, max_time=100)))
+    simulation.clusters["a"].stressed = True
+    simulation.run()
+    assert Recorder.readings and all(r.stalled for r in Recorder.readings)
+    last = Recorder.readings[-1]
+    assert simulation.cycle.ctx.allowed["a"] == last.free + last.depth  # a stalled queue is not a flood to kill
