@@ -25,11 +25,10 @@ import datetime
 import logging
 import platform
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from sections import HEADER, code_version, keep, kept, write_section
+from sections import HEADER, code_version, keep, simulations, write_section
 
 from cigri.cli.output import duration
 from cigri.flow import registry
@@ -176,24 +175,13 @@ def main() -> None:
     args = parser.parse_args()
     names = args.only or DEFAULT
     tasks = [(scenario, *variant) for scenario in names for variant in variants(load(SCENARIOS / f"{scenario}.yaml"))]
-    results: dict[tuple[str, str], dict] = {}
-    walls: dict[tuple[str, str], float] = {}
-    started = time.perf_counter()
-    if args.render:
-        results, walls = kept(args.render)
-    else:
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            runs = pool.map(simulate, *zip(*tasks, strict=True), [args.save] * len(tasks))
-            for scenario, label, result, wall in runs:
-                print(f"{scenario} / {label}: {wall:.1f} s", flush=True)
-                results[scenario, label], walls[scenario, label] = result, wall
+    results, walls, total = simulations(simulate, tasks, jobs=args.jobs, save=args.save, render=args.render)
     rows = [
         row(s, label, results[s, label], walls[s, label])
         if (s, label) in results
         else f"| {s} | {label} | not run |" + " |" * (len(COLUMNS) - 3)
         for s, label, _, _ in tasks
     ]
-    total = sum(walls.values()) if args.render else time.perf_counter() - started
     skipped = [n for n in NAMES if n not in names]
     note = f"; not run: {', '.join(skipped)} (`--only NAME` runs it)" if skipped else ""
     body = f"""

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 HEADER = (
@@ -97,3 +100,26 @@ def kept(folder: Path) -> tuple[dict[tuple[str, str], dict], dict[tuple[str, str
         key = data["scenario"], data["label"]
         results[key], walls[key] = data["result"], data["wall"]
     return results, walls
+
+
+def simulations(
+    simulate: Callable[..., tuple[str, str, dict, float]],
+    tasks: Sequence[tuple],
+    *,
+    jobs: int,
+    save: Path | None,
+    render: Path | None,
+) -> tuple[dict[tuple[str, str], dict], dict[tuple[str, str], float], float]:
+    """Results and wall times by (scenario, label) of ``simulate(*task, save)`` for every task, ``jobs``
+    processes side by side (each printed as it ends), or the figures kept in ``render``; and the total
+    wall time."""
+    if render:
+        results, walls = kept(render)
+        return results, walls, sum(walls.values())
+    results, walls = {}, {}
+    started = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for scenario, label, result, wall in pool.map(simulate, *zip(*tasks, strict=True), [save] * len(tasks)):
+            print(f"{scenario} / {label}: {wall:.1f} s", flush=True)
+            results[scenario, label], walls[scenario, label] = result, wall
+    return results, walls, time.perf_counter() - started
