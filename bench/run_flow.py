@@ -24,11 +24,10 @@ import argparse
 import datetime
 import logging
 import platform
-import time
 from dataclasses import replace
 from pathlib import Path
 
-from sections import HEADER, code_version, keep, simulations, write_section
+from sections import HEADER, code_version, measured, simulations, write_section
 
 from cigri.cli.output import duration
 from cigri.flow import registry
@@ -92,17 +91,7 @@ def simulate(scenario_name: str, label: str, name: str, load_sensor: bool, save:
     logging.getLogger("cigri").setLevel(logging.ERROR)
     scenario = configured(load(SCENARIOS / f"{scenario_name}.yaml"), name, load_sensor)
     simulation = Simulation(scenario, flow=name)
-    start = time.perf_counter()
-    try:
-        result = simulation.run()
-    finally:
-        simulation.cycle.close()
-        simulation.store.close()
-    result.pop("campaigns", None)
-    wall = time.perf_counter() - start
-    if save is not None:
-        keep(save, scenario_name, label, wall, result)
-    return scenario_name, label, result, wall
+    return measured(simulation, scenario_name, label, save)
 
 
 def percent(value: float | None) -> str:

@@ -22,11 +22,10 @@ import datetime
 import logging
 import platform
 import re
-import time
 from dataclasses import replace
 from pathlib import Path
 
-from sections import HEADER, code_version, keep, simulations, write_section
+from sections import HEADER, code_version, measured, simulations, write_section
 
 from cigri.cli.output import duration
 from cigri.scheduling import metascheduler, registry
@@ -99,17 +98,7 @@ def simulate(
         chosen["half_life"] = HALF_LIFE  # the cycle decays usage by the state's configured half-life
         scenario = replace(scenario, config={**scenario.config, "metasched.fairshare.half_life": HALF_LIFE})
     simulation = Simulation(scenario, policy=metascheduler(name, chosen), oracle=oracle)
-    start = time.perf_counter()
-    try:
-        result = simulation.run()
-    finally:
-        simulation.cycle.close()
-        simulation.store.close()
-    result.pop("campaigns", None)
-    wall = time.perf_counter() - start
-    if save is not None:
-        keep(save, scenario_name, label, wall, result)
-    return scenario_name, label, result, wall
+    return measured(simulation, scenario_name, label, save)
 
 
 def fixed(value: float | None, digits: int = 2) -> str:

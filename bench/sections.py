@@ -123,3 +123,19 @@ def simulations(
             print(f"{scenario} / {label}: {wall:.1f} s", flush=True)
             results[scenario, label], walls[scenario, label] = result, wall
     return results, walls, time.perf_counter() - started
+
+
+def measured(simulation, scenario: str, label: str, save: Path | None) -> tuple[str, str, dict, float]:
+    """Run a :class:`cigri.sim.run.Simulation` to its end: (scenario, label, its figures without the
+    per-campaign list, wall seconds), kept in ``save`` when given."""
+    start = time.perf_counter()
+    try:
+        result = simulation.run()
+    finally:
+        simulation.cycle.close()
+        simulation.store.close()
+    result.pop("campaigns", None)
+    wall = time.perf_counter() - start
+    if save is not None:
+        keep(save, scenario, label, wall, result)
+    return scenario, label, result, wall
