@@ -127,6 +127,10 @@ def test_flow_keys_are_set_per_grid_and_per_cluster(cli):
     }
     cli("config", "set", "sensor", "waiting", "--cluster", "local")
     assert cli.json("config", "show")["clusters.local.sensor"] == "waiting"
+    cli("config", "unset", "sensor", "--cluster", "local")
+    cli("config", "unset", "flow.constant.depth")
+    assert "clusters.local.sensor" not in cli.json("config", "show")
+    assert "flow.constant.depth" not in cli.json("config", "show")
 
 
 @pytest.mark.parametrize(
