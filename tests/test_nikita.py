@@ -300,6 +300,36 @@ def test_on_the_local_cluster_flooding_kills_the_newest_queued_jobs_and_they_run
     assert store.events(campaign_id=cid, open_only=False) == []
 
 
+def test_on_the_local_cluster_a_users_kill_and_flooding_are_one_cancel_call(store, tmp_path, job_script):
+    clusters.set_options(store, "local", {"slots": 2, "queue_depth": 3, "idle_exit": 2})
+    cid = submit(store, write_jdl(tmp_path, exec_file=str(job_script), params=[f"j{i} sleep:20" for i in range(5)]))
+    cycle = Cycle(store, RealClock())
+    try:
+        cycle.run(["metasched", "runner"])
+        wait_for(lambda: (cycle.run(["updator"]), Counter(j.state for j in store.jobs(cid)))[1][JobState.RUNNING] == 2)
+    finally:
+        cycle.close()
+    clusters.set_options(store, "local", {"queue_depth": 0})  # none may wait there now
+    ops.cancel_job(store, 1)  # and the user kills a running one
+    remote = {j.id: j.remote_id for j in store.jobs(cid)}
+    clock, recorded = RealClock(), {}
+
+    def recording(name: str) -> Recording:
+        recorded[name] = Recording(adapter_for(store.cluster(name), AdapterContext(store.directory, clock)))
+        return recorded[name]
+
+    cycle = Cycle(store, clock, adapters=recording)
+    try:
+        report = cycle.run()
+    finally:
+        cycle.close()
+    assert (report.counts["killed"], report.counts["killed for flooding"]) == (1, 3)
+    [call] = recorded["local"].cancels
+    assert sorted(call) == sorted(remote[i] for i in (1, 3, 4, 5))
+    states = {j.id: j.state for j in store.jobs(cid)}
+    assert states == {1: JobState.CANCELLED, 2: JobState.RUNNING, **dict.fromkeys((3, 4, 5), JobState.TO_LAUNCH)}
+
+
 class Overrunning:
     """The real local adapter, told a far longer walltime than the job's: an RM that lets jobs overrun."""
 

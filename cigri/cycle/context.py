@@ -99,7 +99,9 @@ class Context:
         self.avoided: dict[tuple[int, str], int] = {}  # this pass: jobs of (campaign, cluster) avoiding it
         self.choosy: set[int] = set()  # campaigns with more than one place: their jobs avoid clusters
         self.flow = flow  # None: the configured flow strategies (cigri.config), read each pass
-        self.allowed: dict[str, int] = {}  # this pass: slots of cigri's jobs each cluster's flow lets wait
+        # this pass: slots of cigri's jobs each cluster's flow lets wait there, the free slots included (jobs
+        # sent to free slots wait until their RM starts them); nikita kills the newest waiting beyond it
+        self.allowed: dict[str, int] = {}
         self.allowances: dict[str, Allowance] = {}  # this pass: what each cluster's flow strategy answered
         self.flow_rows: dict[str, tuple[str, dict]] = {}  # this pass: each cluster's flow state, to keep
         self.started: dict[str, int] = defaultdict(int)  # this pass: slots of cigri's queued jobs seen starting
