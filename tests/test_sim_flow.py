@@ -208,3 +208,22 @@ def test_a_cluster_whose_rm_says_it_is_stressed_reads_as_stalled():
     assert Recorder.readings and all(r.stalled for r in Recorder.readings)
     last = Recorder.readings[-1]
     assert simulation.cycle.ctx.allowed["a"] == last.free + last.depth  # a stalled queue is not a flood to kill
+
+
+class Closed:
+    """Sends nothing, ever."""
+
+    name = "closed"
+
+    def allow(self, reading, state):
+        return Allowance(0, submit=0, campaigns={c.campaign_id: 0 for c in reading.campaigns}), state
+
+
+def test_a_stalled_clusters_free_slots_are_filled_whatever_the_strategy_answers(monkeypatch):
+    """The stall ends only when one of cigri's jobs starts there: sending nothing would keep it for good."""
+    flow.register(Closed)
+    simulation = Simulation(parse(scenario(config={"flow": "closed"}, max_time=400)))
+    simulation.clusters["a"].stressed = True
+    result = simulation.run()
+    assert result["clusters"]["a"]["started"] >= 8
+    assert max(simulation.trace.waiting["a"]) == 0  # and nothing queued

@@ -9,6 +9,11 @@ cigri's waiting jobs, or the 1-minute load of a file server read through the clu
 (``server_load``). A sensor that fails closes the cluster for the pass with an event, as any failing
 call does; the other clusters are served.
 
+On a stalled cluster (cigri's queued jobs do not start there, or its RM says it is under stress) the
+pass fills the free slots and queues nothing, whatever the strategy answers (its state is kept): the
+stall ends only when one of cigri's jobs starts there, so a strategy that sent nothing at all (``submit``
+0, every tap closed) would keep the cluster unused for good.
+
 The cluster's flow strategy answers an :class:`~cigri.flow.Allowance` from the reading and its own
 state (``ctx.allowed``, nikita's threshold, follows from it); the state is kept per (strategy, cluster)
 in the store's strategy states under ``flow.STRATEGY.CLUSTER``
@@ -73,6 +78,8 @@ def allow(
             stalled=stalled(name) or bool(getattr(adapter, "stressed", False)),
         )
         allowance, state = chosen.strategy.allow(reading, dict(kept.get("state", {})))
+        if reading.stalled:  # free slots only: the stall ends when one of cigri's jobs starts there
+            allowance = Allowance(0)
         ctx.allowances[name] = allowance
         # nikita's threshold: what may wait once this pass's jobs are sent (its free slots too: a job sent
         # to a free slot may wait a moment); a stalled queue is the take-back's, not a flood to kill
