@@ -19,16 +19,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import logging
 import platform
 import re
-import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from sections import HEADER, code_version, write_section
+from sections import HEADER, code_version, measured, simulations, write_section
 
 from cigri.cli.output import duration
 from cigri.scheduling import metascheduler, registry
@@ -101,21 +98,7 @@ def simulate(
         chosen["half_life"] = HALF_LIFE  # the cycle decays usage by the state's configured half-life
         scenario = replace(scenario, config={**scenario.config, "metasched.fairshare.half_life": HALF_LIFE})
     simulation = Simulation(scenario, policy=metascheduler(name, chosen), oracle=oracle)
-    start = time.perf_counter()
-    try:
-        result = simulation.run()
-    finally:
-        simulation.cycle.close()
-        simulation.store.close()
-    result.pop("campaigns", None)
-    wall = time.perf_counter() - start
-    if save is not None:
-        save.mkdir(parents=True, exist_ok=True)
-        slug = re.sub(r"[^a-z0-9]+", "-", f"{scenario_name} {label}".lower()).strip("-")
-        (save / f"{slug}.json").write_text(
-            json.dumps({"scenario": scenario_name, "label": label, "wall": wall, "result": result})
-        )
-    return scenario_name, label, result, wall
+    return measured(simulation, scenario_name, label, save)
 
 
 def fixed(value: float | None, digits: int = 2) -> str:
@@ -168,29 +151,13 @@ def main() -> None:
     args = parser.parse_args()
     names = args.only or [n for n in NAMES if not (args.quick and n == "grid-week")]
     tasks = [(scenario, *variant) for scenario in names for variant in variants()]
-    results: dict[tuple[str, str], dict] = {}
-    walls: dict[tuple[str, str], float] = {}
-    started = time.perf_counter()
-    if args.render:
-        for path in sorted(args.render.glob("*.json")):
-            kept = json.loads(path.read_text())
-            results[kept["scenario"], kept["label"]], walls[kept["scenario"], kept["label"]] = (
-                kept["result"],
-                kept["wall"],
-            )
-    else:
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            runs = pool.map(simulate, *zip(*tasks, strict=True), [args.save] * len(tasks))
-            for scenario, label, result, wall in runs:
-                print(f"{scenario} / {label}: {wall:.1f} s", flush=True)
-                results[scenario, label], walls[scenario, label] = result, wall
+    results, walls, total = simulations(simulate, tasks, jobs=args.jobs, save=args.save, render=args.render)
     rows = [
         row(s, label, results[s, label], walls[s, label])
         if (s, label) in results
         else f"| {s} | {label} | not run |" + " |" * (len(COLUMNS) - 3)
         for s, label, _, _ in tasks
     ]
-    total = sum(walls.values()) if args.render else time.perf_counter() - started
     spread = f", {args.jobs} processes side by side" if args.jobs > 1 else ""
     missing = sum(1 for s, label, _, _ in tasks if (s, label) not in results)
     if missing:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 HEADER = (
@@ -76,3 +81,61 @@ def section_lines(sections, heading: str = "##") -> tuple[list[str], list[str]]:
         for note in sec.notes:
             out += [note, ""]
     return out, missed
+
+
+def keep(folder: Path, scenario: str, label: str, wall: float, result: dict) -> None:
+    """Save one simulation's figures in ``folder`` as it ends (a later ``--render`` reads them back)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    slug = re.sub(r"[^a-z0-9]+", "-", f"{scenario} {label}".lower()).strip("-")
+    (folder / f"{slug}.json").write_text(
+        json.dumps({"scenario": scenario, "label": label, "wall": wall, "result": result})
+    )
+
+
+def kept(folder: Path) -> tuple[dict[tuple[str, str], dict], dict[tuple[str, str], float]]:
+    """The figures :func:`keep` saved in ``folder``: results and wall times by (scenario, label)."""
+    results, walls = {}, {}
+    for path in sorted(folder.glob("*.json")):
+        data = json.loads(path.read_text())
+        key = data["scenario"], data["label"]
+        results[key], walls[key] = data["result"], data["wall"]
+    return results, walls
+
+
+def simulations(
+    simulate: Callable[..., tuple[str, str, dict, float]],
+    tasks: Sequence[tuple],
+    *,
+    jobs: int,
+    save: Path | None,
+    render: Path | None,
+) -> tuple[dict[tuple[str, str], dict], dict[tuple[str, str], float], float]:
+    """Results and wall times by (scenario, label) of ``simulate(*task, save)`` for every task, ``jobs``
+    processes side by side (each printed as it ends), or the figures kept in ``render``; and the total
+    wall time."""
+    if render:
+        results, walls = kept(render)
+        return results, walls, sum(walls.values())
+    results, walls = {}, {}
+    started = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for scenario, label, result, wall in pool.map(simulate, *zip(*tasks, strict=True), [save] * len(tasks)):
+            print(f"{scenario} / {label}: {wall:.1f} s", flush=True)
+            results[scenario, label], walls[scenario, label] = result, wall
+    return results, walls, time.perf_counter() - started
+
+
+def measured(simulation, scenario: str, label: str, save: Path | None) -> tuple[str, str, dict, float]:
+    """Run a :class:`cigri.sim.run.Simulation` to its end: (scenario, label, its figures without the
+    per-campaign list, wall seconds), kept in ``save`` when given."""
+    start = time.perf_counter()
+    try:
+        result = simulation.run()
+    finally:
+        simulation.cycle.close()
+        simulation.store.close()
+    result.pop("campaigns", None)
+    wall = time.perf_counter() - start
+    if save is not None:
+        keep(save, scenario, label, wall, result)
+    return scenario, label, result, wall

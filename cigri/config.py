@@ -1,4 +1,5 @@
-"""The state's configuration (``grid config``): which metascheduler strategy decides, with which options.
+"""The state's configuration (``grid config``): which metascheduler strategy decides, with which options,
+and which flow strategy sizes each cluster's queue, on which sensor.
 
 Keys, each checked when set (an unknown key or a value the strategy refuses is a ConfigError naming it,
 and nothing is written):
@@ -8,6 +9,15 @@ and nothing is written):
   (``metasched.fairshare.half_life`` is also the half-life of users' decayed usage in the snapshot);
 - ``clusters.CLUSTER.metasched``: a cluster's own strategy. Such clusters are decided by it, after the
   others, on a snapshot restricted to them;
+- ``flow``: the flow strategy of every cluster without its own (default ``constant``: the cluster's
+  ``queue_depth``);
+- ``flow.NAME.OPTION``: an option of flow strategy NAME, checked by building NAME with it;
+- ``clusters.CLUSTER.flow``: a cluster's own flow strategy;
+- ``clusters.CLUSTER.sensor``: what its flow strategy reads besides the queue: ``waiting`` (cigri's jobs
+  waiting in the cluster's queue, from the RM; the default) or ``load:HOST`` (the 1-minute load of the
+  file-server HOST, read through the cluster's transport);
+- ``clusters.CLUSTER.reference``: the value the flow strategy keeps its sensor at (a number; without it,
+  the strategy's own default, e.g. pi's and ip's ``reference`` option);
 - ``nikita.queue_timeout``: seconds a job may wait in a cluster's queue before nikita kills it and returns
   it to its bag (default :attr:`cigri.cycle.Patience.queue_timeout`, two hours);
 - ``nikita.walltime_grace``: seconds a job may run past its walltime before nikita kills it as a walltime kill
@@ -17,27 +27,39 @@ and nothing is written):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import adapters
+from . import flow as flows
 from .errors import ConfigError, NotFound
 from .scheduling import MetaScheduler, metascheduler, registry
 from .store import Store
 
 DEFAULT_STRATEGY = "fifo"
+DEFAULT_FLOW = flows.Constant.name
 DEFAULT_HALF_LIFE = 604800.0  # seconds: a week, Slurm's PriorityDecayHalfLife default
 HALF_LIFE_KEY = "metasched.fairshare.half_life"
 _OPTION = re.compile(r"^metasched\.([^.]+)\.(.+)$")
 _CLUSTER = re.compile(r"^clusters\.(.+)\.metasched$")
+_FLOW_OPTION = re.compile(r"^flow\.([^.]+)\.(.+)$")
+_CLUSTER_FLOW = re.compile(r"^clusters\.(.+)\.(flow|sensor|reference)$")
 QUEUE_TIMEOUT = "nikita.queue_timeout"
 WALLTIME_GRACE = "nikita.walltime_grace"
 _SECONDS = {QUEUE_TIMEOUT: 1, WALLTIME_GRACE: 0}  # the nikita keys: seconds, at least this
-KEYS = f"metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched, {QUEUE_TIMEOUT}, {WALLTIME_GRACE}"
+KEYS = (
+    "metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched, flow, flow.NAME.OPTION, "
+    f"clusters.CLUSTER.flow, clusters.CLUSTER.sensor, clusters.CLUSTER.reference, {QUEUE_TIMEOUT}, {WALLTIME_GRACE}"
+)
+CLUSTER_KEYS = ("metasched", "flow", "sensor", "reference")  # the keys a cluster may have of its own
+WAITING = "waiting"  # the default sensor: cigri's jobs waiting in the cluster's queue
+LOAD = "load:"  # the sensor ``load:HOST``: the 1-minute load of a file-server host
+_HOST = re.compile(r"[A-Za-z0-9_\[][A-Za-z0-9_.:\[\]-]*")  # a host name or address (never an ssh option)
 
 
-def cluster_key(cluster: str) -> str:
-    return f"clusters.{cluster}.metasched"
+def cluster_key(cluster: str, key: str = "metasched") -> str:
+    return f"clusters.{cluster}.{key}"
 
 
 def options(settings: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -52,7 +74,11 @@ def build(settings: Mapping[str, Any], name: str) -> MetaScheduler:
 
 
 def _known(key: str) -> bool:
-    return key == "metasched" or key in _SECONDS or bool(_OPTION.match(key) or _CLUSTER.match(key))
+    return (
+        key in ("metasched", "flow")
+        or key in _SECONDS
+        or any(pattern.match(key) for pattern in (_OPTION, _CLUSTER, _FLOW_OPTION, _CLUSTER_FLOW))
+    )
 
 
 def _refuse_unknown(key: str) -> None:
@@ -69,6 +95,8 @@ def set_value(store: Store, key: str, value: Any) -> None:
         seconds(settings, key, 0.0)
     elif (match := _OPTION.match(key)) is not None:
         build(settings, match.group(1))
+    elif key == "flow" or key.startswith("flow.") or _CLUSTER_FLOW.match(key):
+        _check_flow(store, settings, key, value)
     else:
         if not isinstance(value, str):
             raise ConfigError(f"{key}: expected a strategy name, got {value!r}")
@@ -87,6 +115,8 @@ def unset_value(store: Store, key: str) -> bool:
     settings.pop(key, None)
     if (match := _OPTION.match(key)) is not None and match.group(1) in registry():
         build(settings, match.group(1))
+    if (match := _FLOW_OPTION.match(key)) is not None and match.group(1) in flows.registry():
+        build_flow(settings, match.group(1))
     with store.transaction():
         return store.unset_setting(key)
 
@@ -125,3 +155,82 @@ def strategies(store: Store, override: MetaScheduler | None = None) -> Strategie
         if (match := _CLUSTER.match(key)) and name != main_name and store.has_cluster(match.group(1)):
             clusters.setdefault(name, []).append(match.group(1))
     return Strategies(main, {name: (build(settings, name), tuple(names)) for name, names in clusters.items()})
+
+
+def flow_options(settings: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The configured options of flow strategy ``name``."""
+    prefix = f"flow.{name}."
+    return {key.removeprefix(prefix): value for key, value in settings.items() if key.startswith(prefix)}
+
+
+def build_flow(settings: Mapping[str, Any], name: str) -> flows.Flow:
+    """Flow strategy ``name`` with its configured options (ConfigError for an unknown name or a bad option)."""
+    return flows.flow(name, flow_options(settings, name))
+
+
+def sensor_host(key: str, value: Any) -> str | None:
+    """The file-server host a sensor reads (``load:HOST``), None for ``waiting``; ConfigError naming ``key``
+    for anything else."""
+    if value == WAITING:
+        return None
+    if isinstance(value, str) and value.startswith(LOAD) and _HOST.fullmatch(value[len(LOAD) :]):
+        return value[len(LOAD) :]
+    raise ConfigError(f"{key}: expected {WAITING} or {LOAD}HOST, got {value!r}")
+
+
+def _check_flow(store: Store, settings: Mapping[str, Any], key: str, value: Any) -> None:
+    """The flow keys: a strategy name that builds with its options, an option it accepts, a sensor, a
+    reference; a cluster's key needs the cluster."""
+    if (match := _FLOW_OPTION.match(key)) is not None:
+        build_flow(settings, match.group(1))
+        return
+    if (match := _CLUSTER_FLOW.match(key)) is not None and not store.has_cluster(match.group(1)):
+        raise NotFound(f"{key}: no cluster named {match.group(1)!r}")
+    what = match.group(2) if match is not None else "flow"
+    if what == "sensor":
+        if sensor_host(key, value) is not None and match is not None:
+            _check_reads_load(store, key, match.group(1))
+    elif what == "reference":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ConfigError(f"{key}: expected a number >= 0, got {value!r}")
+    else:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a flow strategy name, got {value!r}")
+        build_flow(settings, value)
+
+
+def _check_reads_load(store: Store, key: str, cluster: str) -> None:
+    """A file server's load is read through the cluster's transport: its adapter must have one."""
+    adapter = store.cluster(cluster).adapter
+    if adapter in adapters.registry() and not hasattr(adapters.adapter_class(adapter), "server_load"):
+        raise ConfigError(f"{key}: the {adapter} adapter of {cluster} has no transport to read a host's load")
+
+
+@dataclass(frozen=True)
+class ClusterFlow:
+    """How a cluster's queue allowance is set: its flow strategy, the file-server host its sensor reads
+    (None: cigri's jobs waiting in its queue) and the sensor's reference (None: not configured)."""
+
+    strategy: flows.Flow
+    host: str | None = None
+    reference: float | None = None
+
+
+def cluster_flows(store: Store, names: Sequence[str], override: str | None = None) -> dict[str, ClusterFlow]:
+    """Each named cluster's flow: ``override`` (``--flow``, with its configured options) everywhere, else its
+    own strategy, else ``flow`` (default constant); its sensor and reference in either case."""
+    settings = store.settings()
+    built: dict[str, flows.Flow] = {}
+    out = {}
+    for cluster in names:
+        name = override or settings.get(cluster_key(cluster, "flow"), settings.get("flow", DEFAULT_FLOW))
+        if name not in built:
+            built[name] = build_flow(settings, name)
+        sensor_key, reference_key = cluster_key(cluster, "sensor"), cluster_key(cluster, "reference")
+        reference = settings.get(reference_key)
+        out[cluster] = ClusterFlow(
+            built[name],
+            sensor_host(sensor_key, settings.get(sensor_key, WAITING)),
+            None if reference is None else float(reference),
+        )
+    return out

@@ -89,7 +89,7 @@ def test_an_option_the_strategy_refuses_is_refused_with_its_words(cli):
 def test_an_unknown_key_is_refused_naming_it(cli):
     assert "color: unknown configuration key" in fails(cli, "config", "set", "color", "red")
     assert "color: unknown configuration key" in fails(cli, "config", "unset", "color")
-    assert "--cluster applies to metasched only" in fails(
+    assert "--cluster applies to metasched, flow, sensor, reference only" in fails(
         cli, "config", "set", "metasched.tuned.depth", "1", "--cluster", "local"
     )
     assert "no cluster named 'far'" in fails(cli, "config", "set", "metasched", "tuned", "--cluster", "far", code=5)
@@ -110,3 +110,67 @@ def test_the_configured_strategy_decides_and_policy_overrides_it_for_one_run(cli
     cli("almighty", "--policy", "fifo")
     assert cli.json("gridstat", "-c", str(cid))["clusters"][0]["launched"] == 2
     assert cli.json("config", "show") == {"metasched": "idle"}
+
+
+def test_flow_keys_are_set_per_grid_and_per_cluster(cli):
+    cli("config", "set", "flow", "constant")
+    cli("config", "set", "flow.constant.depth", "4")
+    cli("config", "set", "flow", "constant", "--cluster", "local")
+    cli("config", "set", "sensor", "load:localhost", "--cluster", "local")
+    cli("config", "set", "reference", "2.5", "--cluster", "local")
+    assert cli.json("config", "show") == {
+        "flow": "constant",
+        "flow.constant.depth": 4,
+        "clusters.local.flow": "constant",
+        "clusters.local.sensor": "load:localhost",
+        "clusters.local.reference": 2.5,
+    }
+    cli("config", "set", "sensor", "waiting", "--cluster", "local")
+    assert cli.json("config", "show")["clusters.local.sensor"] == "waiting"
+    cli("config", "unset", "sensor", "--cluster", "local")
+    cli("config", "unset", "flow.constant.depth")
+    assert "clusters.local.sensor" not in cli.json("config", "show")
+    assert "flow.constant.depth" not in cli.json("config", "show")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["flow", "nosuch"], "unknown flow strategy 'nosuch'"),
+        (["flow", "3"], "flow: expected a flow strategy name, got 3"),
+        (["flow.constant.depth", "-2"], "flow.constant.depth: expected a whole number >= 0, got -2"),
+        (["flow.constant.gain", "1"], "flow.constant.gain: constant has no such option"),
+        (["clusters.local.flow", "nosuch"], "unknown flow strategy 'nosuch'"),
+        (["sensor", "load", "--cluster", "local"], "clusters.local.sensor: expected waiting or load:HOST, got 'load'"),
+        (["sensor", "load:", "--cluster", "local"], "clusters.local.sensor: expected waiting or load:HOST"),
+        (["sensor", "queue", "--cluster", "local"], "clusters.local.sensor: expected waiting or load:HOST"),
+        (["reference", "high", "--cluster", "local"], "clusters.local.reference: expected a number >= 0, got 'high'"),
+        (["reference", "-1", "--cluster", "local"], "clusters.local.reference: expected a number >= 0, got -1"),
+        (["clusters.local.color", "red"], "clusters.local.color: unknown configuration key"),
+        (["flow.constant.depth", "1", "--cluster", "local"], "--cluster applies to metasched, flow, sensor"),
+    ],
+)
+def test_a_bad_flow_key_or_value_is_one_line_naming_it_and_nothing_is_written(cli, args, message):
+    assert message in fails(cli, "config", "set", *args)
+    assert cli.json("config", "show") == {}
+
+
+def test_a_flow_key_of_an_unknown_cluster_is_refused(cli):
+    assert "clusters.far.sensor: no cluster named 'far'" in fails(
+        cli, "config", "set", "sensor", "waiting", "--cluster", "far", code=5
+    )
+    assert cli.json("config", "show") == {}
+
+
+def test_cluster_flows_read_the_configuration_and_an_override_applies_everywhere(cli):
+    from cigri import config
+    from cigri.store import Store
+
+    cli("config", "set", "flow.constant.depth", "4")
+    cli("config", "set", "sensor", "load:nfs1", "--cluster", "local")
+    cli("config", "set", "reference", "3", "--cluster", "local")
+    store = Store(cli.state)
+    flows = config.cluster_flows(store, ["local"])
+    assert (flows["local"].strategy.name, flows["local"].strategy.depth) == ("constant", 4)
+    assert (flows["local"].host, flows["local"].reference) == ("nfs1", 3.0)
+    store.close()

@@ -411,9 +411,11 @@ def test_a_stressed_cluster_gets_no_new_jobs_but_is_still_polled(oar, tmp_path):
     server.stress(0.85)
     capacity = adapter.capacity()
     assert capacity.free == 0 and adapter.queue_depth == 0
+    assert adapter.stressed  # the flow's reading: the cluster's queue is stalled
     assert set(adapter.states(ids)) == set(ids)
     server.stress(0.2)
     assert adapter.capacity().free == 4 and adapter.queue_depth == 10
+    assert not adapter.stressed
 
 
 def test_faults_of_the_contract_api_map_to_transport_and_submit_errors(oar, tmp_path):

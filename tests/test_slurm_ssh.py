@@ -230,3 +230,25 @@ def test_an_absent_slurmctld_is_a_transport_error_saying_so_within_the_timeout(s
     assert adapter.runner.timeout == TIMEOUT
     with pytest.raises(TransportError, match=r"^slurm: .* Unable to contact slurm controller \(connect failure\)$"):
         adapter.capacity()
+
+
+def test_a_file_servers_load_is_read_through_the_clusters_ssh_transport(slurm, tmp_path):
+    """The ssh host is this machine: its /proc/loadavg, read over ssh, is this machine's load; a host the
+    login node cannot reach is a TransportError naming the cluster and the host."""
+    config = {
+        "host": slurm["SSH_HOST"],
+        "port": int(slurm["SSH_PORT"]),
+        "user": slurm["SLURM_TEST_USER"],
+        "identity_file": slurm["SSH_KEY"],
+        "accounting": "none",
+    }
+    adapter = SlurmSsh(Cluster("slurm", "slurm-ssh", config), AdapterContext(tmp_path, RealClock()))
+    try:
+        before = os.getloadavg()[0]
+        load = adapter.server_load("localhost")
+        after = os.getloadavg()[0]
+        assert min(before, after) - 0.01 <= load <= max(before, after) + 0.01  # /proc/loadavg has 2 decimals
+        with pytest.raises(TransportError, match=r"^slurm: cannot read the load of no-such-host\.invalid: "):
+            adapter.server_load("no-such-host.invalid")
+    finally:
+        adapter.close()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cigri.adapters.transport import CONNECT_TIMEOUT, TIMEOUT, LocalRunner, SshRunner, runner_for
+from cigri.adapters.transport import CONNECT_TIMEOUT, TIMEOUT, LocalRunner, Result, SshRunner, read_load, runner_for
 from cigri.errors import ConfigError, TransportError
 
 WORDS = ["a b; echo hacked", "$(touch pwned)", "`id`", "it's", '"quoted" \\ *', "-n", "two\nlines", "!1", "~", ""]
@@ -87,3 +87,31 @@ def test_remote_commands_reach_sh_as_the_exact_words_whatever_the_login_shell(ru
     remote = (tmp_path / "remote").read_text()
     # sh -c of one single-quoted word holding nothing a csh (line breaks, !) or fish (backslashes) reads otherwise
     assert re.fullmatch(r"sh -c '[A-Za-z0-9+/= $()|%\"-]*'", remote), remote
+
+
+class Recorded:
+    """A runner that answers every command with ``stdout`` and exit status ``code``, and keeps the argv."""
+
+    def __init__(self, stdout: str, code: int = 0, host: str | None = None):
+        self.stdout, self.code, self.host, self.calls = stdout, code, host, []
+
+    def run(self, argv, *, input=None, timeout=None):
+        self.calls.append(list(argv))
+        return Result(tuple(argv), self.code, self.stdout, "ssh: connect refused" if self.code else "")
+
+
+def test_a_file_servers_load_is_read_where_the_runner_runs_or_one_ssh_hop_from_there():
+    runner = Recorded("0.52 0.40 0.33 1/123 4567\n", host="login.example")
+    assert read_load(runner, "login.example", "c") == 0.52
+    assert read_load(runner, "localhost", "c") == 0.52
+    assert runner.calls == [["cat", "/proc/loadavg"]] * 2
+    assert read_load(runner, "nfs1", "c") == 0.52
+    assert runner.calls[-1][:2] == ["sh", "-c"] and runner.calls[-1][-1] == "nfs1"  # the host as one word
+    assert "|| exit 1" in runner.calls[-1][2]  # the hop's failure is not ssh's own 255 to the transport
+
+
+def test_a_load_that_cannot_be_read_is_a_transport_error_naming_cluster_and_host():
+    with pytest.raises(TransportError, match=r"^c: cannot read the load of nfs1: .*connect refused"):
+        read_load(Recorded("", code=1), "nfs1", "c")
+    with pytest.raises(TransportError, match=r"^c: the load of nfs1: expected a /proc/loadavg line, got 'busy'"):
+        read_load(Recorded("busy\n"), "nfs1", "c")

@@ -10,12 +10,13 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import JdlError
+from ..errors import JdlError, TransportError
 from ..jdl import parse_resources, resource_slots
 from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
 from ..private import write_private
 from . import AdapterContext, Option, expand_home, job_environment
 from .local_rm import Spool
+from .transport import LOCAL_HOSTS, LocalRunner, read_load
 
 # the local RM's states, translated
 STATES = {
@@ -160,6 +161,16 @@ class LocalAdapter:
 
     def activity(self) -> object:
         return self.spool.data_version()
+
+    def server_load(self, host: str) -> float:
+        """The 1-minute load of a file-server host (a flow sensor): this machine's when ``host`` is localhost,
+        else read through ssh from here."""
+        if host not in LOCAL_HOSTS:
+            return read_load(LocalRunner(), host, self.name)
+        try:
+            return os.getloadavg()[0]
+        except OSError as exc:
+            raise TransportError(f"{self.name}: cannot read this machine's load: {exc}") from exc
 
     def stop(self) -> None:
         self.spool.stop_daemon()

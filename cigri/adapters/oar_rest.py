@@ -117,6 +117,7 @@ class OarRest:
         self.timeout = float(cluster.config.get("timeout") or TIMEOUT)
         self.configured_depth = int(cluster.config.get("queue_depth", 100))
         self.queue_depth = self.configured_depth
+        self.stressed = False
         self.max_batch = int(cluster.config.get("max_batch", 1000))
         self.page_size = int(cluster.config.get("page_size") or 500)
         http.check_secret_url(self.name, type(self), self.config)  # before any token is read
@@ -320,6 +321,7 @@ class OarRest:
         busy, grid_used, queued = tally(self._details(), lambda job: job.owner == self.login and cigri_job(job))
         used = max(used, busy)
         self.queue_depth = 0 if stressed else self.configured_depth
+        self.stressed = stressed  # the flow's reading says so: the cluster's queue is closed
         return Capacity(total=total, used=total if stressed else min(used, total), grid_used=grid_used, queued=queued)
 
     def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:

@@ -39,7 +39,7 @@ from .oar import (
     walltime_request,
 )
 from .slurm import check_batch
-from .transport import CommandRunner, RemoteCommands, runner_for, shell
+from .transport import CommandRunner, RemoteCommands, read_load, runner_for, shell
 
 # what OAR's commands say when the server or its database is not there (not "your job is wrong")
 UNREACHABLE = re.compile(
@@ -221,6 +221,10 @@ class OarSsh(RemoteCommands):
 
     def activity(self) -> object:
         return None
+
+    def server_load(self, host: str) -> float:
+        """The 1-minute load of a file-server host, read through the cluster's transport (a flow sensor)."""
+        return read_load(self.runner, host, self.name)
 
     def close(self) -> None:
         self.runner.close()

@@ -23,7 +23,7 @@ from ..jdl import format_walltime, parse_resources, property_terms
 from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
 from . import AdapterContext, Option, batch_environment, expand_home, exports
 from .packing import RemotePackFiles
-from .transport import CommandRunner, RemoteCommands, runner_for, shell
+from .transport import CommandRunner, RemoteCommands, read_load, runner_for, shell
 
 # Slurm job states (squeue %T / sacct State / REST job_state), translated. Anything else is UNKNOWN.
 STATES: dict[str, RemoteState] = {
@@ -488,6 +488,10 @@ class SlurmSsh(RemotePackFiles, RemoteCommands):
     def _probe(self) -> None:
         self._listing.drop()
         self._listing.get()
+
+    def server_load(self, host: str) -> float:
+        """The 1-minute load of a file-server host, read through the cluster's transport (a flow sensor)."""
+        return read_load(self.runner, host, self.name)
 
     def close(self) -> None:
         self.runner.close()

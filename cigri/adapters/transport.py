@@ -209,6 +209,34 @@ def shell(script: str) -> list[str]:
     return ["sh", "-c", script]
 
 
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")  # this machine, whatever the transport's host is called
+
+
+def read_load(runner: CommandRunner, host: str, cluster: str) -> float:
+    """The 1-minute load of ``host`` (the first figure of its ``/proc/loadavg``) read through ``runner``:
+    where the runner runs when ``host`` is that machine (localhost, or the runner's own ssh host), else
+    through ssh from there (the file server is often reachable from the cluster's login host only).
+    TransportError naming the cluster and the host when it cannot be read."""
+    if host in LOCAL_HOSTS or host == getattr(runner, "host", None):
+        argv = ["cat", "/proc/loadavg"]
+    else:
+        # exit 1, not ssh's 255: an ssh transport would take the hop's failure for its own
+        hop = f'ssh -o BatchMode=yes -o ConnectTimeout={CONNECT_TIMEOUT:g} -- "$0" cat /proc/loadavg || exit 1'
+        argv = ["sh", "-c", hop, host]
+    result = runner.run(argv)
+    if not result.ok:
+        raise TransportError(f"{cluster}: cannot read the load of {host}: {result.describe()}")
+    return parse_load(result.stdout, f"{cluster}: the load of {host}")
+
+
+def parse_load(text: str, what: str) -> float:
+    """The 1-minute load of a ``/proc/loadavg`` line; TransportError naming ``what`` when it is not one."""
+    try:
+        return float(text.split()[0])
+    except (IndexError, ValueError):
+        raise TransportError(f"{what}: expected a /proc/loadavg line, got {text.strip()[:80]!r}") from None
+
+
 def runner_for(config: dict) -> CommandRunner:
     """The transport a cluster's config asks for: ssh when it names a host, else local commands."""
     timeout = float(config.get("timeout") or TIMEOUT)

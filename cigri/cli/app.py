@@ -112,6 +112,20 @@ def policy_option(command):
     )(command)
 
 
+def flow_option(command):
+    """``--flow``: the flow strategy of every cluster for this run, by its registered name (None: the
+    configured ones, see ``grid config``)."""
+    from ..flow import registry
+
+    return click.option(
+        "--flow",
+        type=click.Choice(sorted(registry())),
+        default=None,
+        help="Flow strategy sizing every cluster's queue for this run, with its configured options "
+        "(default: the configured ones, see grid config).",
+    )(command)
+
+
 def common(command):
     """``--state`` and ``-v`` on every command, so that standalone gridsub etc. take them too."""
     command = click.option(

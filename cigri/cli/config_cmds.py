@@ -1,4 +1,4 @@
-"""grid config: show, set and unset the state's configuration (the metascheduler strategies)."""
+"""grid config: show, set and unset the state's configuration (the metascheduler and flow strategies)."""
 
 from __future__ import annotations
 
@@ -12,32 +12,44 @@ from .app import GridGroup, app, common
 
 
 def _key(key: str, cluster: str | None) -> str:
-    """The key ``--cluster`` makes of ``metasched``: that cluster's own strategy."""
+    """The key ``--cluster`` makes of ``metasched``, ``flow``, ``sensor`` or ``reference``: that cluster's own."""
     if cluster is None:
         return key
-    if key != "metasched":
-        raise ConfigError(f"{key}: --cluster applies to metasched only")
-    return ops.cluster_key(cluster)
+    if key not in ops.CLUSTER_KEYS:
+        raise ConfigError(f"{key}: --cluster applies to {', '.join(ops.CLUSTER_KEYS)} only")
+    return ops.cluster_key(cluster, key)
 
 
-cluster_option = click.option("--cluster", metavar="CLUSTER", help="The cluster's own strategy (key metasched only).")
+cluster_option = click.option(
+    "--cluster",
+    metavar="CLUSTER",
+    help=f"The cluster's own value (keys {', '.join(ops.CLUSTER_KEYS)}).",
+)
 
 
 @click.group("config", cls=GridGroup)
 @common
 def config():
-    """Show or change the configuration: which metascheduler strategy decides.
+    """Show or change the configuration: which metascheduler strategy decides,
+    and which flow strategy sizes each cluster's queue.
 
     \b
     Keys:
         metasched                   the strategy of every cluster (default fifo)
         metasched.NAME.OPTION       an option of strategy NAME (its VALUE is YAML)
         clusters.CLUSTER.metasched  a cluster's own strategy (or: set metasched NAME --cluster CLUSTER)
+        flow                        the flow strategy of every cluster (default constant)
+        flow.NAME.OPTION            an option of flow strategy NAME
+        clusters.CLUSTER.flow       a cluster's own flow strategy
+        clusters.CLUSTER.sensor     waiting (cigri's jobs waiting in its queue; default)
+                                    or load:HOST (a file server's 1-minute load)
+        clusters.CLUSTER.reference  the value its flow strategy keeps the sensor at
+                                    (default: the flow strategy's own)
 
     A cluster with its own strategy is decided by it, after the others, for the
     jobs they did not place. Each value is checked by building the strategy with
     it; a refused one changes nothing. almighty --policy and simulate --policy
-    override the configuration for one run. metasched.fairshare.half_life is also
+    (and simulate --flow) override the configuration for one run. metasched.fairshare.half_life is also
     the half-life of users' decayed usage (default 604800 s).
 
     \b
@@ -45,6 +57,9 @@ def config():
         grid config set metasched srpt
         grid config set metasched.srpt.cutoff 300
         grid config set metasched fairshare --cluster dahu
+        grid config set flow pi --cluster dahu
+        grid config set sensor load:nfs1 --cluster dahu
+        grid config set reference 3 --cluster dahu
         grid config show
     """
 

@@ -10,7 +10,7 @@ import click
 
 from ..errors import ConfigError
 from . import output
-from .app import GridCommand, app, common, policy_option
+from .app import GridCommand, app, common, flow_option, policy_option
 
 
 def _fmt(seconds) -> str:
@@ -19,7 +19,9 @@ def _fmt(seconds) -> str:
 
 def _report(m: dict) -> None:
     oracle = " (oracle estimates)" if m["oracle"] else ""
-    click.echo(f"scenario {m['scenario']} - policy {m['policy']}{oracle} - seed {m['seed']}")
+    click.echo(
+        f"scenario {m['scenario']} - policy {m['policy']}{oracle} - flow {m['flow']['strategy']} - seed {m['seed']}"
+    )
     waste = m["waste"]
     click.echo(
         f"jobs {m['jobs_done']}/{m['jobs']} done, {m['lost']} lost, {m['skipped']} skipped (test), "
@@ -78,11 +80,42 @@ def _report(m: dict) -> None:
         f"remote queue: max {m['remote_queue']['max']}, mean {m['remote_queue']['mean']:.1f} jobs; "
         f"bytes staged {m['bytes_staged']}"
     )
+    _flow_report(m)
     p = m["performance"]
     click.echo(
         f"{m['simulated_seconds']:.0f} simulated s in {p['wall_seconds']:.2f} s "
         f"({p['simulated_per_wall_second']:.0f}x), {1000 * p['mean_pass_seconds']:.1f} ms per pass"
     )
+
+
+def _flow_report(m: dict) -> None:
+    flow = m["flow"]
+    output.table(
+        ["Cluster", "Queued slots mean", "p99", "Passes over allowance", "Queued jobs cancelled", "Local wait"],
+        [
+            [
+                name,
+                f"{c['waiting_mean']:.1f}",
+                f"{c['waiting_p99']:.0f}",
+                _percent(c["over_allowance"]),
+                m["clusters"][name]["cancelled_queued"],
+                f"{c['local_wait_core_seconds']:.0f} core-s",
+            ]
+            for name, c in flow["clusters"].items()
+        ],
+        title=f"Flow ({flow['strategy']}): grid jobs queued at each pass",
+    )
+    server = flow["file_server"]
+    if server is not None:
+        above = server["time_above_reference"]
+        click.echo(
+            f"file server {server['host']}: load mean {server['mean_load']:.2f}, peak {server['peak_load']:.2f}"
+            + (
+                f"; above its reference {server['reference']:g} {_percent(above)} of the time"
+                if above is not None
+                else ""
+            )
+        )
 
 
 def _percent(fraction: float | None) -> str:
@@ -120,6 +153,7 @@ def _plot(simulation, path: str) -> None:
 @click.command("simulate", cls=GridCommand)
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @policy_option
+@flow_option
 @click.option("--seed", type=int, help="Random seed (default: the scenario's).")
 @click.option(
     "--oracle",
@@ -137,7 +171,7 @@ def _plot(simulation, path: str) -> None:
     "ending or a campaign changing state (default: the scenario's stall, or a day).",
 )
 @common
-def simulate(scenario, policy, seed, oracle, as_json, plot, stall):
+def simulate(scenario, policy, flow, seed, oracle, as_json, plot, stall):
     """Run cigri's real cycle on simulated clusters and a simulated clock.
 
     The scenario (YAML) names clusters (slots, or nodes with cores and
@@ -155,11 +189,19 @@ def simulate(scenario, policy, seed, oracle, as_json, plot, stall):
     users' (equal unless given). Campaigns are short when their true mean job
     duration is at most the scenario's short_cutoff (default 600 s).
 
+    The flow strategies (config: flow keys; --flow overrides them) are judged
+    on the simulated queues, sampled before each pass: grid slots queued per
+    cluster (mean, p99), the passes where they exceeded what the flow allowed,
+    the queued jobs the clusters were asked to cancel, local users' wait
+    (core-seconds their jobs waited while grid jobs held cores), and, with a
+    file_server, its load and the time it spent above its reference.
+
     \b
     Example:
         grid simulate bench/scenarios/small.yaml
         grid simulate bench/scenarios/trace.yaml --policy fifo --json
         grid simulate bench/scenarios/trace.yaml --policy fifo --oracle
+        grid simulate bench/scenarios/small.yaml --flow constant
     """
     from ..sim.run import Simulation
     from ..sim.scenario import load
@@ -172,7 +214,7 @@ def simulate(scenario, policy, seed, oracle, as_json, plot, stall):
     plan = load(scenario)
     if stall is not None:
         plan = dataclasses.replace(plan, stall=stall)
-    simulation = Simulation(plan, policy=policy, seed=seed, oracle=oracle)
+    simulation = Simulation(plan, policy=policy, seed=seed, oracle=oracle, flow=flow)
     progress = None
     if sys.stderr.isatty() and not as_json:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn

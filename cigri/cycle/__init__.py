@@ -63,10 +63,13 @@ class Cycle:
         adapters: Callable[[str], ResourceManager] | None = None,
         patience: Patience | None = None,
         oracle: Callable[[int], float | None] | None = None,
+        flow: str | None = None,
     ):
         """``scheduler`` decides for every cluster (``--policy``); without it, the configured strategies
-        do (:func:`cigri.config.strategies`). ``oracle`` gives each campaign's true mean job duration as its
-        estimate (the simulator's ``--oracle``), instead of what its terminated jobs took."""
+        do (:func:`cigri.config.strategies`). ``flow`` names the flow strategy of every cluster (``--flow``,
+        with its configured options); without it, the configured ones size the queues. ``oracle`` gives
+        each campaign's true mean job duration as its estimate (the simulator's ``--oracle``), instead of
+        what its terminated jobs took."""
         self.ctx = Context(
             store,
             clock,
@@ -75,6 +78,7 @@ class Cycle:
             adapters=adapters,
             patience=patience or Patience(),
             oracle=oracle,
+            flow=flow,
         )
 
     @property

@@ -12,6 +12,7 @@ from .. import config
 from ..adapters import AdapterContext, ResourceManager, adapter_for
 from ..calls import Bounded
 from ..clock import Clock
+from ..flow import Allowance
 from ..jdl import parse_resources, resource_slots
 from ..prediction import Predictor
 from ..scheduling import MetaScheduler
@@ -82,6 +83,7 @@ class Context:
         adapters: Callable[[str], ResourceManager] | None,
         patience: Patience,
         oracle: Callable[[int], float | None] | None = None,
+        flow: str | None = None,
     ):
         self.store = store
         self.clock = clock
@@ -96,10 +98,14 @@ class Context:
         self.fresh: set[int] = set()  # batches recorded by this pass: no RM can hold them yet
         self.avoided: dict[tuple[int, str], int] = {}  # this pass: jobs of (campaign, cluster) avoiding it
         self.choosy: set[int] = set()  # campaigns with more than one place: their jobs avoid clusters
+        self.flow = flow  # None: the configured flow strategies (cigri.config), read each pass
         # this pass: slots of cigri's jobs each cluster's flow lets wait there, the free slots included (jobs
         # sent to free slots wait until their RM starts them); nikita kills the newest waiting beyond it
         self.allowed: dict[str, int] = {}
         self.slots: dict[str, int] = {}  # this pass: each cluster's slots, as its capacity said (packs spread on them)
+        self.allowances: dict[str, Allowance] = {}  # this pass: what each cluster's flow strategy answered
+        self.flow_rows: dict[str, tuple[str, dict]] = {}  # this pass: each cluster's flow state, to keep
+        self.started: dict[str, int] = defaultdict(int)  # this pass: slots of cigri's queued jobs seen starting
         self._settings: dict[int, dict[str, dict]] = {}
         self._users: dict[int, str] = {}
 
@@ -108,6 +114,9 @@ class Context:
         self.report = PassReport()
         self.fresh.clear()
         self.allowed.clear()
+        self.allowances.clear()
+        self.flow_rows.clear()
+        self.started.clear()
         for adapter in self.adapters.values():
             adapter.reopen()
 

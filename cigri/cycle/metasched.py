@@ -12,7 +12,7 @@ from .. import config
 from ..adapters import packing
 from ..model import ACTIVE_JOB_STATES, Campaign, CampaignState, CampaignType, EventClass, EventCode, JobState
 from ..scheduling import Assignment, CampaignView, ClusterView, Demand, GridJob, Snapshot, State, Stop, decide
-from . import replicas
+from . import flow, replicas
 from .context import Context, log
 from .health import cancel_each, capacities, usable
 
@@ -23,7 +23,7 @@ def run(ctx: Context) -> None:
     campaigns = ctx.store.campaigns(states=[CampaignState.IN_TREATMENT])
     if not campaigns:
         return
-    clusters = _clusters(ctx)
+    clusters = _clusters(ctx, campaigns)
     _take_back(ctx, campaigns, clusters)
     _recall(ctx)
     ctx.avoided = ctx.store.avoided(ctx.clock.now())
@@ -33,20 +33,30 @@ def run(ctx: Context) -> None:
     replicas.place(ctx, snapshot, launches)
 
 
-def _clusters(ctx: Context) -> list[ClusterView]:
-    """The usable clusters that answer: their budgets (free slots not promised to jobs already queued or
-    being submitted there; the queue allowance unless cigri's queued jobs do not start there), size,
+def _clusters(ctx: Context, campaigns: Sequence[Campaign]) -> list[ClusterView]:
+    """The usable clusters that answer (and whose flow sensor answers): their budgets (free slots not
+    promised to jobs already queued or being submitted there; the queue their flow strategy allows, less
+    what already waits there; both capped by the strategy's ``submit`` when it sets one), size,
     properties (the cluster's ``properties`` option, a mapping) and cigri's jobs there."""
     configured = {cluster.name: cluster.config for cluster in ctx.store.clusters()}
+    answered = capacities(ctx, usable(ctx, list(configured)))
+    candidates: dict[str, set[int]] = defaultdict(set)
+    for campaign in campaigns:
+        for name in ctx.settings(campaign.id):
+            candidates[name].add(campaign.id)
+    allowances = flow.allow(ctx, answered, lambda name: _queue_stalled(ctx, name), candidates)
     views = []
-    for name, capacity in capacities(ctx, usable(ctx, list(configured))).items():
+    for name, capacity in answered.items():
+        if name not in allowances:
+            continue
+        allowance = allowances[name]
         launching = ctx.store.active_count(name).get(JobState.LAUNCHING.value, 0)
         ctx.slots[name] = capacity.total
-        constant = getattr(ctx.adapter(name), "queue_depth", 0)
-        depth = 0 if _queue_stalled(ctx, name) else constant
         free = max(0, capacity.free - capacity.queued - launching)
-        queue = max(0, depth - max(0, capacity.queued + launching - capacity.free))
-        ctx.allowed[name] = constant + capacity.free  # placeholder: the flow wiring sets what each flow allows
+        queue = max(0, allowance.queue - max(0, capacity.queued + launching - capacity.free))
+        if allowance.submit is not None:
+            free = min(free, allowance.submit)
+            queue = min(queue, max(0, allowance.submit - free))
         properties = configured[name].get("properties")
         jobs = tuple(
             GridJob(job_id, campaign_id, ctx.settings(campaign_id)[name]["_slots"], submitted_at, started_at)
@@ -83,7 +93,8 @@ def _decide(ctx: Context, snapshot: Snapshot) -> tuple[list[Assignment], list[St
     strategy asks outside its snapshot is ignored: a launch on a cluster or for a campaign it was not shown,
     a stop of a job not on that cluster."""
     chosen = config.strategies(ctx.store, ctx.scheduler)
-    states = ctx.store.strategy_states()
+    kept = ctx.store.strategy_states()
+    states: dict[str, State] = {}
     own = {name for _, names in chosen.own.values() for name in names}
     turns = [(chosen.main, [c.name for c in snapshot.clusters if c.name not in own])]
     turns += [(strategy, list(names)) for strategy, names in chosen.own.values()]
@@ -92,7 +103,7 @@ def _decide(ctx: Context, snapshot: Snapshot) -> tuple[list[Assignment], list[St
     placed: dict[int, int] = defaultdict(int)
     for strategy, names in turns:
         view = _restricted(snapshot, set(names), placed)
-        decision = decide(strategy, view, states.get(strategy.name, {}))
+        decision = decide(strategy, view, kept.get(strategy.name, {}))
         campaign_ids = {c.id for c in view.campaigns}
         on_cluster = {(c.name, job.job_id) for c in view.clusters for job in c.jobs}
         for launch in decision.launches:
@@ -240,6 +251,9 @@ def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) ->
                 limit -= ctx.avoided.get((campaign.id, name), 0)
             if campaign.type == CampaignType.TEST:
                 limit = min(limit, 0 if info["launched"] else 1)
+            tap = ctx.allowances[name].campaigns.get(campaign.id) if name in ctx.allowances else None
+            if tap is not None:  # the cluster's flow caps what the campaign sends there this pass
+                limit = min(limit, tap)
             if settings.get("max_jobs"):
                 if on_clusters is None:
                     on_clusters = {n: ctx.store.active_by_campaign(n).get(campaign.id, 0) for n in places}
@@ -271,7 +285,7 @@ def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) ->
 
 def _record(ctx: Context, plan: Sequence[Assignment], stops: Sequence[Stop], states: dict[str, State]) -> None:
     """In one transaction: the launches as batches for the runner, the stops for the runner to carry out,
-    and each strategy's state for the next pass."""
+    each strategy's state for the next pass, and each cluster's flow state with what it was sent."""
     now = ctx.clock.now()
     with ctx.store.transaction():
         for assignment in plan:
@@ -300,3 +314,4 @@ def _record(ctx: Context, plan: Sequence[Assignment], stops: Sequence[Stop], sta
                 )
         for name, state in states.items():
             ctx.store.set_strategy_state(name, state)
+        flow.remember(ctx, plan)

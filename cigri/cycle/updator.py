@@ -88,6 +88,7 @@ def collect(ctx: Context, cluster: str) -> None:
             continue
         if state == JobState.SUBMITTED.value and (status.state == RemoteState.RUNNING or status.started_at is not None):
             began = True
+            ctx.started[cluster] += ctx.settings(campaign_id)[cluster]["_slots"]  # the flow's observed starts
         if status.state == RemoteState.RUNNING:
             if state == JobState.SUBMITTED.value:
                 started.append((job_id, now if status.started_at is None else status.started_at))

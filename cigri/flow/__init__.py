@@ -31,6 +31,7 @@ class CampaignFlow:
     waiting: int  # its jobs waiting in the cluster's queue
     running: int  # its jobs running there
     sent: int  # its jobs sent there by the previous pass
+    slots: int = 1  # slots one of its jobs takes there
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,12 @@ class Constant:
 _REGISTRY: dict[str, type] = {Constant.name: Constant}
 
 
+def within_depth(slots: int, depth: int) -> int:
+    """``slots``, but never above the cluster's ``queue_depth`` when it is set (> 0): the ceiling of every
+    strategy's queue allowance."""
+    return min(slots, depth) if depth > 0 else slots
+
+
 def register(strategy: type) -> type:
     """Make a flow class available by its ``name`` (usable as a class decorator)."""
     _REGISTRY[strategy.name] = strategy
@@ -123,3 +130,7 @@ def flow(name: str = Constant.name, options: Mapping[str, Any] | None = None) ->
     if options:
         raise ConfigError(f"flow.{name}.{sorted(options)[0]}: {name} has no such option")
     return cls()
+
+
+# the strategies register themselves when their module is imported
+from . import ip, pi, ratio, taps  # noqa: E402, F401

@@ -22,12 +22,13 @@ from __future__ import annotations
 import heapq
 import random
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import JdlError, SubmitError, TransportError
 from ..jdl import parse_resources, property_terms, resource_slots
 from ..model import Capacity, JobSpec, RemoteState, RemoteStatus
+from .fileserver import FileServer
 
 BLACK_HOLE_DURATION = 0.01
 
@@ -74,6 +75,7 @@ class ClusterSpec:
     local_rate: float = 0.0  # non-grid jobs arriving per second
     local_duration: float = 3600.0  # their mean duration
     local_size: int = 1  # cores each takes, on one node
+    local_steps: tuple[tuple[float, int], ...] = ()  # (from when, cores local users hold from then on)
     queue_depth: int | None = None
     best_effort: bool = True
 
@@ -158,6 +160,7 @@ class Usage:
     superseded_slot_seconds: float = 0.0  # of the killed: copies cancelled once another copy of their job completed
     available_slot_seconds: float = 0.0  # what the grid could use: slots, unless down, less local users' cores
     local_slot_seconds: float = 0.0  # what local users' jobs held
+    local_wait_core_seconds: float = 0.0  # cores local jobs waited for while grid jobs held cores
     down_seconds: float = 0.0
     started: int = 0
     ended: int = 0
@@ -214,7 +217,12 @@ class SimCluster:
         self.running: dict[str, SimJob] = {}
         self.grid_used = 0
         self.local_used = 0
-        self.local_waiting: deque[tuple[float, int]] = deque()  # (duration, size)
+        self.local_waiting: deque[tuple[float | None, int]] = deque()  # (duration, None: a step's; size)
+        self.step_nodes: list[int] = []  # the node of each core local users hold for a step of local load
+        self.step_level = 0  # cores the current step of local load asks for
+        self.io_weight = 0.0  # the I/O weight of the running grid jobs (what loads the file server)
+        self.file_server: FileServer | None = None  # the scenario's, when it serves this cluster
+        self.weight_of: Callable[[str], float] = lambda work: 1.0  # a scenario job's I/O weight
         self.events: list[tuple[float, int, str, object]] = []
         self.seq = 0
         self.now = 0.0
@@ -230,6 +238,8 @@ class SimCluster:
         self._note_available()
         if spec.local_rate > 0:
             self._push(rng.expovariate(spec.local_rate), "local_arrival", None)
+        for when, cores in spec.local_steps:
+            self._push(when, "local_step", cores)
 
     # ---- the event heap -------------------------------------------------------------------------
 
@@ -269,6 +279,8 @@ class SimCluster:
             self.usage.grid_slot_seconds += self.grid_used * span
             self.usage.available_slot_seconds += self.available() * span
             self.usage.local_slot_seconds += self.local_used * span
+            if self.grid_used:
+                self.usage.local_wait_core_seconds += sum(size for _, size in self.local_waiting) * span
             self.usage.down_seconds += span if self.down else 0.0
             self.now = t
 
@@ -299,6 +311,20 @@ class SimCluster:
         self.local_waiting.append((duration, self.spec.local_size))
         self._push(self.now + self.rng.expovariate(self.spec.local_rate), "local_arrival", None)
 
+    def _on_local_step(self, cores: int) -> None:
+        """Local users hold ``cores`` cores from now on (one-core units, started as local jobs are):
+        more ask for the difference, fewer give back the units still waiting, then those held."""
+        change, self.step_level = cores - self.step_level, cores
+        self.local_waiting.extend([(None, 1)] * max(0, change))
+        while change < 0:
+            units = [i for i, (duration, _) in enumerate(self.local_waiting) if duration is None]
+            if units:
+                del self.local_waiting[units[-1]]
+            else:
+                self.free[self.step_nodes.pop()] += 1
+                self.local_used -= 1
+            change += 1
+
     def _on_local_end(self, payload: tuple[int, int]) -> None:
         node, size = payload
         self.free[node] += size
@@ -307,6 +333,7 @@ class SimCluster:
     def _stop(self, job: SimJob, state: RemoteState, exit_code: int | None, reason: str) -> None:
         del self.running[job.remote_id]
         self.grid_used -= job.slots
+        self._load_files(-self.weight_of(job.work))
         for node in job.placed:
             self.free[node] += job.need.cores
         job.state, job.exit_code, job.reason, job.ended = state, exit_code, reason, self.now
@@ -352,7 +379,10 @@ class SimCluster:
             self.local_waiting.popleft()
             self.local_used += size
             self.free[node] -= size
-            self._push(self.now + duration, "local_end", (node, size))
+            if duration is None:
+                self.step_nodes.append(node)
+            else:
+                self._push(self.now + duration, "local_end", (node, size))
         while self.pending:
             job = self.jobs.get(self.pending[0])
             if job is None or job.state != RemoteState.PENDING:
@@ -366,6 +396,12 @@ class SimCluster:
             self.pending.popleft()
             self.waiting -= 1
             self._run(job, placed)
+
+    def _load_files(self, change: float) -> None:
+        """A grid job started (or stopped): the file server it reads from sees its I/O weight."""
+        self.io_weight += change
+        if self.file_server is not None:
+            self.file_server.change(self.name, self.now, self.io_weight)
 
     def _place(self, need: Need) -> tuple[int, ...] | None:
         """The first ``need.nodes`` eligible nodes with ``need.cores`` free cores, if there are that many."""
@@ -413,6 +449,7 @@ class SimCluster:
         job.duration = duration
         self.running[job.remote_id] = job
         self.grid_used += job.slots
+        self._load_files(self.weight_of(job.work))
         self.grid_by_user[job.user] = self.grid_by_user.get(job.user, 0) + job.slots
         for node in placed:
             self.free[node] -= job.need.cores
@@ -536,6 +573,17 @@ class SimCluster:
         ]
         self.pending = deque(sorted([*self.pending, *back], key=int))
         self._start_what_fits()
+
+    def waiting_slots(self) -> int:
+        """Slots of the grid jobs waiting in its queue (held ones included, as capacity counts them)."""
+        return sum(job.slots for job in self.jobs.values() if job.state == RemoteState.PENDING)
+
+    def server_load(self, host: str) -> float:
+        """The load of the scenario's file server, when it is ``host`` and serves this cluster."""
+        self._reachable()
+        if self.file_server is None or self.file_server.spec.host != host:
+            raise TransportError(f"{self.name}: cannot read the load of {host}: no such file server here")
+        return self.file_server.load_at(self.now)
 
     def tail(self, remote_id: str, stream: str, lines: int) -> str:
         job = self.jobs.get(remote_id)

@@ -13,6 +13,7 @@ hole); a test campaign's jobs that never ran are skipped, any other job that nev
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
@@ -32,6 +33,7 @@ from ..scheduling import MetaScheduler, registry
 from ..store import Store
 from .clock import SimClock
 from .cluster import Ledger, SimCluster
+from .fileserver import FileServer
 from .scenario import CampaignPlan, Scenario
 
 
@@ -115,6 +117,8 @@ class Trace:
     pending: list[int] = field(default_factory=list)  # jobs waiting in cigri at each pass
     usage: dict[str, float] = field(default_factory=dict)  # cores each user held, integrated over time
     fair: dict[str, float] = field(default_factory=dict)  # its max-min fair share of them, integrated
+    waiting: dict[str, list[int]] = field(default_factory=dict)  # slots of grid jobs queued, at each pass
+    over: dict[str, list[bool]] = field(default_factory=dict)  # at each pass: more queued than allowed?
 
 
 @dataclass
@@ -133,9 +137,11 @@ class Watchdog:
 
 class Simulation:
     """One run of a scenario. ``policy`` decides for every cluster (a name takes its options from the
-    scenario's ``config``); without it, the strategies the scenario configures do (fifo by default). With
-    ``oracle``, strategies are handed each campaign's true mean job duration as its estimate (Eagle's
-    assumption), instead of what cigri learns from the jobs that ended."""
+    scenario's ``config``); without it, the strategies the scenario configures do (fifo by default).
+    ``flow`` sizes every cluster's queue (its options from the ``config`` too); without it, the configured
+    flow strategies do (constant by default). With ``oracle``, strategies are handed each campaign's true
+    mean job duration as its estimate (Eagle's assumption), instead of what cigri learns from the jobs
+    that ended."""
 
     def __init__(
         self,
@@ -144,6 +150,7 @@ class Simulation:
         policy: str | MetaScheduler | None = None,
         seed: int | None = None,
         oracle: bool = False,
+        flow: str | None = None,
     ):
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
@@ -157,10 +164,16 @@ class Simulation:
             self.store.add_cluster(spec.name, "sim", {}, 0.0)
             rng = random.Random(self.rng.random())
             self.clusters[spec.name] = SimCluster(spec, self.clock, rng, file_sizes, self.ledger)
+        self.file_server = self._file_server()
         self._configure(scenario.config)
         settings = self.store.settings()
+        if self.file_server is not None and self.file_server.spec.reference is None:
+            self.file_server.spec = dataclasses.replace(self.file_server.spec, reference=self._reference(settings))
         scheduler = config.build(settings, policy) if isinstance(policy, str) else policy
         self.policy = (scheduler or config.strategies(self.store).main).name
+        if flow is not None:
+            config.build_flow(settings, flow)  # an unknown name or a bad option fails before the run
+        self.flow = flow or str(settings.get("flow", config.DEFAULT_FLOW))
         self.oracle = oracle
         self.cycle = Cycle(
             self.store,
@@ -169,9 +182,14 @@ class Simulation:
             forecaster=predictor(),
             adapters=self.clusters.__getitem__,
             oracle=(lambda campaign_id: self.plans[campaign_id].mean_duration) if oracle else None,
+            flow=flow,
         )
         self.plans: dict[int, CampaignPlan] = {}
-        self.trace = Trace(utilization={name: [] for name in self.clusters})
+        self.trace = Trace(
+            utilization={name: [] for name in self.clusters},
+            waiting={name: [] for name in self.clusters},
+            over={name: [] for name in self.clusters},
+        )
         self.failures_fixed = 0
         self.total_jobs = sum(len(p.durations) for p in scenario.campaigns)
         self.demand: dict[str, int] = {}  # cores each user's arrived jobs take, counted as they arrive
@@ -179,6 +197,32 @@ class Simulation:
         self._last_usage: dict[str, int] = {}  # at the last pass: cores each user held
         self._last_fair: dict[str, float] = {}  # and its fair share of them
         self.weights = self.shares()
+
+    def _file_server(self) -> FileServer | None:
+        """The scenario's file server, loaded by the running jobs of the clusters it serves (each job by
+        its campaign's ``io_weight``)."""
+        spec = self.scenario.file_server
+        if spec is None:
+            return None
+        server = FileServer(spec)
+        weights = [plan.io_weight for plan in self.scenario.campaigns]
+
+        def weight_of(work: str) -> float:  # work keys are c<campaign index>j<job index> (work_key)
+            return weights[int(work[1 : work.index("j")])]
+
+        for name, cluster in self.clusters.items():
+            if not spec.clusters or name in spec.clusters:
+                cluster.file_server, cluster.weight_of = server, weight_of
+        return server
+
+    def _reference(self, settings: dict[str, object]) -> float | None:
+        """The configured reference of the first cluster whose sensor reads the file server."""
+        sensor = f"{config.LOAD}{self.scenario.file_server.host}"
+        for name in self.clusters:
+            reference = settings.get(config.cluster_key(name, "reference"))
+            if settings.get(config.cluster_key(name, "sensor")) == sensor and reference is not None:
+                return float(reference)
+        return None
 
     def _configure(self, settings: dict[str, object]) -> None:
         """Apply the scenario's grid config keys, each checked as ``grid config set`` checks it. The users'
@@ -270,6 +314,20 @@ class Simulation:
         self.trace.pending.append(sum(self.store.counts(cid)[JobState.TO_LAUNCH] for cid in self._running()))
         self._sample_fairness()
 
+    def _sample_queues(self) -> None:
+        """Before a pass, from the simulated queues: each cluster's queued grid slots, and whether they
+        exceed what its flow allowed at the previous pass (what nikita judges)."""
+        if self.file_server is not None:  # every cluster has reached now: its load so far (and fewer changes kept)
+            self.file_server.load_at(self.clock.now())
+        allowed = self.cycle.ctx.allowed  # the previous pass's, until this pass begins
+        for name, cluster in self.clusters.items():
+            if cluster.down:
+                continue
+            waiting = cluster.waiting_slots()
+            self.trace.waiting[name].append(waiting)
+            if name in allowed:
+                self.trace.over[name].append(waiting > allowed[name])
+
     def _sample_fairness(self) -> None:
         """Each user's cores held now and its max-min fair share of all the grid's cores held now (demand: the
         cores its arrived, not yet completed jobs take), both counted until the next pass."""
@@ -301,6 +359,7 @@ class Simulation:
             now = self.clock.now()
             while arrivals and arrivals[0].arrival <= now:
                 self._submit(arrivals.pop(0))
+            self._sample_queues()
             wall = time.perf_counter()
             self.cycle.run()
             self._fix_failures()
@@ -451,6 +510,42 @@ class Simulation:
                 "mean_pass_seconds": sum(self.trace.pass_seconds) / len(self.trace.pass_seconds),
             },
             "campaigns": per_campaign,
+            "flow": self._flow_metrics(end),
+        }
+
+    def _flow_metrics(self, end: float) -> dict:
+        """How the flow strategies did, from the simulated world: queued grid slots per cluster at each pass
+        (mean, p99, passes above what the flow allowed), local users' wait (core-seconds local jobs waited
+        while grid jobs held cores), and the file server's load (time above its reference, mean, peak)."""
+        over = [flag for flags in self.trace.over.values() for flag in flags]
+        clusters = {}
+        for name, cluster in self.clusters.items():
+            waiting, flags = self.trace.waiting[name], self.trace.over[name]
+            clusters[name] = {
+                "waiting_mean": sum(waiting) / len(waiting) if waiting else 0.0,
+                "waiting_p99": percentile([float(w) for w in waiting], 99) or 0.0,
+                "over_allowance": _ratio(sum(flags), len(flags)),
+                "local_wait_core_seconds": cluster.usage.local_wait_core_seconds,
+            }
+        return {
+            "strategy": self.flow,
+            "over_allowance": _ratio(sum(over), len(over)),
+            "local_wait_core_seconds": sum(c.usage.local_wait_core_seconds for c in self.clusters.values()),
+            "clusters": clusters,
+            "file_server": self._file_server_metrics(end),
+        }
+
+    def _file_server_metrics(self, end: float) -> dict | None:
+        server = self.file_server
+        if server is None:
+            return None
+        server.load_at(end)
+        return {
+            "host": server.spec.host,
+            "reference": server.spec.reference,
+            "time_above_reference": _ratio(server.seconds_above, end) if server.spec.reference is not None else None,
+            "mean_load": _ratio(server.load_seconds, end),
+            "peak_load": server.peak,
         }
 
     def _jobs(self) -> dict[str, int]:
@@ -494,9 +589,10 @@ def simulate(
     policy: str | MetaScheduler | None = None,
     seed: int | None = None,
     oracle: bool = False,
+    flow: str | None = None,
     on_pass: Callable[[Simulation], None] | None = None,
 ) -> dict:
-    simulation = Simulation(scenario, policy=policy, seed=seed, oracle=oracle)
+    simulation = Simulation(scenario, policy=policy, seed=seed, oracle=oracle, flow=flow)
     try:
         return simulation.run(on_pass)
     finally:

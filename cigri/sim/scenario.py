@@ -21,6 +21,10 @@ A scenario::
         failure: 0.02
         outages: [[3600, 5400]]
         local_load: {rate: 0.002, duration: 900, size: 8}   # a local job takes size cores on one node
+      - name: gamma
+        slots: 16
+        local_load: {steps: [[0, 4], [3600, 12], [7200, 0]]}  # local users hold 4 cores, then 12, then none
+    file_server: {host: nfs, tau: 60, per_weight: 0.1, base: 0.5, reference: 3}  # clusters: [...] (all)
     users:
       alice: {share: 2}
     short_cutoff: 600         # campaigns of a true mean job duration up to this are short (the metrics')
@@ -36,13 +40,18 @@ A scenario::
         clusters:                             # a list of names, or names with their own settings
           beta: {}
           alpha: {resources: core=4, properties: ""}
+        io_weight: 2                          # each running job weighs 2 on the file server (default 1)
 
 A cluster's other keys: ``black_hole``, ``bandwidth`` (bytes/s staging ``input_files`` declared in
-``files``), ``queue_depth``, ``best_effort``. A job needs its nodes, each with its cores free and every
-property asked for; it starts FIFO on the first nodes that fit. A cluster none of whose nodes can ever
-satisfy a campaign's request refuses it at submission: cigri opens a campaign event for that cluster
-and the campaign's jobs run elsewhere (once they have, the simulated user closes the event). A campaign
-that no cluster can ever run is an error here. Errors name the key path (``clusters[1].nodes[0].cores``).
+``files``), ``queue_depth``, ``best_effort``. The file server's load follows ``base + per_weight x`` the
+I/O weight of the grid jobs running on its clusters, with the time constant ``tau`` (seconds); a
+cluster whose ``sensor`` is ``load:HOST`` (config) reads it; ``reference`` is the load the metrics count
+the time above (default: the configured reference of a cluster reading it). A job needs its nodes, each
+with its cores free and every property asked for; it starts FIFO on the first nodes that fit. A cluster
+none of whose nodes can ever satisfy a campaign's request refuses it at submission: cigri opens a
+campaign event for that cluster and the campaign's jobs run elsewhere (once they have, the simulated user
+closes the event). A campaign that no cluster can ever run is an error here. Errors name the key path
+(``clusters[1].nodes[0].cores``).
 """
 
 from __future__ import annotations
@@ -55,6 +64,7 @@ import yaml
 
 from ..errors import ConfigError, JdlError
 from .cluster import ClusterSpec, NodeGroup, refusal, request, valid_property
+from .fileserver import FileServerSpec
 
 CAMPAIGN_KEYS = (
     "name",
@@ -70,7 +80,10 @@ CAMPAIGN_KEYS = (
     "resources",
     "properties",
     "finalize",
+    "io_weight",
 )
+FILE_SERVER_KEYS = ("host", "tau", "per_weight", "base", "reference", "clusters")
+LOCAL_LOAD_KEYS = ("rate", "duration", "size", "steps")
 REQUEST_KEYS = ("resources", "properties")  # what a campaign may set for one of its clusters
 
 
@@ -88,6 +101,7 @@ class CampaignPlan:
     settings: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> its own resources, properties
     cores: int = 1  # cores a job holds: the fewest its clusters' requests take (the work's lower bound)
     finalize: bool = False  # the JDL's finalize: its last jobs replicated on idle slots of other clusters
+    io_weight: float = 1.0  # what one of its running jobs weighs on the file server
 
     @property
     def mean_duration(self) -> float:
@@ -110,6 +124,7 @@ class Scenario:
     min_gap: float = 5.0  # the looping almighty: seconds between two passes, however busy the clusters
     poll: float = 1.0  # how often, between passes, it looks for a job's end
     stall: float = 86400.0  # seconds without progress after which the simulation stops, naming what is stuck
+    file_server: FileServerSpec | None = None  # the storage the grid jobs load (a flow sensor)
 
 
 def _fail(path: str, message: str):
@@ -242,6 +257,11 @@ def _cluster(raw: dict, index: int) -> ClusterSpec:
     if not isinstance(raw, dict) or "name" not in raw:
         _fail(path, "each cluster needs a name, and slots or nodes")
     local = raw.get("local_load") or {}
+    if not isinstance(local, dict):
+        _fail(f"{path}.local_load", "expected a mapping with rate, duration, size and/or steps")
+    for key in local:
+        if key not in LOCAL_LOAD_KEYS:
+            _fail(f"{path}.local_load.{key}", f"unknown key (valid: {', '.join(LOCAL_LOAD_KEYS)})")
     outages = []
     for j, window in enumerate(raw.get("outages") or []):
         if not (isinstance(window, list) and len(window) == 2 and window[0] < window[1]):
@@ -281,8 +301,50 @@ def _cluster(raw: dict, index: int) -> ClusterSpec:
         local_rate=_number(local.get("rate", 0.0), f"{path}.local_load.rate"),
         local_duration=_number(local.get("duration", 3600.0), f"{path}.local_load.duration", 1e-9),
         local_size=local_size,
+        local_steps=_steps(local.get("steps") or [], f"{path}.local_load.steps", sum(g.count * g.cores for g in nodes)),
         queue_depth=int(raw["queue_depth"]) if raw.get("queue_depth") is not None else None,
         best_effort=bool(raw.get("best_effort", True)),
+    )
+
+
+def _steps(raw, path: str, slots: int) -> tuple[tuple[float, int], ...]:
+    """``[[t, cores], ...]``: from t on, local users hold that many cores (times increasing)."""
+    if not isinstance(raw, list):
+        _fail(path, "expected a list of [time, cores]")
+    steps: list[tuple[float, int]] = []
+    for i, step in enumerate(raw):
+        if not (isinstance(step, list) and len(step) == 2):
+            _fail(f"{path}[{i}]", f"expected [time, cores], not {step!r}")
+        when = _number(step[0], f"{path}[{i}][0]")
+        cores = step[1]
+        if isinstance(cores, bool) or not isinstance(cores, int) or not 0 <= cores <= slots:
+            _fail(f"{path}[{i}][1]", f"expected a whole number of cores from 0 to {slots}, not {cores!r}")
+        if steps and when <= steps[-1][0]:
+            _fail(f"{path}[{i}][0]", "times must increase")
+        steps.append((when, cores))
+    return tuple(steps)
+
+
+def _file_server(raw, names: set[str]) -> FileServerSpec | None:
+    """``file_server: {host, tau, per_weight, base, reference, clusters}``."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("host"), str) or not raw["host"]:
+        _fail("file_server", "expected a mapping with at least a host, like {host: nfs, tau: 60}")
+    for key in raw:
+        if key not in FILE_SERVER_KEYS:
+            _fail(f"file_server.{key}", f"unknown key (valid: {', '.join(FILE_SERVER_KEYS)})")
+    served = raw.get("clusters") or []
+    if not isinstance(served, list) or any(name not in names for name in served):
+        _fail("file_server.clusters", f"expected a list of the scenario's clusters, not {served!r}")
+    reference = raw.get("reference")
+    return FileServerSpec(
+        host=raw["host"],
+        tau=_number(raw.get("tau", 60.0), "file_server.tau"),
+        per_weight=_number(raw.get("per_weight", 1.0), "file_server.per_weight"),
+        base=_number(raw.get("base", 0.0), "file_server.base"),
+        reference=None if reference is None else _number(reference, "file_server.reference"),
+        clusters=tuple(str(name) for name in served),
     )
 
 
@@ -366,6 +428,7 @@ def _campaign(
         settings=settings,
         cores=cores,
         finalize=_flag(raw.get("finalize", finalize), f"{path}.finalize"),
+        io_weight=_number(raw.get("io_weight", 1.0), f"{path}.io_weight"),
     )
 
 
@@ -433,4 +496,5 @@ def parse(data: dict, *, base_dir: Path = Path(".")) -> Scenario:
         min_gap=_number(data.get("min_gap", 5.0), "min_gap"),
         poll=_number(data.get("poll", 1.0), "poll", 1e-3),
         stall=_number(data.get("stall", 86400.0), "stall", 1.0),
+        file_server=_file_server(data.get("file_server"), {c.name for c in clusters}),
     )

@@ -504,7 +504,8 @@ class Store:
         being taken back nor killed."""
         return self.conn.execute(
             f"SELECT id, campaign_id, remote_id FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} "
-            "AND state = 'submitted' AND submitted_at < ? AND recall = 0 AND kill_requested = 0 AND nikita IS NULL ORDER BY id",
+            "AND state = 'submitted' AND submitted_at < ? AND recall = 0 AND kill_requested = 0 AND nikita IS NULL "
+            "ORDER BY id",
             (cluster, before),
         ).fetchall()
 
