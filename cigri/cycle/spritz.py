@@ -1,26 +1,110 @@
-"""Spritz: the throughput and estimated end of every running campaign."""
+"""Spritz: each running campaign's figures (throughput over a sliding window, job durations, jobs left) and
+its estimated end with an interval, for the whole campaign and for its jobs on each cluster, recorded as the
+latest forecast and in the forecast history.
+
+The durations' running sums and the termination buckets are kept by the updator as jobs end
+(:meth:`cigri.store.Store.add_durations`); this stage reads a few rows per campaign and cluster, and the
+campaign's active jobs (indexed by campaign and state), so its cost follows the running campaigns and their
+jobs on the clusters, not the jobs ever recorded.
+"""
 
 from __future__ import annotations
 
+import math
+
 from ..model import CampaignState, JobState
-from ..prediction import Sample
+from ..prediction import Forecast, Sample, Spread
 from .context import Context
 
 
+def window_rate(ends: int, now: float, since: float, started: float) -> float | None:
+    """Terminations per second over the window: ``ends`` counted in the buckets from ``since`` on, over the
+    time from ``since`` (or from the campaign's submission ``started``, if later) to now."""
+    span = now - max(since, started)
+    return ends / span if span > 0 else None
+
+
+def _row(campaign_id: int, cluster: str, sample: Sample, forecast: Forecast) -> tuple:
+    """A row of the forecast history (see :meth:`cigri.store.Store.add_forecasts`)."""
+    spread = sample.durations
+    head = (campaign_id, cluster, sample.now, sample.done, sample.remaining, sample.rate, spread.mean, spread.std)
+    return (*head, *_ends(forecast))
+
+
+def _ends(forecast: Forecast) -> tuple[float | None, float | None, float | None]:
+    return forecast.eta, forecast.low, forecast.high
+
+
 def run(ctx: Context) -> None:
-    """Throughput and estimated end of every running campaign."""
+    """Forecast every running campaign, and its jobs on each cluster where it has some or had ends lately."""
     now = ctx.clock.now()
+    forecaster = ctx.forecaster
+    since = math.ceil((now - forecaster.window) / ctx.bucket) * ctx.bucket  # the first bucket inside the window
+    history = []
+    prior = None  # the mean fix delay of the state's latest fixed job events, read once per pass when needed
     for campaign in ctx.store.campaigns(states=[CampaignState.IN_TREATMENT]):
         stats = ctx.store.stats(campaign.id)
-        if stats["sample_at"] is not None and now - stats["sample_at"] < ctx.forecaster.min_interval:
+        if stats["sample_at"] is not None and now - stats["sample_at"] < forecaster.min_interval:
             continue
         counts = ctx.store.counts(campaign.id)
         remaining = sum(
             counts[s] for s in (JobState.TO_LAUNCH, JobState.LAUNCHING, JobState.SUBMITTED, JobState.RUNNING)
         )
         done = counts[JobState.TERMINATED]
-        forecast = ctx.forecaster.forecast(
-            Sample(now, done, remaining, stats["sample_at"], stats["sample_done"] or 0, stats["throughput"])
+        ends = ctx.store.window_ends(campaign.id, since)
+        on_clusters = ctx.store.on_clusters(campaign.id, now)
+        failures, fix_delay, awaiting_since = ctx.store.job_failures(campaign.id)
+        if failures and fix_delay is None:  # none of its own fixed yet: as the state's users fixed lately
+            if prior is None:
+                prior = [ctx.store.recent_fix_delay()]
+            fix_delay = prior[0]
+        sample = Sample(
+            now,
+            done,
+            remaining,
+            stats["sample_at"],
+            stats["sample_done"] or 0,
+            stats["throughput"],
+            running=sum(r for _, r, _ in on_clusters.values()),
+            elapsed=sum(e for _, _, e in on_clusters.values()),
+            durations=Spread.kept(stats),
+            rate=window_rate(sum(ends.values()), now, since, campaign.submitted_at),
+            failures=failures,
+            fix_delay=fix_delay,
+            awaiting_since=awaiting_since,
         )
+        forecast = forecaster.forecast(sample)
+        history.append(_row(campaign.id, "", sample, forecast))
+        per_cluster = []
+        cluster_stats = ctx.store.cluster_stats(campaign.id)
+        for cluster in sorted(set(on_clusters) | set(ends)):
+            queued, running, elapsed = on_clusters.get(cluster, (0, 0, 0.0))
+            spread = Spread.kept(cluster_stats.get(cluster, {}))
+            there = Sample(
+                now,
+                spread.n,
+                queued + running,
+                running=running,
+                elapsed=elapsed,
+                durations=spread,
+                rate=window_rate(ends.get(cluster, 0), now, since, campaign.submitted_at),
+            )
+            forecast_there = forecaster.forecast(there)
+            per_cluster.append((campaign.id, cluster, there.rate, there.remaining, *_ends(forecast_there)))
+            history.append(_row(campaign.id, cluster, there, forecast_there))
         with ctx.store.transaction():
-            ctx.store.set_forecast(campaign.id, now, done, forecast.throughput, forecast.eta)
+            ctx.store.set_forecast(
+                campaign.id,
+                now,
+                done,
+                forecast.throughput,
+                forecast.eta,
+                rate=sample.rate,
+                left=remaining,
+                eta_low=forecast.low,
+                eta_high=forecast.high,
+            )
+            ctx.store.set_cluster_forecasts(per_cluster)
+    with ctx.store.transaction():
+        ctx.store.add_forecasts(history, now)
+        ctx.store.prune_ends(since - ctx.bucket)

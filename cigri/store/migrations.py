@@ -233,6 +233,62 @@ def _m007_replicas(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m009_spritz(conn: sqlite3.Connection) -> None:
+    _run_script(
+        conn,
+        """
+        -- Spritz per campaign: the longest duration seen, the throughput over its sliding window (jobs/s),
+        -- the jobs left and the interval around the estimated end
+        ALTER TABLE campaign_stats ADD COLUMN duration_max REAL;
+        ALTER TABLE campaign_stats ADD COLUMN rate REAL;
+        ALTER TABLE campaign_stats ADD COLUMN left INTEGER;
+        ALTER TABLE campaign_stats ADD COLUMN eta_low REAL;
+        ALTER TABLE campaign_stats ADD COLUMN eta_high REAL;
+        -- the same per (campaign, cluster): running sums of the durations of the jobs that terminated there
+        CREATE TABLE cluster_stats (
+            campaign_id INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            duration_n INTEGER NOT NULL DEFAULT 0,
+            duration_sum REAL NOT NULL DEFAULT 0,
+            duration_sq REAL NOT NULL DEFAULT 0,
+            duration_max REAL,
+            rate REAL,
+            left INTEGER,
+            eta REAL,
+            eta_low REAL,
+            eta_high REAL,
+            PRIMARY KEY (campaign_id, cluster)
+        ) WITHOUT ROWID;
+        -- terminations per (campaign, cluster, time bucket): the sliding window's throughput sums a few
+        -- buckets; buckets older than the window are deleted (by bucket: indexed)
+        CREATE TABLE spritz_ends (
+            campaign_id INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            bucket REAL NOT NULL,  -- the bucket's start (epoch seconds)
+            n INTEGER NOT NULL,
+            PRIMARY KEY (campaign_id, cluster, bucket)
+        ) WITHOUT ROWID;
+        CREATE INDEX spritz_ends_bucket ON spritz_ends(bucket);
+        -- every forecast with its time (cluster '' for the whole campaign), thinned as it ages (Store.add_forecasts)
+        CREATE TABLE forecasts (
+            id INTEGER PRIMARY KEY,
+            campaign_id INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            at REAL NOT NULL,
+            done INTEGER NOT NULL,
+            left INTEGER NOT NULL,
+            rate REAL,
+            mean REAL,
+            std REAL,
+            eta REAL,
+            eta_low REAL,
+            eta_high REAL
+        );
+        CREATE INDEX forecasts_campaign ON forecasts(campaign_id, cluster, at);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -241,6 +297,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("005_removed_clusters", _m005_removed_clusters),
     ("006_metasched", _m006_metasched),
     ("007_replicas", _m007_replicas),
+    ("009_spritz", _m009_spritz),
 ]
 
 
