@@ -32,9 +32,9 @@ TARGET = 10.0  # % of the remaining time, median, at each mark (the grid week's 
 
 
 def cell(figures: dict) -> str:
-    median = figures["median_pct"]
+    median, p90 = figures["median_pct"], figures["p90_pct"]
     shown = "-" if median is None else f"{median:.1f} %"
-    return f"{shown} (n {figures['n']}, p90 {'-' if figures['p90_pct'] is None else f'{figures["p90_pct"]:.0f} %'})"
+    return f"{shown} (n {figures['n']}, p90 {'-' if p90 is None else f'{p90:.0f} %'})"
 
 
 def render(results: dict[str, dict], output: Path) -> None:
