@@ -185,7 +185,7 @@ class Windowed:
             tail = min(tail, max(mean, sample.durations.longest))
         eta = now + drain + tail
         if sample.fix_delay is not None:
-            eta = self.fixes(sample, eta, now + drain + mean, mean)
+            eta = self.fixes(sample, eta, now + drain, mean)
         variance = (std * math.sqrt(beyond) / slots) ** 2 + (std * math.pi / math.sqrt(6)) ** 2
         if rate:
             variance += (drain * (rate * mean / slots - 1)) ** 2

@@ -910,22 +910,24 @@ class Store:
         """Record forecasts: (campaign, cluster ('' for the whole campaign), at, done, left, rate, mean, std,
         eta, eta_low, eta_high). The history is thinned as it ages so that it stays bounded: within the last
         hour, one forecast per minute (a newer one in the same minute replaces it); older ones, one per hour
-        (the last of each hour), thinned when a (campaign, cluster) enters a new hour. A week-long campaign
-        keeps at most 60 + 168 rows per cluster."""
+        (the last of each hour), thinned each time a (campaign, cluster) gets the row of a new minute (a
+        read of its rows over an hour old: one per hour). A week-long campaign keeps at most 61 + 168 rows
+        per cluster."""
         for row in rows:
             campaign_id, cluster, at = row[0], row[1], row[2]
             last = self._one(
                 "SELECT id, at FROM forecasts WHERE campaign_id = ? AND cluster = ? ORDER BY at DESC LIMIT 1",
                 (campaign_id, cluster),
             )
-            if last is not None and math.floor(last[1] / MINUTE) == math.floor(at / MINUTE):
+            same_minute = last is not None and math.floor(last[1] / MINUTE) == math.floor(at / MINUTE)
+            if same_minute:
                 self.conn.execute("DELETE FROM forecasts WHERE id = ?", (last[0],))
             self.conn.execute(
                 "INSERT INTO forecasts (campaign_id, cluster, at, done, left, rate, mean, std, eta, "
                 "eta_low, eta_high) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 row,
             )
-            if last is not None and math.floor(last[1] / HOUR) != math.floor(at / HOUR):
+            if last is not None and not same_minute:
                 self.conn.execute(
                     "DELETE FROM forecasts WHERE campaign_id = ? AND cluster = ? AND at < ? AND id NOT IN "
                     "(SELECT max(id) FROM forecasts WHERE campaign_id = ? AND cluster = ? AND at < ? "
