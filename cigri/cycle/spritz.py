@@ -17,9 +17,11 @@ from ..prediction import Forecast, Sample, Spread
 from .context import Context
 
 
-def window_rate(ends: int, now: float, since: float, started: float) -> float | None:
+def window_rate(ends: int, now: float, since: float, started: float | None) -> float | None:
     """Terminations per second over the window: ``ends`` counted in the buckets from ``since`` on, over the
-    time from ``since`` (or from the campaign's submission ``started``, if later) to now."""
+    time from ``since`` (or from when the first job was seen running, ``started``, if later) to now."""
+    if started is None:
+        return None
     span = now - max(since, started)
     return ends / span if span > 0 else None
 
@@ -33,6 +35,17 @@ def _row(campaign_id: int, cluster: str, sample: Sample, forecast: Forecast) -> 
 
 def _ends(forecast: Forecast) -> tuple[float | None, float | None, float | None]:
     return forecast.eta, forecast.low, forecast.high
+
+
+def _first_start(kept: float | None, on_clusters, ends, submitted: float | None) -> float | None:
+    """When the campaign's (or a cluster's) first job was seen running: as kept, else the earliest start of
+    its running jobs, else (jobs ended unseen between two passes) ``submitted``; None while none ran."""
+    if kept is not None:
+        return kept
+    starts = [figures[3] for figures in on_clusters if figures[3] is not None]
+    if starts:
+        return min(starts)
+    return submitted if ends else None
 
 
 def run(ctx: Context) -> None:
@@ -58,6 +71,7 @@ def run(ctx: Context) -> None:
             if prior is None:
                 prior = [ctx.store.recent_fix_delay()]
             fix_delay = prior[0]
+        first_start = _first_start(stats["first_start"], on_clusters.values(), ends, campaign.submitted_at)
         sample = Sample(
             now,
             done,
@@ -65,10 +79,11 @@ def run(ctx: Context) -> None:
             stats["sample_at"],
             stats["sample_done"] or 0,
             stats["throughput"],
-            running=sum(r for _, r, _ in on_clusters.values()),
-            elapsed=sum(e for _, _, e in on_clusters.values()),
+            running=sum(figures[1] for figures in on_clusters.values()),
+            queued=sum(figures[0] for figures in on_clusters.values()),
+            elapsed=sum(figures[2] for figures in on_clusters.values()),
             durations=Spread.kept(stats),
-            rate=window_rate(sum(ends.values()), now, since, campaign.submitted_at),
+            rate=window_rate(sum(ends.values()), now, since, first_start),
             failures=failures,
             fix_delay=fix_delay,
             awaiting_since=awaiting_since,
@@ -78,19 +93,24 @@ def run(ctx: Context) -> None:
         per_cluster = []
         cluster_stats = ctx.store.cluster_stats(campaign.id)
         for cluster in sorted(set(on_clusters) | set(ends)):
-            queued, running, elapsed = on_clusters.get(cluster, (0, 0, 0.0))
-            spread = Spread.kept(cluster_stats.get(cluster, {}))
+            figures = on_clusters.get(cluster, (0, 0, 0.0, None))
+            kept = cluster_stats.get(cluster, {})
+            started_there = _first_start(kept.get("first_start"), [figures], ends.get(cluster, 0), first_start)
+            spread = Spread.kept(kept)
             there = Sample(
                 now,
                 spread.n,
-                queued + running,
-                running=running,
-                elapsed=elapsed,
+                figures[0] + figures[1],
+                running=figures[1],
+                queued=figures[0],
+                elapsed=figures[2],
                 durations=spread,
-                rate=window_rate(ends.get(cluster, 0), now, since, campaign.submitted_at),
+                rate=window_rate(ends.get(cluster, 0), now, since, started_there),
             )
             forecast_there = forecaster.forecast(there)
-            per_cluster.append((campaign.id, cluster, there.rate, there.remaining, *_ends(forecast_there)))
+            per_cluster.append(
+                (campaign.id, cluster, started_there, there.rate, there.remaining, *_ends(forecast_there))
+            )
             history.append(_row(campaign.id, cluster, there, forecast_there))
         with ctx.store.transaction():
             ctx.store.set_forecast(
@@ -99,6 +119,7 @@ def run(ctx: Context) -> None:
                 done,
                 forecast.throughput,
                 forecast.eta,
+                first_start=first_start,
                 rate=sample.rate,
                 left=remaining,
                 eta_low=forecast.low,

@@ -55,6 +55,7 @@ class Sample:
     previous_done: int = 0
     previous_throughput: float | None = None  # jobs per second, as the previous forecast had it
     running: int = 0  # of the remaining, the jobs running now
+    queued: int = 0  # of the remaining, the jobs handed to clusters that have not started yet
     elapsed: float = 0.0  # the seconds the running jobs have run so far, summed
     durations: Spread = Spread(0, None, None, None)
     rate: float | None = None  # terminations per second over the sliding window (None: nothing to measure yet)
@@ -114,18 +115,20 @@ def harmonic(n: int) -> float:
 class Windowed:
     """The end from the slots the campaign holds and its jobs' durations; the throughput over a sliding window.
 
-    With ``slots`` jobs running, ``left`` jobs remaining and a mean duration ``d`` (std ``s``), the running
-    jobs' slots take the ``left - slots`` jobs not started yet one after another: they drain in
-    ``(left - slots) x d / slots``; then the last ``slots`` jobs end with the longest of them, expected at
-    ``d + s x (H(slots) - 1)`` (exact for exponential durations, whose residual life is again ``d``: the
-    longest of ``n`` is ``d x H(n)``), but never later than the longest duration seen. So
-    ``eta = now + (left - slots) x d / slots + tail``.
+    With ``slots`` jobs running, ``left`` jobs remaining and a mean duration ``d`` (std ``s``, taken as
+    ``d`` until two jobs ended), the running jobs' slots take the ``left - slots`` jobs not started yet one
+    after another: they drain in ``(left - slots) x d / slots``; then the last ``slots`` jobs end with the
+    longest of them, expected at ``d + s x (H(slots) - 1)`` (exact for exponential durations, whose residual
+    life is again ``d``: the longest of ``n`` is ``d x H(n)``), but never later than the longest duration
+    seen. So ``eta = now + (left - slots) x d / slots + tail``. While none of its jobs runs, the jobs it has
+    on clusters stand for its slots (they were sent there to start); with none there either, the end is what
+    remains over the window's throughput (none without it).
 
     The mean duration counts the running jobs too, as censored observations (the exponential's maximum
     likelihood: (sum of ended durations + sum of running jobs' elapsed times) / jobs ended): early in a
     campaign the first jobs to end are its short ones. Before any job ends it is twice the running jobs'
-    mean elapsed time (seen at a random moment, a job is half way through on average). With nothing running,
-    the end is what remains over the window's throughput (none without it).
+    mean elapsed time (seen at a random moment, a job is half way through on average). Failed jobs push the
+    end (:meth:`fixes`).
 
     The interval is ``eta +- 2 sigma``, its low end not before now, with sigma^2 the sum of: the durations'
     spread over the drain (``s x sqrt(left - slots) / slots``: the work left has std ``s x sqrt(n)``), the
@@ -168,7 +171,8 @@ class Windowed:
         return eta
 
     def forecast(self, sample: Sample) -> Forecast:
-        now, left, slots, rate = sample.now, sample.remaining, sample.running, sample.rate
+        now, left, rate = sample.now, sample.remaining, sample.rate
+        slots = sample.running or sample.queued
         if not left:
             return Forecast(rate, now, now, now)
         mean, std = self.duration(sample)
@@ -177,7 +181,7 @@ class Windowed:
                 return Forecast(rate, None)
             eta = now + left / rate
             return Forecast(rate, eta)
-        std = mean if std is None else std  # no spread measured yet: the exponential's
+        std = mean if std is None or sample.durations.n < 2 else std  # no spread measured yet: the exponential's
         beyond = left - slots
         drain = beyond * mean / slots
         tail = mean + std * (harmonic(slots) - 1)

@@ -43,6 +43,7 @@ STATS = (
     "duration_n",
     "duration_sq",
     "duration_max",
+    "first_start",
     "sample_at",
     "sample_done",
     "throughput",
@@ -841,7 +842,7 @@ class Store:
         eta: float | None,
         **figures: float | int | None,
     ) -> None:
-        """The campaign's latest forecast; ``figures`` are Spritz's: rate, left, eta_low, eta_high."""
+        """The campaign's latest forecast; ``figures`` are Spritz's: first_start, rate, left, eta_low, eta_high."""
         extra = "".join(f", {key} = ?" for key in figures)
         self.conn.execute(
             f"UPDATE campaign_stats SET sample_at = ?, sample_done = ?, throughput = ?, eta = ?{extra} "
@@ -849,11 +850,13 @@ class Store:
             (sample_at, sample_done, throughput, eta, *figures.values(), campaign_id),
         )
 
-    def set_cluster_forecasts(self, rows: Sequence[tuple[int, str, float | None, int, float | None, ...]]) -> None:
-        """(campaign, cluster, rate, left, eta, eta_low, eta_high) of the latest forecasts per cluster."""
+    def set_cluster_forecasts(self, rows: Sequence[tuple]) -> None:
+        """(campaign, cluster, first start, rate, left, eta, eta_low, eta_high) of the latest forecasts per
+        cluster (the first start is kept once set)."""
         self.conn.executemany(
-            "INSERT INTO cluster_stats (campaign_id, cluster, rate, left, eta, eta_low, eta_high) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (campaign_id, cluster) DO UPDATE SET rate = excluded.rate, "
+            "INSERT INTO cluster_stats (campaign_id, cluster, first_start, rate, left, eta, eta_low, eta_high) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (campaign_id, cluster) DO UPDATE SET "
+            "first_start = coalesce(first_start, excluded.first_start), rate = excluded.rate, "
             "left = excluded.left, eta = excluded.eta, eta_low = excluded.eta_low, eta_high = excluded.eta_high",
             rows,
         )
@@ -870,19 +873,19 @@ class Store:
         """Forget the termination buckets that start before ``before`` (out of every window)."""
         self.conn.execute("DELETE FROM spritz_ends WHERE bucket < ?", (before,))
 
-    def on_clusters(self, campaign_id: int, now: float) -> dict[str, tuple[int, int, float]]:
-        """Per cluster: (jobs queued or being submitted, jobs running, seconds the running ones have run)."""
+    def on_clusters(self, campaign_id: int, now: float) -> dict[str, tuple[int, int, float, float | None]]:
+        """Per cluster: (jobs queued or being submitted, jobs running, seconds the running ones have run, when
+        the earliest running one started)."""
         out: dict[str, list] = {}
         rows = self.conn.execute(
-            "SELECT cluster, state, count(*), sum(? - started_at) FROM jobs "
+            "SELECT cluster, state, count(*), sum(? - started_at), min(started_at) FROM jobs "
             "WHERE campaign_id = ? AND state IN ('launching', 'submitted', 'running') GROUP BY cluster, state",
             (now, campaign_id),
         )
-        for cluster, state, n, elapsed in rows:
-            figures = out.setdefault(cluster, [0, 0, 0.0])
+        for cluster, state, n, elapsed, earliest in rows:
+            figures = out.setdefault(cluster, [0, 0, 0.0, None])
             if state == JobState.RUNNING.value:
-                figures[1] += n
-                figures[2] += max(0.0, elapsed or 0.0)
+                figures[1:] = [n, max(0.0, elapsed or 0.0), earliest]
             else:
                 figures[0] += n
         return {cluster: tuple(v) for cluster, v in out.items()}

@@ -240,6 +240,7 @@ def _m009_spritz(conn: sqlite3.Connection) -> None:
         -- Spritz per campaign: the longest duration seen, the throughput over its sliding window (jobs/s),
         -- the jobs left and the interval around the estimated end
         ALTER TABLE campaign_stats ADD COLUMN duration_max REAL;
+        ALTER TABLE campaign_stats ADD COLUMN first_start REAL;  -- when Spritz first saw one of its jobs run
         ALTER TABLE campaign_stats ADD COLUMN rate REAL;
         ALTER TABLE campaign_stats ADD COLUMN left INTEGER;
         ALTER TABLE campaign_stats ADD COLUMN eta_low REAL;
@@ -252,6 +253,7 @@ def _m009_spritz(conn: sqlite3.Connection) -> None:
             duration_sum REAL NOT NULL DEFAULT 0,
             duration_sq REAL NOT NULL DEFAULT 0,
             duration_max REAL,
+            first_start REAL,
             rate REAL,
             left INTEGER,
             eta REAL,
