@@ -145,43 +145,56 @@ class Windowed:
 
     @staticmethod
     def duration(sample: Sample) -> tuple[float | None, float | None]:
-        """The mean duration the end is computed with (running jobs as censored observations), and its std."""
+        """The mean duration the end is computed with, and its std (None: not measured yet). The jobs that
+        ended first are the short ones (all the more when a campaign's jobs started together): the running
+        jobs count as censored observations in the mean, and the spread is taken as at least the mean (the
+        exponential's; the longest duration seen caps the tail where durations vary less)."""
         spread = sample.durations
-        if spread.n:
-            mean = (spread.mean * spread.n + sample.elapsed) / spread.n
-            return mean, spread.std
-        if sample.running:
-            return 2 * sample.elapsed / sample.running, None
-        return None, None
+        if not spread.n:
+            return (2 * sample.elapsed / sample.running, None) if sample.running else (None, None)
+        mean = (spread.mean * spread.n + sample.elapsed) / spread.n
+        return mean, max(mean, spread.std)
 
     @staticmethod
-    def fixes(sample: Sample, eta: float, last_start: float, mean: float) -> float:
-        """The end pushed by failed jobs, which run again once their user fixes them (after ``fix_delay``, as
-        measured): no sooner than the latest waiting failure's fix plus a run; and, with probability
-        ``1 - (1 - f)^left`` (``f`` the campaign's failed fraction so far) one of the jobs left fails too, at
-        the latest when the last ones end (``last_start`` + a run): the end moves to its fix plus a run by
-        that probability."""
-        delay = sample.fix_delay
+    def fixes(sample: Sample, eta: float, last_end: float, mean: float) -> float:
+        """The end pushed by failed jobs, which run again once their user fixes them (``fix_delay`` after
+        they failed, as measured) and the next pass sends them (the time since the previous forecast). The
+        latest failed job still waiting is fixed, then runs. Of the ``left`` jobs, ``f x left`` are expected
+        to fail too (``f`` the campaign's failed fraction so far), some, with probability
+        ``1 - (1 - f)^left``, at the latest when the last ones end (``last_end``); once fixed they run
+        again, the longest of them ``mean x H(f x left)``, and so on, round after round, each by the
+        probability that some of the previous round fail again. The end is the later of ``eta`` and that
+        chain's expected end."""
+        delay = sample.fix_delay + (sample.now - sample.previous_at if sample.previous_at is not None else 0.0)
         if sample.awaiting_since is not None:
             eta = max(eta, sample.awaiting_since + delay + mean)
         tried = sample.done + sample.failures
-        if sample.failures and tried:
-            likely = 1 - (1 - sample.failures / tried) ** sample.remaining
-            eta += likely * max(0.0, last_start + mean + delay + mean - eta)
-        return eta
+        if not sample.failures or not tried:
+            return eta
+        failed = sample.failures / tried
+        chain, likely, jobs = last_end, 1.0, float(sample.remaining)
+        while jobs > 0 and likely > 0.01:
+            likely *= 1 - (1 - failed) ** jobs
+            jobs *= failed
+            chain += likely * (delay + mean * harmonic(max(1, math.ceil(jobs))))
+        return max(eta, chain)
 
     def forecast(self, sample: Sample) -> Forecast:
         now, left, rate = sample.now, sample.remaining, sample.rate
         slots = sample.running or sample.queued
-        if not left:
-            return Forecast(rate, now, now, now)
         mean, std = self.duration(sample)
+        if not left:
+            if sample.awaiting_since is None:
+                return Forecast(rate, now, now, now)
+            if sample.fix_delay is None or mean is None:
+                return Forecast(rate, None)  # it waits for its user to fix its failed jobs: when, nobody knows
+            return Forecast(rate, self.fixes(sample, now, now, mean))
         if not slots or not mean:
             if not rate:
                 return Forecast(rate, None)
             eta = now + left / rate
             return Forecast(rate, eta)
-        std = mean if std is None or sample.durations.n < 2 else std  # no spread measured yet: the exponential's
+        std = mean if std is None else std  # no spread measured yet: the exponential's
         beyond = left - slots
         drain = beyond * mean / slots
         tail = mean + std * (harmonic(slots) - 1)
@@ -189,7 +202,7 @@ class Windowed:
             tail = min(tail, max(mean, sample.durations.longest))
         eta = now + drain + tail
         if sample.fix_delay is not None:
-            eta = self.fixes(sample, eta, now + drain, mean)
+            eta = self.fixes(sample, eta, now + drain + mean, mean)
         variance = (std * math.sqrt(beyond) / slots) ** 2 + (std * math.pi / math.sqrt(6)) ** 2
         if rate:
             variance += (drain * (rate * mean / slots - 1)) ** 2
