@@ -7,7 +7,9 @@ and nothing is written):
 - ``metasched.NAME.OPTION``: an option of strategy NAME, checked by building NAME with it
   (``metasched.fairshare.half_life`` is also the half-life of users' decayed usage in the snapshot);
 - ``clusters.CLUSTER.metasched``: a cluster's own strategy. Such clusters are decided by it, after the
-  others, on a snapshot restricted to them.
+  others, on a snapshot restricted to them;
+- ``spritz``: the predictor of campaigns' ends (default ``window``, see :mod:`cigri.prediction`);
+  ``spritz.window``: the seconds of terminations its throughput is measured over (default 3600).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError, NotFound
+from .prediction import WINDOW, Predictor, predictor
 from .scheduling import MetaScheduler, metascheduler, registry
 from .store import Store
 
@@ -26,7 +29,8 @@ DEFAULT_HALF_LIFE = 604800.0  # seconds: a week, Slurm's PriorityDecayHalfLife d
 HALF_LIFE_KEY = "metasched.fairshare.half_life"
 _OPTION = re.compile(r"^metasched\.([^.]+)\.(.+)$")
 _CLUSTER = re.compile(r"^clusters\.(.+)\.metasched$")
-KEYS = "metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched"
+KEYS = "metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched, spritz, spritz.window"
+SPRITZ_KEYS = ("spritz", "spritz.window")
 
 
 def cluster_key(cluster: str) -> str:
@@ -44,8 +48,13 @@ def build(settings: Mapping[str, Any], name: str) -> MetaScheduler:
     return metascheduler(name, options(settings, name))
 
 
+def forecaster(settings: Mapping[str, Any]) -> Predictor:
+    """The configured predictor (``spritz``, ``spritz.window``)."""
+    return predictor(settings.get("spritz", "window"), settings.get("spritz.window", WINDOW))
+
+
 def _known(key: str) -> bool:
-    return key == "metasched" or bool(_OPTION.match(key) or _CLUSTER.match(key))
+    return key in ("metasched", *SPRITZ_KEYS) or bool(_OPTION.match(key) or _CLUSTER.match(key))
 
 
 def _refuse_unknown(key: str) -> None:
@@ -58,7 +67,9 @@ def set_value(store: Store, key: str, value: Any) -> None:
     is) must build with its options; a cluster's strategy needs the cluster."""
     _refuse_unknown(key)
     settings = {**store.settings(), key: value}
-    if (match := _OPTION.match(key)) is not None:
+    if key in SPRITZ_KEYS:
+        forecaster(settings)
+    elif (match := _OPTION.match(key)) is not None:
         build(settings, match.group(1))
     else:
         if not isinstance(value, str):

@@ -31,7 +31,7 @@ def spritz_grid(*clusters: FakeRM, window: float = 600.0, state: Path | str = ":
         grid.clock,
         adapters=grid.clusters.__getitem__,
         patience=PATIENCE,
-        forecaster=predictor("window", {"window": window}),
+        forecaster=predictor("window", window),
     )
     return grid
 
@@ -96,6 +96,8 @@ def test_the_end_drains_the_jobs_left_on_the_slots_then_waits_for_the_longest_wi
     assert forecast.throughput == 0.08
     capped = Windowed().forecast(replace(sample, durations=Spread(20, 100.0, 150.0, 300.0)))
     assert capped.eta == pytest.approx(1000 + 200 + 300)  # never later than the longest seen
+    older = Windowed().forecast(replace(sample, durations=Spread(20, 100.0, 150.0, 300.0), oldest=350.0))
+    assert older.eta == pytest.approx(1000 + 200 + 389.345, abs=1e-3)  # unless a running job ran longer
 
 
 def test_the_running_jobs_count_as_censored_durations():
@@ -193,3 +195,15 @@ def test_the_estimated_ends_error_is_a_share_of_the_time_that_remained():
     assert errors["25"] == {"n": 3, "ended": 0, "no_estimate": 1, "median_pct": pytest.approx(50.0), "p90_pct": None}
     assert errors["50"]["median_pct"] == pytest.approx(20.0)  # 100 s off with 500 s left
     assert errors["75"]["n"] == 0
+
+
+def test_the_predictor_and_its_window_are_configuration(cli, state):
+    assert "spritz.window: expected a positive number of seconds" in cli("config", "set", "spritz.window", "0", code=4)
+    assert "spritz: unknown predictor 'oracle' (valid: ewma, window)" in cli(
+        "config", "set", "spritz", "oracle", code=4
+    )
+    cli("config", "set", "spritz.window", "1800")
+    store = Store(state)
+    chosen = config.forecaster(store.settings())
+    store.close()
+    assert (chosen.name, chosen.window) == ("window", 1800.0)

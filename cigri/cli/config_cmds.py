@@ -26,13 +26,15 @@ cluster_option = click.option("--cluster", metavar="CLUSTER", help="The cluster'
 @click.group("config", cls=GridGroup)
 @common
 def config():
-    """Show or change the configuration: which metascheduler strategy decides.
+    """Show or change the configuration: which metascheduler strategy decides, how Spritz predicts.
 
     \b
     Keys:
         metasched                   the strategy of every cluster (default fifo)
         metasched.NAME.OPTION       an option of strategy NAME (its VALUE is YAML)
         clusters.CLUSTER.metasched  a cluster's own strategy (or: set metasched NAME --cluster CLUSTER)
+        spritz                      the predictor of campaigns' ends: window (default) or ewma
+        spritz.window               seconds of terminations the throughput is measured over (3600)
 
     A cluster with its own strategy is decided by it, after the others, for the
     jobs they did not place. Each value is checked by building the strategy with

@@ -48,6 +48,12 @@ def _first_start(kept: float | None, on_clusters, ends, submitted: float | None)
     return submitted if ends else None
 
 
+def _age(now: float, on_clusters) -> float:
+    """How long the longest-running of the jobs has run (0 when none runs)."""
+    starts = [figures[3] for figures in on_clusters if figures[3] is not None]
+    return now - min(starts) if starts else 0.0
+
+
 def run(ctx: Context) -> None:
     """Forecast every running campaign, and its jobs on each cluster where it has some or had ends lately."""
     now = ctx.clock.now()
@@ -82,6 +88,7 @@ def run(ctx: Context) -> None:
             running=sum(figures[1] for figures in on_clusters.values()),
             queued=sum(figures[0] for figures in on_clusters.values()),
             elapsed=sum(figures[2] for figures in on_clusters.values()),
+            oldest=_age(now, on_clusters.values()),
             durations=Spread.kept(stats),
             rate=window_rate(sum(ends.values()), now, since, first_start),
             failures=failures,
@@ -104,6 +111,7 @@ def run(ctx: Context) -> None:
                 running=figures[1],
                 queued=figures[0],
                 elapsed=figures[2],
+                oldest=_age(now, [figures]),
                 durations=spread,
                 rate=window_rate(ends.get(cluster, 0), now, since, started_there),
             )

@@ -57,6 +57,7 @@ class Sample:
     running: int = 0  # of the remaining, the jobs running now
     queued: int = 0  # of the remaining, the jobs handed to clusters that have not started yet
     elapsed: float = 0.0  # the seconds the running jobs have run so far, summed
+    oldest: float = 0.0  # the seconds the longest-running of them has run
     durations: Spread = Spread(0, None, None, None)
     rate: float | None = None  # terminations per second over the sliding window (None: nothing to measure yet)
     failures: int = 0  # jobs that failed so far (each waits for its user to fix it)
@@ -119,10 +120,12 @@ class Windowed:
     ``d`` until two jobs ended), the running jobs' slots take the ``left - slots`` jobs not started yet one
     after another: they drain in ``(left - slots) x d / slots``; then the last ``slots`` jobs end with the
     longest of them, expected at ``d + s x (H(slots) - 1)`` (exact for exponential durations, whose residual
-    life is again ``d``: the longest of ``n`` is ``d x H(n)``), but never later than the longest duration
-    seen. So ``eta = now + (left - slots) x d / slots + tail``. While none of its jobs runs, the jobs it has
-    on clusters stand for its slots (they were sent there to start); with none there either, the end is what
-    remains over the window's throughput (none without it).
+    life is again ``d``: the longest of ``n`` is ``d x H(n)``). That tail is never later than the longest
+    duration seen when as many jobs ended as run and none of the running ones has run that long yet (jobs
+    that started together end up to their current age whatever their law: then the longest seen bounds
+    nothing). So ``eta = now + (left - slots) x d / slots + tail``. While none of its jobs runs, the jobs it
+    has on clusters stand for its slots (they were sent there to start); with none there either, the end
+    is what remains over the window's throughput (none without it).
 
     The mean duration counts the running jobs too, as censored observations (the exponential's maximum
     likelihood: (sum of ended durations + sum of running jobs' elapsed times) / jobs ended): early in a
@@ -198,8 +201,9 @@ class Windowed:
         beyond = left - slots
         drain = beyond * mean / slots
         tail = mean + std * (harmonic(slots) - 1)
-        if sample.durations.longest is not None and sample.durations.n >= slots:
-            tail = min(tail, max(mean, sample.durations.longest))
+        longest = sample.durations.longest
+        if longest is not None and sample.durations.n >= slots and longest > sample.oldest:
+            tail = min(tail, max(mean, longest))
         eta = now + drain + tail
         if sample.fix_delay is not None:
             eta = self.fixes(sample, eta, now + drain + mean, mean)
@@ -214,15 +218,13 @@ def registry() -> dict[str, type]:
     return {cls.name: cls for cls in (SmoothedThroughput, Windowed)}
 
 
-def predictor(name: str = "window", options: Mapping[str, Any] | None = None) -> Predictor:
-    """The predictor ``name`` with its options (``window`` seconds for both; ``tau`` for ewma)."""
+def predictor(name: str = "window", window: object = WINDOW) -> Predictor:
+    """The predictor ``name`` (the configuration's ``spritz``) measuring throughput over ``window`` seconds
+    (``spritz.window``); a ConfigError naming the key for an unknown name or a window that is not a
+    positive number."""
     strategies = registry()
     if name not in strategies:
-        raise ConfigError(f"unknown predictor {name!r} (valid: {', '.join(sorted(strategies))})")
-    options = dict(options or {})
-    for key, value in options.items():
-        if key not in ("window", "tau") or (key == "tau" and name != "ewma"):
-            raise ConfigError(f"spritz.{name}.{key}: {name} has no such option")
-        if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-            raise ConfigError(f"spritz.{name}.{key}: expected a positive number of seconds, got {value!r}")
-    return strategies[name](**options)
+        raise ConfigError(f"spritz: unknown predictor {name!r} (valid: {', '.join(sorted(strategies))})")
+    if not isinstance(window, int | float) or isinstance(window, bool) or window <= 0:
+        raise ConfigError(f"spritz.window: expected a positive number of seconds, got {window!r}")
+    return strategies[name](window=float(window))

@@ -27,7 +27,6 @@ from ..jdl import MAX_WALLTIME
 from ..jdl import parse as parse_jdl
 from ..loop import wait_for_news
 from ..model import ACTIVE_JOB_STATES, FINAL_JOB_STATES, CampaignState, EventClass, JobState
-from ..prediction import predictor
 from ..scheduling import MetaScheduler, registry
 from ..store import Store
 from .clock import SimClock
@@ -209,7 +208,7 @@ class Simulation:
             self.store,
             self.clock,
             scheduler=scheduler,
-            forecaster=predictor(),
+            forecaster=config.forecaster(settings),
             adapters=self.clusters.__getitem__,
             oracle=(lambda campaign_id: self.plans[campaign_id].mean_duration) if oracle else None,
         )
