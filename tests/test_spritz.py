@@ -115,19 +115,21 @@ def test_a_campaign_with_failed_jobs_ends_after_their_fixes():
     assert Windowed().forecast(Sample(0.0, 99, 1, running=1, durations=done)).eta == pytest.approx(100.0)
     waiting = Sample(0.0, 99, 1, running=1, durations=done, failures=1, fix_delay=600.0, awaiting_since=-50.0)
     assert Windowed().forecast(waiting).eta == pytest.approx(650.0)  # fixed at -50 + 600, then runs 100 s
-    sent_later = replace(waiting, previous_at=-60.0)  # a pass every 60 s: a fixed job waits for the next
-    assert Windowed().forecast(sent_later).eta == pytest.approx(710.0)
+    sent_later = replace(waiting, previous_at=-60.0)  # a pass every 60 s: one to see it fail, one to resend it
+    assert Windowed().forecast(sent_later).eta == pytest.approx(770.0)
     blocked = Sample(0.0, 99, 0, durations=done, failures=1, awaiting_since=-50.0)
     assert Windowed().forecast(blocked).eta is None  # nobody fixed a failed job yet: no telling when
     assert Windowed().forecast(replace(blocked, fix_delay=600.0)).eta == pytest.approx(650.0)
-    # 100 jobs left on 50 slots, 10 % of the jobs failed so far: the last ones end at 200, then rounds of
-    # fixes (600 s) and reruns (the longest of the round's), each by the chance that some fail again
+    # 100 jobs left on 50 slots, 10 of 100 jobs failed so far, none elsewhere in the state: a failed fraction
+    # of 10 / (100 + 100); the last ones end at 200, then rounds of fixes (600 s) and reruns (the longest of
+    # the round's), each by the chance that some fail again
     failing = Sample(0.0, 90, 100, running=50, durations=Spread(90, 100.0, 0.0, 100.0), failures=10, fix_delay=600.0)
-    some = 1 - 0.9**100
-    again = some * (1 - 0.9**10)
-    third = again * (1 - 0.9**1)
-    fourth = third * (1 - 0.9**0.1)
-    chain = 200 + some * (600 + 100 * harmonic(10)) + again * 700 + third * 700 + fourth * 700
+    f = 10 / 200
+    some = 1 - (1 - f) ** 100
+    again = some * (1 - (1 - f) ** (100 * f))
+    third = again * (1 - (1 - f) ** (100 * f * f))
+    chain = 200 + some * (600 + 100 * harmonic(5)) + again * 700 + third * 700
+    assert again > 0.01 > third  # the rounds stop after the third
     assert Windowed().forecast(failing).eta == pytest.approx(chain)
 
 

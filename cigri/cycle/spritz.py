@@ -60,8 +60,12 @@ def run(ctx: Context) -> None:
     forecaster = ctx.forecaster
     since = math.ceil((now - forecaster.window) / ctx.bucket) * ctx.bucket  # the first bucket inside the window
     history = []
-    prior = None  # the mean fix delay of the state's latest fixed job events, read once per pass when needed
-    for campaign in ctx.store.campaigns(states=[CampaignState.IN_TREATMENT]):
+    campaigns = ctx.store.campaigns(states=[CampaignState.IN_TREATMENT])
+    if not campaigns:
+        return
+    # the state's: how long users took to fix failed jobs lately, and the fraction of jobs that failed
+    recent_fix_delay, failed_prior = ctx.store.recent_fix_delay(), ctx.store.failed_fraction() or 0.0
+    for campaign in campaigns:
         stats = ctx.store.stats(campaign.id)
         if stats["sample_at"] is not None and now - stats["sample_at"] < forecaster.min_interval:
             continue
@@ -73,10 +77,8 @@ def run(ctx: Context) -> None:
         ends = ctx.store.window_ends(campaign.id, since)
         on_clusters = ctx.store.on_clusters(campaign.id, now)
         failures, fix_delay, awaiting_since = ctx.store.job_failures(campaign.id)
-        if failures and fix_delay is None:  # none of its own fixed yet: as the state's users fixed lately
-            if prior is None:
-                prior = [ctx.store.recent_fix_delay()]
-            fix_delay = prior[0]
+        if fix_delay is None:  # none of its own fixed yet: as the state's users fixed lately
+            fix_delay = recent_fix_delay
         first_start = _first_start(stats["first_start"], on_clusters.values(), ends, campaign.submitted_at)
         sample = Sample(
             now,
@@ -92,6 +94,7 @@ def run(ctx: Context) -> None:
             durations=Spread.kept(stats),
             rate=window_rate(sum(ends.values()), now, since, first_start),
             failures=failures,
+            failed_prior=failed_prior,
             fix_delay=fix_delay,
             awaiting_since=awaiting_since,
         )

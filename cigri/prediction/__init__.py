@@ -18,6 +18,7 @@ from ..errors import ConfigError
 
 WINDOW = 3600.0  # seconds of terminations the throughput is measured over
 BUCKETS = 12  # the window is kept as this many buckets of terminations
+PRIOR_JOBS = 100  # a campaign's failed fraction starts as the state's, as much as if observed on this many jobs
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Sample:
     durations: Spread = Spread(0, None, None, None)
     rate: float | None = None  # terminations per second over the sliding window (None: nothing to measure yet)
     failures: int = 0  # jobs that failed so far (each waits for its user to fix it)
+    failed_prior: float = 0.0  # the fraction of jobs that failed in the whole state (stands in early on)
     fix_delay: float | None = None  # mean seconds a failed job waited for its fix (None: none fixed yet)
     awaiting_since: float | None = None  # when the latest failed job still waiting for its fix failed
 
@@ -161,20 +163,23 @@ class Windowed:
     @staticmethod
     def fixes(sample: Sample, eta: float, last_end: float, mean: float) -> float:
         """The end pushed by failed jobs, which run again once their user fixes them (``fix_delay`` after
-        they failed, as measured) and the next pass sends them (the time since the previous forecast). The
+        cigri saw them fail, as measured), cigri having seen the failure at the pass after it and sending
+        them again at the pass after the fix (two pass intervals: the time since the previous forecast). The
         latest failed job still waiting is fixed, then runs. Of the ``left`` jobs, ``f x left`` are expected
-        to fail too (``f`` the campaign's failed fraction so far), some, with probability
+        to fail too (``f`` the campaign's failed fraction so far, starting from the state's as if it came
+        from PRIOR_JOBS jobs), some, with probability
         ``1 - (1 - f)^left``, at the latest when the last ones end (``last_end``); once fixed they run
         again, the longest of them ``mean x H(f x left)``, and so on, round after round, each by the
         probability that some of the previous round fail again. The end is the later of ``eta`` and that
         chain's expected end."""
-        delay = sample.fix_delay + (sample.now - sample.previous_at if sample.previous_at is not None else 0.0)
+        interval = sample.now - sample.previous_at if sample.previous_at is not None else 0.0
+        delay = sample.fix_delay + 2 * interval
         if sample.awaiting_since is not None:
             eta = max(eta, sample.awaiting_since + delay + mean)
         tried = sample.done + sample.failures
-        if not sample.failures or not tried:
+        failed = (sample.failures + PRIOR_JOBS * sample.failed_prior) / (tried + PRIOR_JOBS)
+        if not failed:
             return eta
-        failed = sample.failures / tried
         chain, likely, jobs = last_end, 1.0, float(sample.remaining)
         while jobs > 0 and likely > 0.01:
             likely *= 1 - (1 - failed) ** jobs
