@@ -63,8 +63,8 @@ def run(ctx: Context) -> None:
     campaigns = ctx.store.campaigns(states=[CampaignState.IN_TREATMENT])
     if not campaigns:
         return
-    # the state's: how long users took to fix failed jobs lately, and the fraction of jobs that failed
-    recent_fix_delay, failed_prior = ctx.store.recent_fix_delay(), ctx.store.failed_fraction() or 0.0
+    # the state's: how long users took to fix failed jobs lately, and the fraction of jobs that failed in the window
+    recent_fix_delay, failed_prior = ctx.store.recent_fix_delay(), ctx.store.failed_fraction(since) or 0.0
     for campaign in campaigns:
         stats = ctx.store.stats(campaign.id)
         if stats["sample_at"] is not None and now - stats["sample_at"] < forecaster.min_interval:

@@ -62,7 +62,7 @@ class Sample:
     durations: Spread = Spread(0, None, None, None)
     rate: float | None = None  # terminations per second over the sliding window (None: nothing to measure yet)
     failures: int = 0  # jobs that failed so far (each waits for its user to fix it)
-    failed_prior: float = 0.0  # the fraction of jobs that failed in the whole state (stands in early on)
+    failed_prior: float = 0.0  # the fraction of the state's jobs that failed in the window (stands in early on)
     fix_delay: float | None = None  # mean seconds a failed job waited for its fix (None: none fixed yet)
     awaiting_since: float | None = None  # when the latest failed job still waiting for its fix failed
 
@@ -166,8 +166,8 @@ class Windowed:
         cigri saw them fail, as measured), cigri having seen the failure at the pass after it and sending
         them again at the pass after the fix (two pass intervals: the time since the previous forecast). The
         latest failed job still waiting is fixed, then runs. Of the ``left`` jobs, ``f x left`` are expected
-        to fail too (``f`` the campaign's failed fraction so far, starting from the state's as if it came
-        from PRIOR_JOBS jobs), some, with probability
+        to fail too (``f`` the campaign's failed fraction so far, starting from the state's over the window as
+        if it came from PRIOR_JOBS jobs), some, with probability
         ``1 - (1 - f)^left``, at the latest when the last ones end (``last_end``); once fixed they run
         again, the longest of them ``mean x H(f x left)``, and so on, round after round, each by the
         probability that some of the previous round fail again. The end is the later of ``eta`` and that

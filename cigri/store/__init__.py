@@ -900,19 +900,20 @@ class Store:
         )
         return n, waited / fixed if fixed else None, latest
 
-    def failed_fraction(self) -> float | None:
-        """Of the jobs the state's campaigns ran, the fraction that failed: job events over job events plus
-        terminated jobs (a count of an index, and of a few rows per campaign)."""
-        failed = self._one("SELECT count(*) FROM events WHERE class = 'job'")[0]
-        done = self._one("SELECT coalesce(sum(n), 0) FROM job_counts WHERE state = 'terminated'")[0]
+    def failed_fraction(self, since: float) -> float | None:
+        """Of the jobs the state's campaigns ended since ``since`` (a termination bucket's start), the fraction
+        that failed: job events over job events plus terminated jobs (a range of an index, and the termination
+        buckets, which hold the window only)."""
+        failed = self._one("SELECT count(*) FROM events WHERE class = 'job' AND created_at >= ?", (since,))[0]
+        done = self._one("SELECT coalesce(sum(n), 0) FROM spritz_ends WHERE bucket >= ?", (since,))[0]
         return failed / (failed + done) if failed + done else None
 
     def recent_fix_delay(self, last: int = 100) -> float | None:
-        """The mean seconds the latest ``last`` fixed job events of the state stayed open (a read of those
-        rows, newest first, whatever the size of the table)."""
+        """The mean seconds the latest ``last`` fixed job events of the state stayed open (read newest first
+        along the events_class index)."""
         return self._one(
             "SELECT avg(waited) FROM (SELECT closed_at - created_at AS waited FROM events "
-            "WHERE class = 'job' AND closed_at IS NOT NULL ORDER BY id DESC LIMIT ?)",
+            "WHERE class = 'job' AND closed_at IS NOT NULL ORDER BY created_at DESC LIMIT ?)",
             (last,),
         )[0]
 

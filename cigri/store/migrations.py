@@ -287,8 +287,8 @@ def _m009_spritz(conn: sqlite3.Connection) -> None:
             eta_high REAL
         );
         CREATE INDEX forecasts_campaign ON forecasts(campaign_id, cluster, at);
-        -- the state's failed fraction counts its job events
-        CREATE INDEX events_class ON events(class);
+        -- the state's recent failed fraction counts its job events of the last window
+        CREATE INDEX events_class ON events(class, created_at);
         """,
     )
 
