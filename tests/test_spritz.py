@@ -72,6 +72,7 @@ def test_mean_and_std_come_from_running_sums_per_campaign_and_cluster(tmp_path):
     assert (per_cluster["a"]["average_duration"], per_cluster["a"]["stddev_duration"]) == (15.0, 5.0)
     assert (per_cluster["b"]["average_duration"], per_cluster["b"]["stddev_duration"]) == (60.0, 0.0)
     assert shown["left"] == 1  # the fourth job, waiting
+    assert [(row["at"], row["left"]) for row in shown["forecasts"]] == [(70.0, 1)]  # the history, so far
 
 
 def test_spread_of_no_job_is_unknown():

@@ -211,6 +211,7 @@ def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
         "ended_at": campaign.ended_at,
         "clusters": per_cluster,
         "blocked": blocked,
+        "forecasts": store.forecasts(campaign_id),  # Spritz's history, thinned as it ages
     }
     if as_json:
         output.emit_json(data)
@@ -339,8 +340,9 @@ def gridstat(campaign_arg, campaign, full, job, show_out, show_err, user, header
 
     The table's S column is R (running), P (paused), T (terminated) or C (cancelled), with
     'e' appended while events are open. -c shows Spritz's figures, for the campaign and for each
-    cluster: throughput over the last hour, job duration (mean ± std), jobs left, and the
-    estimated end with its interval; --eta lists the running campaigns by estimated end.
+    cluster: throughput over its window (grid config spritz.window, an hour by default), job
+    duration (mean ± std), jobs left, and the estimated end with its interval (--json adds the
+    forecast history); --eta lists the running campaigns by estimated end.
 
     \b
     Example:
