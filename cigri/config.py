@@ -21,7 +21,9 @@ and nothing is written):
 - ``nikita.queue_timeout``: seconds a job may wait in a cluster's queue before nikita kills it and returns
   it to its bag (default :attr:`cigri.cycle.Patience.queue_timeout`, two hours);
 - ``nikita.walltime_grace``: seconds a job may run past its walltime before nikita kills it as a walltime kill
-  (default :attr:`cigri.cycle.Patience.walltime_grace`, CiGri's 30 minutes).
+  (default :attr:`cigri.cycle.Patience.walltime_grace`, CiGri's 30 minutes);
+- ``spritz``: the predictor of campaigns' ends (default ``window``, see :mod:`cigri.prediction`);
+  ``spritz.window``: the seconds of terminations its throughput is measured over (default 3600).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any
 from . import adapters
 from . import flow as flows
 from .errors import ConfigError, NotFound
+from .prediction import WINDOW, Predictor, predictor
 from .scheduling import MetaScheduler, metascheduler, registry
 from .store import Store
 
@@ -50,12 +53,14 @@ WALLTIME_GRACE = "nikita.walltime_grace"
 _SECONDS = {QUEUE_TIMEOUT: 1, WALLTIME_GRACE: 0}  # the nikita keys: seconds, at least this
 KEYS = (
     "metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched, flow, flow.NAME.OPTION, "
-    f"clusters.CLUSTER.flow, clusters.CLUSTER.sensor, clusters.CLUSTER.reference, {QUEUE_TIMEOUT}, {WALLTIME_GRACE}"
+    f"clusters.CLUSTER.flow, clusters.CLUSTER.sensor, clusters.CLUSTER.reference, {QUEUE_TIMEOUT}, {WALLTIME_GRACE}, "
+    "spritz, spritz.window"
 )
 CLUSTER_KEYS = ("metasched", "flow", "sensor", "reference")  # the keys a cluster may have of its own
 WAITING = "waiting"  # the default sensor: cigri's jobs waiting in the cluster's queue
 LOAD = "load:"  # the sensor ``load:HOST``: the 1-minute load of a file-server host
 _HOST = re.compile(r"[A-Za-z0-9_\[][A-Za-z0-9_.:\[\]-]*")  # a host name or address (never an ssh option)
+SPRITZ_KEYS = ("spritz", "spritz.window")
 
 
 def cluster_key(cluster: str, key: str = "metasched") -> str:
@@ -73,9 +78,14 @@ def build(settings: Mapping[str, Any], name: str) -> MetaScheduler:
     return metascheduler(name, options(settings, name))
 
 
+def forecaster(settings: Mapping[str, Any]) -> Predictor:
+    """The configured predictor (``spritz``, ``spritz.window``)."""
+    return predictor(settings.get("spritz", "window"), settings.get("spritz.window", WINDOW))
+
+
 def _known(key: str) -> bool:
     return (
-        key in ("metasched", "flow")
+        key in ("metasched", "flow", *SPRITZ_KEYS)
         or key in _SECONDS
         or any(pattern.match(key) for pattern in (_OPTION, _CLUSTER, _FLOW_OPTION, _CLUSTER_FLOW))
     )
@@ -93,6 +103,8 @@ def set_value(store: Store, key: str, value: Any) -> None:
     settings = {**store.settings(), key: value}
     if key in _SECONDS:
         seconds(settings, key, 0.0)
+    elif key in SPRITZ_KEYS:
+        forecaster(settings)
     elif (match := _OPTION.match(key)) is not None:
         build(settings, match.group(1))
     elif key == "flow" or key.startswith("flow.") or _CLUSTER_FLOW.match(key):

@@ -13,9 +13,11 @@ from cigri import campaigns as ops
 from cigri import clusters
 from cigri.adapters.local import LocalAdapter
 from cigri.clock import RealClock
+from cigri.cycle import Cycle
 from cigri.errors import PermissionDenied
 from cigri.jdl import load
 from cigri.model import CampaignState, JobState
+from cigri.prediction import predictor
 
 from .conftest import PYTHON, runs, wait_for, write_jdl
 
@@ -39,7 +41,8 @@ def test_each_stage_has_its_effect(store, cycle, tmp_path, job_script):
     assert states(store, cid)[JobState.RUNNING] == 1
     now = RealClock().now()
     store.set_forecast(cid, now - 10, 0, None, None)
-    cycle.run(["spritz"])
+    smoothed = Cycle(store, RealClock(), forecaster=predictor("ewma"))
+    smoothed.run(["spritz"])
     stats = store.stats(cid)
     assert stats["throughput"] == pytest.approx(0.2, rel=0.05)  # 2 jobs in the last 10 s
     assert stats["eta"] == pytest.approx(now + 5, abs=1)  # 1 job left at 0.2 jobs/s

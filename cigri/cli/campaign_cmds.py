@@ -13,6 +13,7 @@ from .. import campaigns as ops
 from .. import jdl as jdl_mod
 from ..errors import CigriError, JdlError, NotFound
 from ..model import CampaignState, JobState
+from ..prediction import Spread
 from . import output
 from .app import ID, GridCommand, app, common
 
@@ -145,14 +146,48 @@ def _pct(done: int, total: int) -> str:
     return f"{done}/{total} ({100 * done // total if total else 100}%)"
 
 
+def _per_hour(rate: float | None) -> float | None:
+    return None if rate is None else rate * 3600
+
+
+def _jobs_per_hour(rate: float | None) -> str | None:
+    return None if rate is None else f"{rate * 3600:.1f} jobs/h"
+
+
+def _mean_std(spread: Spread) -> str | None:
+    return f"{output.duration(spread.mean)} ± {output.duration(spread.std)}" if spread.n else None
+
+
+def _end(eta: float | None, low: float | None, high: float | None) -> str | None:
+    """The estimated end, and its interval when there is one."""
+    if eta is None:
+        return None
+    return output.when(eta) + (f" ({output.when(low)} - {output.when(high)})" if low is not None else "")
+
+
+def _spritz(figures: dict) -> dict:
+    """Spritz's figures (of a campaign, or of its jobs on one cluster) as gridstat --json shows them."""
+    spread = Spread.kept(figures)
+    return {
+        "throughput_per_hour": _per_hour(figures.get("rate")),
+        "average_duration": spread.mean,
+        "stddev_duration": spread.std,
+        "ended": spread.n,
+        "left": figures.get("left"),
+        "estimated_end": figures.get("eta"),
+        "estimated_end_low": figures.get("eta_low"),
+        "estimated_end_high": figures.get("eta_high"),
+    }
+
+
 def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
     campaign = store.campaign(campaign_id)
     row = _campaign_row(store, campaign, store.open_event_counts())
     stats = store.stats(campaign_id)
-    n = stats["duration_n"] or 0
-    mean = stats["duration_sum"] / n if n else None
-    std = max(0.0, stats["duration_sq"] / n - mean * mean) ** 0.5 if n else None
+    spread = Spread.kept(stats)
+    running = campaign.state == CampaignState.IN_TREATMENT
     clusters = store.campaign_clusters(campaign_id)
+    spritz = store.cluster_stats(campaign_id)
     per_cluster = []
     for name, info in clusters.items():
         active = store.active_count(name)
@@ -165,19 +200,18 @@ def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
                 "prologue": info["prologue_state"],
                 "epilogue": info["epilogue_state"],
                 "cluster_active": sum(active.values()),
+                **_spritz(spritz.get(name, {})),
             }
         )
     blocked = ops.blocked_reason(store, campaign)
     data = {
         **row,
         "held": store.held_count(campaign_id),
-        "average_duration": mean,
-        "stddev_duration": std,
-        "throughput_per_hour": stats["throughput"] * 3600 if stats["throughput"] is not None else None,
-        "estimated_end": stats["eta"],
+        **_spritz(stats),
         "ended_at": campaign.ended_at,
         "clusters": per_cluster,
         "blocked": blocked,
+        "forecasts": store.forecasts(campaign_id),  # Spritz's history, thinned as it ages
     }
     if as_json:
         output.emit_json(data)
@@ -193,18 +227,65 @@ def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
             ("Running / waiting / failed", f"{row['running']} / {row['waiting']} / {row['failed']}"),
             ("Held on their clusters", data["held"]),
             ("Open events", row["open_events"]),
-            ("Average job duration", f"{output.duration(mean)} (stddev {output.duration(std)})" if n else None),
-            (
-                "Throughput",
-                f"{data['throughput_per_hour']:.1f} jobs/h" if data["throughput_per_hour"] is not None else None,
-            ),
-            ("Estimated end", output.when(stats["eta"]) if campaign.state == CampaignState.IN_TREATMENT else None),
+            ("Job duration (mean ± std)", _mean_std(spread)),
+            ("Throughput", _jobs_per_hour(stats["rate"]) if running else None),
+            ("Jobs left", stats["left"] if running else None),
+            ("Estimated end", _end(stats["eta"], stats["eta_low"], stats["eta_high"]) if running else None),
             ("Ended", output.when(campaign.ended_at) if campaign.ended_at else None),
         ]
     )
+    rows = []
+    for c in per_cluster:
+        figures = spritz.get(c["cluster"], {})
+        there = Spread.kept(figures)
+        rows.append(
+            [
+                c["cluster"],
+                c["launched"],
+                c["active"],
+                _jobs_per_hour(figures.get("rate")) if running else None,
+                _mean_std(there),
+                figures.get("left") if running else None,
+                _end(figures.get("eta"), figures.get("eta_low"), figures.get("eta_high")) if running else None,
+                c["prologue"],
+                c["epilogue"],
+            ]
+        )
     output.table(
-        ["Cluster", "Jobs sent", "Active", "Prologue", "Epilogue"],
-        [[c["cluster"], c["launched"], c["active"], c["prologue"], c["epilogue"]] for c in per_cluster],
+        ["Cluster", "Jobs sent", "Active", "Throughput", "Duration", "Left", "Estimated end", "Prologue", "Epilogue"],
+        rows,
+    )
+
+
+def _show_eta(store, user: str | None, headerless: bool, as_json: bool) -> None:
+    """Running campaigns by estimated end (the soonest first; those without an estimate last)."""
+    events = store.open_event_counts()
+    rows = []
+    for campaign in store.campaigns(user=user, states=[CampaignState.IN_TREATMENT]):
+        row = _campaign_row(store, campaign, events)
+        rows.append({**row, **_spritz(store.stats(campaign.id))})
+    rows.sort(key=lambda r: (r["estimated_end"] is None, r["estimated_end"] or 0, r["id"]))
+    if as_json:
+        output.emit_json(rows)
+        return
+    output.table(
+        ["Campaign id", "Name", "User", "Progress", "Throughput", "Left", "Estimated end", "Interval"],
+        [
+            [
+                r["id"],
+                r["name"],
+                r["user"],
+                _pct(r["done"], r["total"]),
+                _jobs_per_hour(None if r["throughput_per_hour"] is None else r["throughput_per_hour"] / 3600),
+                r["left"],
+                output.when(r["estimated_end"]),
+                f"{output.when(r['estimated_end_low'])} - {output.when(r['estimated_end_high'])}"
+                if r["estimated_end_low"] is not None
+                else None,
+            ]
+            for r in rows
+        ],
+        headers=not headerless,
     )
 
 
@@ -251,18 +332,23 @@ def _show_job(store, job_id: int, stream: str | None, as_json: bool) -> None:
 @click.option("-E", "--stderr", "show_err", is_flag=True, help="With -j: the job's stderr.")
 @click.option("-u", "--user", help="Only this user's campaigns.")
 @click.option("-H", "--headerless", is_flag=True, help="No header line.")
+@click.option("--eta", is_flag=True, help="Running campaigns by estimated end, the soonest first.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
 @common
-def gridstat(campaign_arg, campaign, full, job, show_out, show_err, user, headerless, as_json):
+def gridstat(campaign_arg, campaign, full, job, show_out, show_err, user, headerless, eta, as_json):
     """Show campaigns, one campaign, its jobs, or one job.
 
     The table's S column is R (running), P (paused), T (terminated) or C (cancelled), with
-    'e' appended while events are open.
+    'e' appended while events are open. -c shows Spritz's figures, for the campaign and for each
+    cluster: throughput over its window (grid config spritz.window, an hour by default), job
+    duration (mean ± std), jobs left, and the estimated end with its interval (--json adds the
+    forecast history); --eta lists the running campaigns by estimated end.
 
     \b
     Example:
         gridstat
         gridstat -c 3
+        gridstat --eta
         gridstat -c 3 -f
         gridstat -j 42 -E
     """
@@ -270,6 +356,11 @@ def gridstat(campaign_arg, campaign, full, job, show_out, show_err, user, header
     campaign = campaign if campaign is not None else campaign_arg
     if (show_out or show_err) and job is None:
         raise CigriError("-O and -E go with -j JOB")
+    if eta:
+        if job is not None or full or campaign is not None:
+            raise CigriError("--eta lists every running campaign: give no -c, -j or -f with it")
+        _show_eta(store, user, headerless, as_json)
+        return
     if job is not None:
         _show_job(store, job, "stdout" if show_out else "stderr" if show_err else None, as_json)
         return

@@ -31,7 +31,7 @@ cluster_option = click.option(
 @common
 def config():
     """Show or change the configuration: which metascheduler strategy decides,
-    and which flow strategy sizes each cluster's queue.
+    which flow strategy sizes each cluster's queue, how Spritz predicts.
 
     \b
     Keys:
@@ -45,6 +45,12 @@ def config():
                                     or load:HOST (a file server's 1-minute load)
         clusters.CLUSTER.reference  the value its flow strategy keeps the sensor at
                                     (default: the flow strategy's own)
+        nikita.queue_timeout        seconds a job may wait in a queue before nikita
+                                    returns it to its bag (default 7200)
+        nikita.walltime_grace       seconds a job may run past its walltime before
+                                    nikita kills it (default 1800)
+        spritz                      the predictor of campaigns' ends: window (default) or ewma
+        spritz.window               seconds of terminations the throughput is measured over (3600)
 
     A cluster with its own strategy is decided by it, after the others, for the
     jobs they did not place. Each value is checked by building the strategy with

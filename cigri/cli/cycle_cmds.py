@@ -17,11 +17,11 @@ def _cycle(policy: str | None = None) -> cycle_mod.Cycle:
     """The cycle on this state: ``policy`` decides for every cluster, else the configured strategies with
     their configured options."""
     from .. import config
-    from ..prediction import predictor
 
     a = app()
-    scheduler = config.build(a.store.settings(), policy) if policy else None
-    return cycle_mod.Cycle(a.store, a.clock, scheduler=scheduler, forecaster=predictor())
+    settings = a.store.settings()
+    scheduler = config.build(settings, policy) if policy else None
+    return cycle_mod.Cycle(a.store, a.clock, scheduler=scheduler, forecaster=config.forecaster(settings))
 
 
 @click.command("almighty", cls=GridCommand)

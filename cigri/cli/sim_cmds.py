@@ -81,6 +81,7 @@ def _report(m: dict) -> None:
         f"bytes staged {m['bytes_staged']}"
     )
     _flow_report(m)
+    click.echo("estimated end's error, median % of the time left (campaigns judged): " + _eta_errors(m["eta_error"]))
     p = m["performance"]
     click.echo(
         f"{m['simulated_seconds']:.0f} simulated s in {p['wall_seconds']:.2f} s "
@@ -116,6 +117,15 @@ def _flow_report(m: dict) -> None:
                 else ""
             )
         )
+
+
+def _eta_errors(errors: dict) -> str:
+    """At 25, 50, 75 % of each campaign's jobs done (see cigri.sim.run.eta_errors)."""
+    parts = []
+    for mark, figures in errors.items():
+        median = figures["median_pct"]
+        parts.append(f"at {mark} % {'-' if median is None else f'{median:.1f} %'} ({figures['n']})")
+    return ", ".join(parts)
 
 
 def _percent(fraction: float | None) -> str:
@@ -186,7 +196,10 @@ def simulate(scenario, policy, flow, seed, oracle, as_json, plot, stall):
     (outages and local users' load removed), waste apart; fairness is Jain's
     index of usage over each user's demand-capped (max-min) fair share, the
     shares being the fairshare strategy's configured ones, else the scenario's
-    users' (equal unless given). Campaigns are short when their true mean job
+    users' (equal unless given). The estimated end's error is judged at the
+    first pass after the clusters completed 25, 50 and 75 % of a campaign's
+    jobs: |estimate - true end| / (true end - that pass), the median over
+    the campaigns that completed. Campaigns are short when their true mean job
     duration is at most the scenario's short_cutoff (default 600 s).
 
     The flow strategies (config: flow keys; --flow overrides them) are judged

@@ -14,7 +14,7 @@ from ..calls import Bounded
 from ..clock import Clock
 from ..flow import Allowance
 from ..jdl import parse_resources, resource_slots
-from ..prediction import Predictor
+from ..prediction import BUCKETS, Predictor
 from ..scheduling import MetaScheduler
 from ..store import Store
 
@@ -119,6 +119,11 @@ class Context:
         self.started.clear()
         for adapter in self.adapters.values():
             adapter.reopen()
+
+    @property
+    def bucket(self) -> float:
+        """The width in seconds of the buckets Spritz counts terminations in (its window in BUCKETS)."""
+        return self.forecaster.window / BUCKETS
 
     def _default_factory(self, name: str) -> ResourceManager:
         return adapter_for(self.store.cluster(name), AdapterContext(self.store.directory, self.clock))

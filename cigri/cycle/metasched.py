@@ -11,6 +11,7 @@ from dataclasses import replace
 from .. import config
 from ..adapters import packing
 from ..model import ACTIVE_JOB_STATES, Campaign, CampaignState, CampaignType, EventClass, EventCode, JobState
+from ..prediction import Spread
 from ..scheduling import Assignment, CampaignView, ClusterView, Demand, GridJob, Snapshot, State, Stop, decide
 from . import flow, replicas
 from .context import Context, log
@@ -227,8 +228,8 @@ def _recall(ctx: Context) -> None:
 def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) -> CampaignView | None:
     """A campaign as the strategies see it, None when it has no job to launch nor on a cluster. Its demands
     name every cluster it may use now (limit 0 when it may send nothing more there); a paused campaign has
-    none. Its estimate is the mean duration of its terminated jobs (kept as running sums when they end),
-    or the oracle's word."""
+    none. Its estimate is Spritz's mean duration of its terminated jobs (kept as running sums when they end),
+    or the oracle's word; its estimates per cluster, Spritz's mean there (none with the oracle)."""
     counts = ctx.store.counts(campaign.id)
     running = campaign.state == CampaignState.IN_TREATMENT
     waiting = counts[JobState.TO_LAUNCH] if running else 0
@@ -259,12 +260,16 @@ def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) ->
                     on_clusters = {n: ctx.store.active_by_campaign(n).get(campaign.id, 0) for n in places}
                 limit = min(limit, settings["max_jobs"] - on_clusters[name])
             demands[name] = Demand(settings["_slots"], max(0, limit), failed.get(name, 0))
+    estimates = {}
     if ctx.oracle is not None:
         estimate, confidence = ctx.oracle(campaign.id), 0
     else:
-        stats = ctx.store.stats(campaign.id)
-        confidence = stats["duration_n"] or 0
-        estimate = stats["duration_sum"] / confidence if confidence else None
+        spread = Spread.kept(ctx.store.stats(campaign.id))
+        estimate, confidence = spread.mean, spread.n
+        for name, figures in ctx.store.cluster_stats(campaign.id).items():
+            there = Spread.kept(figures)
+            if there.n:
+                estimates[name] = there.mean
     jdl = campaign.jdl
     return CampaignView(
         campaign.id,
@@ -279,6 +284,7 @@ def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) ->
         active=active,
         estimate=estimate,
         confidence=confidence,
+        estimates=estimates,
         finalize=jdl.get("finalize", False),
     )
 

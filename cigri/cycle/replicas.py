@@ -167,8 +167,16 @@ def follow(ctx: Context, cluster: str) -> None:
         ctx.store.end_replicas(late, "late")
         jobs = [ctx.store.job(job_id) for job_id in won]
         ctx.store.add_durations(
-            (job.campaign_id, max(0.0, job.ended_at - (job.ended_at if job.started_at is None else job.started_at)))
-            for job in jobs
+            [
+                (
+                    job.campaign_id,
+                    cluster,
+                    max(0.0, job.ended_at - (job.ended_at if job.started_at is None else job.started_at)),
+                    job.ended_at,
+                )
+                for job in jobs
+            ],
+            ctx.bucket,
         )
         ctx.charge(cluster, held)
     ctx.report.add("terminated", len(won))

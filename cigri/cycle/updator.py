@@ -105,7 +105,7 @@ def collect(ctx: Context, cluster: str) -> None:
                 avoid.add(job_id)
         elif status.exit_code == 0:
             ended.append((job_id, JobState.TERMINATED, 0, start, end))
-            durations.append((campaign_id, max(0.0, end - (end if start is None else start))))
+            durations.append((campaign_id, cluster, max(0.0, end - (end if start is None else start)), end))
         else:
             ended.append((job_id, JobState.EVENT, status.exit_code, start, end))
             how = f"exited with status {status.exit_code}" if status.exit_code is not None else status.reason
@@ -118,7 +118,7 @@ def collect(ctx: Context, cluster: str) -> None:
         ctx.store.set_unknown_since(known_again, None)
         ctx.store.mark_running(started)
         ctx.store.mark_ended(ended)
-        ctx.store.add_durations(durations)
+        ctx.store.add_durations(durations, ctx.bucket)
         ctx.store.requeue(preempted, count_resubmit=False, preempted=True)
         ctx.charge(cluster, held)
         ctx.store.add_failures([(job_id, campaign_id, cluster) for job_id, campaign_id, *_ in (*requeue, *failed)])

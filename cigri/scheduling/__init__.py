@@ -65,6 +65,8 @@ class CampaignView:
     estimate: float | None = None  # predicted job duration in seconds (None: no estimate yet)
     confidence: int = 0  # how many completed jobs the estimate stands on (0: a prior or an oracle's word)
     finalize: bool = False  # replicate the last jobs on idle slots of other clusters (the 2009 design's mode)
+    # Spritz's mean job duration per cluster, where some of its jobs terminated (seconds; none with an oracle)
+    estimates: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def remaining_work(self) -> float | None:

@@ -146,6 +146,7 @@ class Ledger:
 
     completed: dict[str, int] = field(default_factory=dict)
     cores_by_user: dict[str, int] = field(default_factory=dict)  # cores of each user's completed jobs
+    firsts: list[tuple[str, float]] = field(default_factory=list)  # (scenario job, when) of each first completion
 
 
 @dataclass
@@ -364,6 +365,7 @@ class SimCluster:
         if runs:
             self.usage.duplicate_slot_seconds += held
             return
+        self.ledger.firsts.append((job.work, self.now))
         self.ledger.cores_by_user[job.user] = self.ledger.cores_by_user.get(job.user, 0) + job.slots
         self.usage.useful_slot_seconds += held
 

@@ -28,7 +28,6 @@ from ..jdl import MAX_WALLTIME
 from ..jdl import parse as parse_jdl
 from ..loop import wait_for_news
 from ..model import ACTIVE_JOB_STATES, FINAL_JOB_STATES, CampaignState, EventClass, JobState
-from ..prediction import predictor
 from ..scheduling import MetaScheduler, registry
 from ..store import Store
 from .clock import SimClock
@@ -74,6 +73,49 @@ def fairness(usage: dict[str, float], shares: dict[str, float]) -> float | None:
     """Jain's index of each user's usage over its fair share (users with a share): 1 when each got its share.
     Usage over raw entitlements would measure demand, not scheduling: a user who asks little looks wronged."""
     return jain([usage.get(user, 0.0) / share for user, share in shares.items() if share > 0])
+
+
+PROGRESS = (25, 50, 75)  # % of a campaign's jobs done when the estimated end is judged
+
+
+def eta_error(eta: float | None, at: float, end: float) -> float | None:
+    """The error of an end estimated at ``at`` as a fraction of the time that really remained then:
+    |eta - end| / (end - at); infinite without an estimate; None when nothing remained (end <= at)."""
+    if end <= at:
+        return None
+    return math.inf if eta is None else abs(eta - end) / (end - at)
+
+
+def eta_errors(marks: dict[int, dict[int, tuple[float, float | None]]], ends: dict[int, float]) -> dict[str, dict]:
+    """Per progress mark: how far the estimated ends were from the true ones.
+
+    ``marks[campaign][p]`` is (the first pass at or after the simulated clusters had completed p % of the
+    campaign's jobs, the estimated end cigri recorded at that pass); ``ends[campaign]`` is when its last job
+    really ended there (campaigns that did not complete every job are left out). For each p: the campaigns
+    judged (``n``); those whose last job had already ended at that pass, left out (``ended``); those with no
+    estimate then (``no_estimate``, counted as infinitely wrong); and the median and 90th percentile (nearest
+    rank) of :func:`eta_error` in % of the remaining time."""
+    out = {}
+    for p in PROGRESS:
+        errors, ended = [], 0
+        for campaign, end in ends.items():
+            if p not in marks.get(campaign, {}):
+                continue
+            at, eta = marks[campaign][p]
+            error = eta_error(eta, at, end)
+            if error is None:
+                ended += 1
+            else:
+                errors.append(error)
+        median, p90 = percentile(errors, 50), percentile(errors, 90)
+        out[str(p)] = {
+            "n": len(errors),
+            "ended": ended,
+            "no_estimate": sum(1 for e in errors if math.isinf(e)),
+            "median_pct": None if median is None or math.isinf(median) else 100 * median,
+            "p90_pct": None if p90 is None or math.isinf(p90) else 100 * p90,
+        }
+    return out
 
 
 def work_bound(timelines: list[tuple[float, list[tuple[float, int]]]], *, start: float, work: float) -> float | None:
@@ -179,12 +221,17 @@ class Simulation:
             self.store,
             self.clock,
             scheduler=scheduler,
-            forecaster=predictor(),
+            forecaster=config.forecaster(settings),
             adapters=self.clusters.__getitem__,
             oracle=(lambda campaign_id: self.plans[campaign_id].mean_duration) if oracle else None,
             flow=flow,
         )
         self.plans: dict[int, CampaignPlan] = {}
+        self.campaign_of: dict[int, int] = {}  # scenario campaign index -> cigri campaign id
+        self.completed: dict[int, int] = {}  # scenario campaign index -> jobs the clusters completed
+        self.last_end: dict[int, float] = {}  # and when the last of them ended
+        self.marks: dict[int, dict[int, tuple[float, float | None]]] = {}  # campaign -> p -> (pass, eta then)
+        self._firsts_seen = 0
         self.trace = Trace(
             utilization={name: [] for name in self.clusters},
             waiting={name: [] for name in self.clusters},
@@ -286,6 +333,7 @@ class Simulation:
             self.store, jdl, self.clock, user=plan.user, adapters=self.clusters.__getitem__
         )
         self.plans[campaign_id] = plan
+        self.campaign_of[index] = campaign_id
         self.demand[plan.user] = self.demand.get(plan.user, 0) + self._expected(plan) * plan.cores
 
     def _fix_failures(self) -> None:
@@ -304,6 +352,36 @@ class Simulation:
             counts = self.store.counts(campaign_id)
             if not any(counts[state] for state in (JobState.TO_LAUNCH, JobState.EVENT, *ACTIVE_JOB_STATES)):
                 campaign_ops.fix_events(self.store, self.clock, campaign_id=campaign_id, user="root")
+
+    def _mark_progress(self) -> None:
+        """After a pass: the campaigns whose completed jobs (the clusters' record) crossed 25, 50 or 75 % of
+        their jobs since the previous pass get cigri's estimated end of this pass recorded at that mark."""
+        firsts = self.ledger.firsts
+        moved = set()
+        for work, at in firsts[self._firsts_seen :]:
+            index = int(work[1 : work.index("j")])  # work_key's "c<campaign>j<job>"
+            self.completed[index] = self.completed.get(index, 0) + 1
+            self.last_end[index] = max(at, self.last_end.get(index, at))
+            moved.add(index)
+        self._firsts_seen = len(firsts)
+        now = self.clock.now()
+        for index in moved:
+            plan = self.scenario.campaigns[index]
+            if plan.type == "test":
+                continue
+            campaign_id = self.campaign_of[index]
+            marks = self.marks.setdefault(campaign_id, {})
+            for p in PROGRESS:
+                if p not in marks and self.completed[index] >= math.ceil(p / 100 * len(plan.durations)):
+                    marks[p] = (now, self.store.stats(campaign_id)["eta"])
+
+    def true_ends(self) -> dict[int, float]:
+        """When the last job of each campaign that completed all its jobs really ended (test campaigns left out)."""
+        return {
+            self.campaign_of[index]: self.last_end[index]
+            for index, plan in enumerate(self.scenario.campaigns)
+            if plan.type != "test" and self.completed.get(index, 0) == len(plan.durations)
+        }
 
     def _sample(self, seconds: float) -> None:
         self.trace.times.append(self.clock.now())
@@ -362,6 +440,7 @@ class Simulation:
             self._sample_queues()
             wall = time.perf_counter()
             self.cycle.run()
+            self._mark_progress()
             self._fix_failures()
             self._close_refusals()
             self._sample(time.perf_counter() - wall)
@@ -504,6 +583,8 @@ class Simulation:
             "bytes_staged": sum(c.usage.bytes_staged for c in self.clusters.values()),
             "users": users,
             "fairness_maxmin_jain": fairness(self.trace.usage, self.trace.fair),
+            # the estimated end's error at 25, 50 and 75 % of each campaign's jobs done (see eta_errors)
+            "eta_error": eta_errors(self.marks, self.true_ends()),
             "performance": {
                 "wall_seconds": wall,
                 "simulated_per_wall_second": end / wall if wall else None,

@@ -239,6 +239,66 @@ def _m008_batch_pack(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE batches ADD COLUMN pack TEXT")
 
 
+def _m009_spritz(conn: sqlite3.Connection) -> None:
+    _run_script(
+        conn,
+        """
+        -- Spritz per campaign: the longest duration seen, the throughput over its sliding window (jobs/s),
+        -- the jobs left and the interval around the estimated end
+        ALTER TABLE campaign_stats ADD COLUMN duration_max REAL;
+        ALTER TABLE campaign_stats ADD COLUMN first_start REAL;  -- when Spritz first saw one of its jobs run
+        ALTER TABLE campaign_stats ADD COLUMN rate REAL;
+        ALTER TABLE campaign_stats ADD COLUMN left INTEGER;
+        ALTER TABLE campaign_stats ADD COLUMN eta_low REAL;
+        ALTER TABLE campaign_stats ADD COLUMN eta_high REAL;
+        -- the same per (campaign, cluster): running sums of the durations of the jobs that terminated there
+        CREATE TABLE cluster_stats (
+            campaign_id INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            duration_n INTEGER NOT NULL DEFAULT 0,
+            duration_sum REAL NOT NULL DEFAULT 0,
+            duration_sq REAL NOT NULL DEFAULT 0,
+            duration_max REAL,
+            first_start REAL,
+            rate REAL,
+            left INTEGER,
+            eta REAL,
+            eta_low REAL,
+            eta_high REAL,
+            PRIMARY KEY (campaign_id, cluster)
+        ) WITHOUT ROWID;
+        -- terminations per (campaign, cluster, time bucket): the sliding window's throughput sums a few
+        -- buckets; buckets older than the window are deleted (by bucket: indexed)
+        CREATE TABLE spritz_ends (
+            campaign_id INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            bucket REAL NOT NULL,  -- the bucket's start (epoch seconds)
+            n INTEGER NOT NULL,
+            PRIMARY KEY (campaign_id, cluster, bucket)
+        ) WITHOUT ROWID;
+        CREATE INDEX spritz_ends_bucket ON spritz_ends(bucket);
+        -- every forecast with its time (cluster '' for the whole campaign), thinned as it ages (Store.add_forecasts)
+        CREATE TABLE forecasts (
+            id INTEGER PRIMARY KEY,
+            campaign_id INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            at REAL NOT NULL,
+            done INTEGER NOT NULL,
+            left INTEGER NOT NULL,
+            rate REAL,
+            mean REAL,
+            std REAL,
+            eta REAL,
+            eta_low REAL,
+            eta_high REAL
+        );
+        CREATE INDEX forecasts_campaign ON forecasts(campaign_id, cluster, at);
+        -- the state's recent failed fraction counts its job events of the last window
+        CREATE INDEX events_class ON events(class, created_at);
+        """,
+    )
+
+
 def _m010_nikita(conn: sqlite3.Connection) -> None:
     # a kill nikita asked for its own reasons ('flooding', 'timeout', 'walltime'): recorded before the RM is
     # called, cleared once the job is back in its bag; a pass killed in between asks it again
@@ -255,6 +315,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("006_metasched", _m006_metasched),
     ("007_replicas", _m007_replicas),
     ("008_batch_pack", _m008_batch_pack),
+    ("009_spritz", _m009_spritz),
     ("010_nikita", _m010_nikita),
 ]
 
