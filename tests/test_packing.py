@@ -154,7 +154,7 @@ def packed_campaign(store, tmp_path, script, params, mean=0.1, **fields):
     """A campaign packing its jobs, whose mean duration is already known (as after its first jobs)."""
     fields.setdefault("temporal_grouping", "yes")
     cid = submit(store, write_jdl(tmp_path, exec_file=str(script), params=params, **fields))
-    store.add_durations([(cid, mean)] * 3)
+    store.add_durations([(cid, "local", mean, 0.0)] * 3, 60.0)
     return cid
 
 

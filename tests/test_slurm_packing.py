@@ -33,7 +33,7 @@ def packed(cli, state, folder, params, cluster="slurm", mean=0.5, **settings):
     cid = cli.submit(path)
     store = Store(state)
     with store.transaction():
-        store.add_durations([(cid, mean)] * 3)
+        store.add_durations([(cid, cluster, mean, 0.0)] * 3, 60.0)
     store.close()
     return cid
 
