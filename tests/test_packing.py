@@ -294,3 +294,20 @@ def test_jobs_waiting_their_turn_in_a_running_pack_are_not_taken_back_for_floodi
     for job_id in jobs.values():
         ops.cancel_job(store, job_id)
     cycle.run(["nikita"])
+
+
+def test_a_packed_jobs_param_words_reach_it_literally_never_run_by_a_shell(store, cycle, tmp_path):
+    """The wrapper re-splits each job's quoted line (eval of shlex-quoted words): quotes, $(...), ; and
+    globs must reach the job as the words the JDL gave, as they do for an unpacked job."""
+    script = tmp_path / "args.sh"
+    script.write_text('#!/bin/sh\nname=$1; shift\nprintf "%s\\n" "$@" > "$(dirname "$0")/$name.args"\n')
+    script.chmod(0o755)
+    params = ["j1 '$(touch pwned)' 'a; touch pwned2' \"two words\" '*'", "j2 `touch pwned3` $HOME"]
+    clusters.set_options(store, "local", {"slots": 1})
+    cid = packed_campaign(store, tmp_path, script, params)
+    cycle.run(["metasched", "runner"])
+    assert list(packs_of(store, cid).values()) == [2]
+    wait_for(lambda: (cycle.run(["updator"]), states(store, cid)[JobState.TERMINATED] == 2)[1])
+    assert (tmp_path / "j1.args").read_text().splitlines() == ["$(touch pwned)", "a; touch pwned2", "two words", "*"]
+    assert (tmp_path / "j2.args").read_text().splitlines() == ["`touch", "pwned3`", "$HOME"]
+    assert not [p for p in tmp_path.rglob("pwned*")]
