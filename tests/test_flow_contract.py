@@ -3,23 +3,13 @@
 import pytest
 
 from cigri.errors import ConfigError
-from cigri.flow import Allowance, Reading, flow, registry
+from cigri.flow import Allowance, flow, registry
+
+from .flowplant import reading as flow_reading
 
 
 def reading(**given):
-    fields = dict(
-        cluster="c",
-        now=0.0,
-        period=30.0,
-        slots=10,
-        free=0,
-        waiting=0,
-        running=10,
-        started=0,
-        expected_ends=1.0,
-        depth=7,
-    )
-    return Reading(**{**fields, **given})
+    return flow_reading(**{"slots": 10, "running": 10, "expected_ends": 1.0, "depth": 7, "reference": None, **given})
 
 
 def test_constant_lets_the_cluster_queue_depth_wait_unless_queued_jobs_do_not_start():
