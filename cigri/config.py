@@ -23,7 +23,9 @@ and nothing is written):
 - ``nikita.walltime_grace``: seconds a job may run past its walltime before nikita kills it as a walltime kill
   (default :attr:`cigri.cycle.Patience.walltime_grace`, CiGri's 30 minutes);
 - ``spritz``: the predictor of campaigns' ends (default ``window``, see :mod:`cigri.prediction`);
-  ``spritz.window``: the seconds of terminations its throughput is measured over (default 3600).
+  ``spritz.window``: the seconds of terminations its throughput is measured over (default 3600);
+- ``blackhole.streak``, ``blackhole.seconds``, ``blackhole.ratio``: the black-hole detector's thresholds
+  (see :class:`BlackHoles`).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ _SECONDS = {QUEUE_TIMEOUT: 1, WALLTIME_GRACE: 0}  # the nikita keys: seconds, at
 KEYS = (
     "metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched, flow, flow.NAME.OPTION, "
     f"clusters.CLUSTER.flow, clusters.CLUSTER.sensor, clusters.CLUSTER.reference, {QUEUE_TIMEOUT}, {WALLTIME_GRACE}, "
-    "spritz, spritz.window"
+    "spritz, spritz.window, blackhole.streak, blackhole.seconds, blackhole.ratio"
 )
 CLUSTER_KEYS = ("metasched", "flow", "sensor", "reference")  # the keys a cluster may have of its own
 WAITING = "waiting"  # the default sensor: cigri's jobs waiting in the cluster's queue
@@ -87,6 +89,7 @@ def _known(key: str) -> bool:
     return (
         key in ("metasched", "flow", *SPRITZ_KEYS)
         or key in _SECONDS
+        or key in BLACKHOLE_KEYS
         or any(pattern.match(key) for pattern in (_OPTION, _CLUSTER, _FLOW_OPTION, _CLUSTER_FLOW))
     )
 
@@ -105,6 +108,8 @@ def set_value(store: Store, key: str, value: Any) -> None:
         seconds(settings, key, 0.0)
     elif key in SPRITZ_KEYS:
         forecaster(settings)
+    elif key in BLACKHOLE_KEYS:
+        black_holes(settings)
     elif (match := _OPTION.match(key)) is not None:
         build(settings, match.group(1))
     elif key == "flow" or key.startswith("flow.") or _CLUSTER_FLOW.match(key):
@@ -144,6 +149,48 @@ def seconds(settings: Mapping[str, Any], key: str, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value < _SECONDS[key]:
         raise ConfigError(f"{key}: expected seconds, at least {_SECONDS[key]}, got {value!r}")
     return float(value)
+
+
+# ---- issue 12, item 3: black holes (cigri.cycle.blackhole) ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BlackHoles:
+    """When a cluster is a black hole for a campaign (the seed's sink effect): ``streak`` of its jobs in a row
+    ended there within ``seconds`` each (whatever their exit status), while its jobs elsewhere take a median
+    of at least ``ratio`` x ``seconds``. The defaults suit a real grid: 10 jobs in a row under 5 s while the
+    campaign's jobs take 50 s or more elsewhere; a campaign whose jobs take seconds everywhere is never
+    blacklisted."""
+
+    streak: int = 10
+    seconds: float = 5.0
+    ratio: float = 10.0
+
+    @property
+    def reference(self) -> float:
+        """The median duration elsewhere from which a streak is a black hole."""
+        return self.ratio * self.seconds
+
+
+BLACKHOLE_KEYS = ("blackhole.streak", "blackhole.seconds", "blackhole.ratio")
+
+
+def black_holes(settings: Mapping[str, Any]) -> BlackHoles:
+    """The configured thresholds (``blackhole.streak``: a whole number >= 1; ``blackhole.seconds``: > 0;
+    ``blackhole.ratio``: >= 1), a ConfigError naming the key for any other value."""
+    default = BlackHoles()
+    streak = settings.get("blackhole.streak", default.streak)
+    if isinstance(streak, bool) or not isinstance(streak, int) or streak < 1:
+        raise ConfigError(f"blackhole.streak: expected a whole number of jobs, at least 1, got {streak!r}")
+    figures = {}
+    for name, low, strict in (("seconds", 0.0, True), ("ratio", 1.0, False)):
+        value = settings.get(f"blackhole.{name}", getattr(default, name))
+        number = not isinstance(value, bool) and isinstance(value, int | float)
+        if not number or value < low or (strict and value == low):
+            bound = f"more than {low:g}" if strict else f"at least {low:g}"
+            raise ConfigError(f"blackhole.{name}: expected a number, {bound}, got {value!r}")
+        figures[name] = float(value)
+    return BlackHoles(streak, **figures)
 
 
 @dataclass(frozen=True)

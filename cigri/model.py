@@ -74,6 +74,7 @@ class EventCode(StrEnum):
     SUBMIT_ERROR = "SUBMIT_ERROR"  # the RM rejected the campaign's settings
     CLUSTER_UNREACHABLE = "CLUSTER_UNREACHABLE"
     TEST_NOT_STARTED = "TEST_NOT_STARTED"  # a test job did not start on that cluster: the test ends there
+    BLACK_HOLE = "BLACK_HOLE"  # the campaign's jobs end at once on that cluster (the sink effect): blacklisted
 
 
 @dataclass(frozen=True)

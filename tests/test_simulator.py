@@ -99,19 +99,43 @@ def test_an_outage_shows_as_no_utilization_and_no_start_on_that_cluster():
     assert any(simulation.trace.utilization["a"][i] > 0 for i, t in enumerate(simulation.trace.times) if t >= 510)
 
 
-def test_a_black_hole_shows_as_jobs_of_near_zero_duration_on_that_cluster_and_its_jobs_as_lost():
+def test_a_black_hole_swallows_jobs_until_it_is_blacklisted_and_they_all_run_elsewhere():
     data = {
         "name": "sink",
         "period": 10,
         "clusters": [{"name": "hole", "slots": 4, "black_hole": True}, {"name": "good", "slots": 4}],
         "campaigns": [{"name": "c", "jobs": 100, "duration": {"dist": "fixed", "value": 60}}],
     }
-    result = simulate(parse(data))
-    assert result["clusters"]["hole"]["black_hole_ends"] == result["clusters"]["hole"]["started"] > 0
+    simulation = Simulation(parse(data))
+    result = simulation.run()
+    hole = simulation.clusters["hole"].usage
+    assert hole.black_hole_ends == hole.started == len(hole.black_hole_times) >= 10
     assert result["clusters"]["good"]["black_hole_ends"] == 0
-    swallowed = result["clusters"]["hole"]["black_hole_ends"]
-    assert result["lost"] == swallowed  # cigri counts them terminated: nothing ran them
-    assert result["jobs_done"] == 100 - swallowed
+    assert (result["lost"], result["jobs_done"], result["duplicated"]) == (0, 100, 0)
+    events = [e for e in simulation.store.events(open_only=False) if e.code == EventCode.BLACK_HOLE]
+    assert [e.cluster for e in events] == ["hole"]
+
+
+def test_a_cluster_becomes_a_black_hole_from_a_given_time():
+    data = {
+        "name": "sink",
+        "period": 10,
+        "clusters": [{"name": "hole", "slots": 4, "black_hole": {"from": 600}}, {"name": "good", "slots": 4}],
+        "campaigns": [{"name": "c", "jobs": 300, "duration": {"dist": "fixed", "value": 60}}],
+    }
+    simulation = Simulation(parse(data))
+    result = simulation.run()
+    swallowed = simulation.clusters["hole"].usage.black_hole_times
+    assert min(swallowed) >= 600
+    assert result["clusters"]["hole"]["started"] > len(swallowed) >= 10
+    assert (result["lost"], result["jobs_done"]) == (0, 300)
+
+
+@pytest.mark.parametrize("value", ["yes", {"from": -1}, {"at": 5}])
+def test_a_bad_black_hole_is_refused_naming_it(value):
+    data = {"name": "x", "clusters": [{"name": "a", "slots": 1, "black_hole": value}], "campaigns": []}
+    with pytest.raises(ConfigError, match=r"clusters\[0\]\.black_hole"):
+        parse(data)
 
 
 class EverythingToTheSlowCluster(TestFirstFifo):

@@ -7,7 +7,7 @@ from collections.abc import Sequence, Set
 
 from ..errors import AdapterError
 from ..model import CampaignState, CampaignType, EventClass, EventCode, JobState, RemoteState
-from . import replicas
+from . import blackhole, replicas
 from .context import MAX_RESUBMITS, RETRY, STDERR_LINES, Context, log, stage_remote
 from .health import cluster_failed, usable
 
@@ -25,13 +25,16 @@ def run(ctx: Context) -> None:
     for name in answering:  # the bulk query of each cluster runs while the others are asked
         if ctx.adapter(name).concurrent() and (active := ctx.store.active_jobs(name)):
             ctx.adapter(name).ahead("states", [remote for _, _, _, remote, _ in active])
+    collected = set()  # the clusters whose RM told the states of their jobs in this pass
     for name in answering:
         try:
             collect(ctx, name)
+            collected.add(name)
             _collect_stages(ctx, name)
             replicas.follow(ctx, name)
         except AdapterError as exc:
             cluster_failed(ctx, name, exc)
+    blackhole.judge(ctx, collected)
     replicas.mark_stale(ctx)
     _settle_campaigns(ctx)
 
@@ -68,6 +71,7 @@ def collect(ctx: Context, cluster: str) -> None:
     statuses = adapter.states([remote for _, _, _, remote, _ in active])
     now = ctx.clock.now()
     started, ended, requeue, failed, durations = [], [], [], [], []
+    exited = []  # (job, campaign, started, ended) of the jobs that exited, whatever their status
     unknown, known_again, avoid = [], [], set()
     held = []  # (campaign, seconds) of each job that ended after holding its slots there
     stopping = ctx.store.stopping(cluster)  # killed: the runner's cancel, its pass died before recording it
@@ -104,9 +108,12 @@ def collect(ctx: Context, cluster: str) -> None:
             if status.state == RemoteState.KILLED:  # preempted, walltime: not straight back there
                 avoid.add(job_id)
         elif status.exit_code == 0:
+            exited.append((job_id, campaign_id, start, end))
             ended.append((job_id, JobState.TERMINATED, 0, start, end))
             durations.append((campaign_id, cluster, max(0.0, end - (end if start is None else start)), end))
         else:
+            if status.state == RemoteState.EXITED:
+                exited.append((job_id, campaign_id, start, end))
             ended.append((job_id, JobState.EVENT, status.exit_code, start, end))
             how = f"exited with status {status.exit_code}" if status.exit_code is not None else status.reason
             failed.append((job_id, campaign_id, remote, how))
@@ -119,6 +126,7 @@ def collect(ctx: Context, cluster: str) -> None:
         ctx.store.mark_running(started)
         ctx.store.mark_ended(ended)
         ctx.store.add_durations(durations, ctx.bucket)
+        blackhole.note(ctx, cluster, exited)
         ctx.store.requeue(preempted, count_resubmit=False, preempted=True)
         ctx.charge(cluster, held)
         ctx.store.add_failures([(job_id, campaign_id, cluster) for job_id, campaign_id, *_ in (*requeue, *failed)])
@@ -221,7 +229,8 @@ def _settle_campaigns(ctx: Context) -> None:
     """End test campaigns that ran their one job per cluster, start epilogues, mark campaigns terminated."""
     now = ctx.clock.now()
     # a test that could not start on a cluster ends there: that event informs, it does not hold the campaign
-    open_events = ctx.store.open_event_counts(ignore=(EventCode.TEST_NOT_STARTED,))
+    # nor does a black hole's blacklist hold a campaign whose jobs ran elsewhere
+    open_events = ctx.store.open_event_counts(ignore=(EventCode.TEST_NOT_STARTED, EventCode.BLACK_HOLE))
     for campaign in ctx.store.campaigns(states=[CampaignState.IN_TREATMENT]):
         counts = ctx.store.counts(campaign.id)
         clusters = ctx.store.campaign_clusters(campaign.id, settings=False)

@@ -10,7 +10,8 @@ Its jobs live on the simulated clock: a submitted job waits ``delay`` seconds, s
 nodes are free, and runs its duration (read from its params, divided by ``speed``, plus staging time).
 Non-grid local load comes and goes, takes cores on one node, and preempts best-effort grid jobs; jobs
 fail with probability ``failure``; during an outage the cluster answers nothing, runs nothing, and the
-jobs it ran are lost; a black-hole cluster ends every job at once with exit 0 (the seed's sink effect).
+jobs it ran are lost; a black-hole cluster (from ``black_hole_from`` on) ends every job it starts at once
+with exit 0 (the seed's sink effect), and records when each such end happened.
 
 The cluster records what really happened (:class:`Usage`), and the clusters of one simulated world share a
 :class:`Ledger` of the scenario's jobs that ran to a real end: the simulator's metrics come from these
@@ -71,6 +72,7 @@ class ClusterSpec:
     failure: float = 0.0  # probability that a job exits 1
     outages: tuple[tuple[float, float], ...] = ()
     black_hole: bool = False
+    black_hole_from: float = 0.0  # a black hole from then on (jobs started before run as on any cluster)
     bandwidth: float = 0.0  # bytes per second for input staging (0: no staging cost)
     local_rate: float = 0.0  # non-grid jobs arriving per second
     local_duration: float = 3600.0  # their mean duration
@@ -137,6 +139,7 @@ class SimJob:
     reason: str = ""
     generation: int = 0  # bumped when the job stops, to ignore its stale end event
     work: str = ""  # the scenario job it runs (its param's name), whichever cigri job carries it
+    sink: bool = False  # started on a black hole: it ends at once, and did nothing
 
 
 @dataclass
@@ -169,6 +172,7 @@ class Usage:
     cancelled_queued: int = 0  # queued jobs cancelled before they started (nikita's flooding and timeouts, take-backs)
     superseded: int = 0  # of the killed: copies cancelled once another copy of their job completed (finalize)
     black_hole_ends: int = 0
+    black_hole_times: list[float] = field(default_factory=list)  # when each job a black hole swallowed ended
     bytes_staged: int = 0
     by_user: dict[str, float] = field(default_factory=dict)  # slot-seconds each user's jobs held
     completions: dict[int, int] = field(default_factory=dict)  # cigri job -> successful runs
@@ -343,6 +347,8 @@ class SimCluster:
         self.grid_by_user[job.user] -= job.slots
         held = job.slots * (self.now - job.started)
         self.usage.by_user[job.user] = self.usage.by_user.get(job.user, 0.0) + held
+        if job.sink and state == RemoteState.EXITED:
+            self.usage.black_hole_times.append(self.now)
         if state == RemoteState.EXITED and exit_code == 0:
             self.usage.completions[job.job_id] = self.usage.completions.get(job.job_id, 0) + 1
             self._record_completion(job, held)
@@ -358,7 +364,7 @@ class SimCluster:
 
     def _record_completion(self, job: SimJob, held: float) -> None:
         """A successful end is real work once per scenario job; again, it is a duplicate; on a black hole, none."""
-        if self.spec.black_hole:
+        if job.sink:
             return
         runs = self.ledger.completed.get(job.work, 0)
         self.ledger.completed[job.work] = runs + 1
@@ -440,8 +446,9 @@ class SimCluster:
         return target if self.free[target] >= size else None
 
     def _run(self, job: SimJob, placed: tuple[int, ...]) -> None:
-        duration = BLACK_HOLE_DURATION if self.spec.black_hole else job.duration / self.spec.speed
-        if self.spec.bandwidth and not self.spec.black_hole:
+        job.sink = self.spec.black_hole and self.now >= self.spec.black_hole_from
+        duration = BLACK_HOLE_DURATION if job.sink else job.duration / self.spec.speed
+        if self.spec.bandwidth and not job.sink:
             missing = [f for f in job.inputs if f not in self.cached]
             size = sum(self.file_sizes.get(f, 0) for f in missing)
             self.usage.bytes_staged += size
@@ -456,7 +463,7 @@ class SimCluster:
         for node in placed:
             self.free[node] -= job.need.cores
         self.usage.started += 1
-        if self.spec.black_hole:
+        if job.sink:
             self.usage.black_hole_ends += 1
         self.changed.add(job.remote_id)
         end = self.now + (min(duration, job.walltime) if job.walltime else duration)

@@ -42,7 +42,8 @@ A scenario::
           alpha: {resources: core=4, properties: ""}
         io_weight: 2                          # each running job weighs 2 on the file server (default 1)
 
-A cluster's other keys: ``black_hole``, ``bandwidth`` (bytes/s staging ``input_files`` declared in
+A cluster's other keys: ``black_hole`` (true: every job it starts ends at once, exit 0; ``{from: SECONDS}``:
+from then on), ``bandwidth`` (bytes/s staging ``input_files`` declared in
 ``files``), ``queue_depth``, ``best_effort``. The file server's load follows ``base + per_weight x`` the
 I/O weight of the grid jobs running on its clusters, with the time constant ``tau`` (seconds); a
 cluster whose ``sensor`` is ``load:HOST`` (config) reads it; ``reference`` is the load the metrics count
@@ -297,6 +298,7 @@ def _cluster(raw: dict, index: int) -> ClusterSpec:
         failure=_number(raw.get("failure", 0.0), f"{path}.failure"),
         outages=tuple(outages),
         black_hole=bool(raw.get("black_hole", False)),
+        black_hole_from=_black_hole_from(raw.get("black_hole", False), f"{path}.black_hole"),
         bandwidth=_number(raw.get("bandwidth", 0.0), f"{path}.bandwidth"),
         local_rate=_number(local.get("rate", 0.0), f"{path}.local_load.rate"),
         local_duration=_number(local.get("duration", 3600.0), f"{path}.local_load.duration", 1e-9),
@@ -305,6 +307,15 @@ def _cluster(raw: dict, index: int) -> ClusterSpec:
         queue_depth=int(raw["queue_depth"]) if raw.get("queue_depth") is not None else None,
         best_effort=bool(raw.get("best_effort", True)),
     )
+
+
+def _black_hole_from(raw, path: str) -> float:
+    """When a cluster becomes a black hole: ``true`` (from the start) or ``{from: SECONDS}``."""
+    if isinstance(raw, bool):
+        return 0.0
+    if not isinstance(raw, dict) or set(raw) != {"from"}:
+        _fail(path, f"expected true, false or {{from: SECONDS}}, not {raw!r}")
+    return _number(raw["from"], f"{path}.from")
 
 
 def _steps(raw, path: str, slots: int) -> tuple[tuple[float, int], ...]:

@@ -80,6 +80,21 @@ def default_state_path() -> Path:
     return Path(data) / "cigri" / "state.db"
 
 
+def _duration_sums(
+    rows: Iterable[tuple[int, str, float, float]], bucket: float
+) -> tuple[list[tuple[float, int, float, float, int, str]], dict[tuple[int, str, float], int]]:
+    """Of (campaign, cluster, seconds, ended at) rows: per (campaign, cluster), (sum, n, sum of squares,
+    longest, campaign, cluster); and the ends per (campaign, cluster, start of their ``bucket``-wide bucket)."""
+    per: dict[tuple[int, str], list[float]] = {}
+    ends: dict[tuple[int, str, float], int] = {}
+    for campaign_id, cluster, seconds, ended in rows:
+        per.setdefault((campaign_id, cluster), []).append(seconds)
+        key = (campaign_id, cluster, math.floor(ended / bucket) * bucket)
+        ends[key] = ends.get(key, 0) + 1
+    sums = [(sum(v), len(v), sum(x * x for x in v), max(v), cid, cluster) for (cid, cluster), v in per.items()]
+    return sums, ends
+
+
 def _chunks(items: Sequence, size: int = CHUNK) -> Iterator[Sequence]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -830,19 +845,90 @@ class Store:
         )
         return {r[0] for r in rows}
 
+    # ---- black holes (cigri.cycle.blackhole) ----------------------------------------------------
+
+    def lengthen_streaks(self, rows: Sequence[tuple[int, str, int, float, float]]) -> None:
+        """(campaign, cluster, job, seconds, ended at) of ends under the black-hole threshold, in the order of
+        their ends: each lengthens the streak of its campaign on its cluster, and its job is a suspect there."""
+        for campaign_id, cluster, job_id, seconds, ended in rows:
+            self.conn.execute(
+                "INSERT INTO blackhole_streaks (campaign_id, cluster, n, longest, since) VALUES (?, ?, 1, ?, ?) "
+                "ON CONFLICT (campaign_id, cluster) DO UPDATE SET n = n + 1, longest = max(longest, excluded.longest)",
+                (campaign_id, cluster, seconds, ended),
+            )
+            self.conn.execute(
+                "INSERT OR IGNORE INTO blackhole_suspects (campaign_id, cluster, job_id) VALUES (?, ?, ?)",
+                (campaign_id, cluster, job_id),
+            )
+
+    def break_streaks(self, pairs: Iterable[tuple[int, str]]) -> None:
+        """Forget the streaks (and their suspects) of these (campaign, cluster)."""
+        pairs = list(pairs)
+        self.conn.executemany("DELETE FROM blackhole_streaks WHERE campaign_id = ? AND cluster = ?", pairs)
+        self.conn.executemany("DELETE FROM blackhole_suspects WHERE campaign_id = ? AND cluster = ?", pairs)
+
+    def streaks(self, at_least: int) -> list[tuple[int, str, int, float, bool, bool]]:
+        """(campaign, cluster, ends, longest, blacklisted, over) of the streaks to judge: those of at least
+        ``at_least`` ends, any on a cluster an open BLACK_HOLE event already keeps the campaign off, and any
+        of a campaign over (terminated or cancelled). One row per campaign and cluster with a streak going on:
+        a small table."""
+        rows = self.conn.execute(
+            "SELECT s.campaign_id, s.cluster, s.n, s.longest, EXISTS (SELECT 1 FROM events e "
+            "WHERE e.state = 'open' AND e.campaign_id = s.campaign_id AND e.class = 'campaign' "
+            "AND e.code = ? AND e.cluster = s.cluster), c.state IN ('terminated', 'cancelled') "
+            "FROM blackhole_streaks s JOIN campaigns c ON c.id = s.campaign_id ORDER BY 1, 2",
+            (EventCode.BLACK_HOLE.value,),
+        )
+        return [(*row[:4], bool(row[4]), bool(row[5])) for row in rows if row[2] >= at_least or row[4] or row[5]]
+
+    def suspects(self, campaign_id: int, cluster: str) -> list[tuple[int, JobState, float | None, float]]:
+        """(job, state, started, ended) of the jobs of a streak that are still ended there (terminated or
+        failed: not run again since)."""
+        rows = self.conn.execute(
+            "SELECT j.id, j.state, j.started_at, j.ended_at FROM blackhole_suspects s JOIN jobs j ON j.id = s.job_id "
+            "WHERE s.campaign_id = ? AND s.cluster = ? AND j.cluster = s.cluster "
+            "AND j.state IN ('terminated', 'event') ORDER BY j.id",
+            (campaign_id, cluster),
+        )
+        return [(job_id, JobState(state), started, ended) for job_id, state, started, ended in rows]
+
+    def recent_durations(self, campaign_id: int, latest: int) -> list[tuple[str, float]]:
+        """(cluster, seconds) of the campaign's ``latest`` terminated jobs of highest ids (a range of an index,
+        whatever the campaign's size)."""
+        return self.conn.execute(
+            "SELECT cluster, ended_at - started_at FROM (SELECT cluster, started_at, ended_at FROM jobs "
+            "WHERE campaign_id = ? AND state = 'terminated' ORDER BY id DESC LIMIT ?) WHERE started_at IS NOT NULL",
+            (campaign_id, latest),
+        ).fetchall()
+
+    def running_since(self, campaign_id: int) -> list[tuple[str, float]]:
+        """(cluster, started at) of the campaign's jobs running, known to their RM."""
+        return self.conn.execute(
+            "SELECT cluster, started_at FROM jobs WHERE campaign_id = ? AND state = 'running' "
+            "AND unknown_since IS NULL AND started_at IS NOT NULL",
+            (campaign_id,),
+        ).fetchall()
+
+    def close_job_events(self, campaign_id: int, job_ids: Sequence[int], now: float) -> None:
+        """Close the open job events of these jobs of a campaign."""
+        for chunk in _chunks(list(job_ids)):
+            self.conn.execute(
+                "UPDATE events SET state = 'closed', closed_at = ? WHERE state = 'open' AND campaign_id = ? "
+                f"AND class = 'job' AND job_id IN ({_marks(len(chunk))})",
+                [now, campaign_id, *chunk],
+            )
+
+    def forget_failures(self, job_ids: Sequence[int]) -> None:
+        """These jobs' failures no longer steer where they run (their ends were not theirs)."""
+        self.conn.executemany("DELETE FROM job_failures WHERE job_id = ?", [(job_id,) for job_id in job_ids])
+
     # ---- predictor figures ----------------------------------------------------------------------
 
     def add_durations(self, rows: Iterable[tuple[int, str, float, float]], bucket: float) -> None:
         """(campaign, cluster, seconds, ended at) of jobs that just terminated: added to the running sums of
         their campaign and of (campaign, cluster), and counted in the termination bucket (``bucket`` seconds
         wide) of their end. The cost grows with these rows only."""
-        per: dict[tuple[int, str], list[float]] = {}
-        ends: dict[tuple[int, str, float], int] = {}
-        for campaign_id, cluster, seconds, ended in rows:
-            per.setdefault((campaign_id, cluster), []).append(seconds)
-            key = (campaign_id, cluster, math.floor(ended / bucket) * bucket)
-            ends[key] = ends.get(key, 0) + 1
-        sums = [(sum(v), len(v), sum(x * x for x in v), max(v), cid, cluster) for (cid, cluster), v in per.items()]
+        sums, ends = _duration_sums(rows, bucket)
         self.conn.executemany(
             "UPDATE campaign_stats SET duration_sum = duration_sum + ?, duration_n = duration_n + ?, "
             "duration_sq = duration_sq + ?, duration_max = max(coalesce(duration_max, 0), ?) WHERE campaign_id = ?",
@@ -860,6 +946,24 @@ class Store:
             "INSERT INTO spritz_ends (campaign_id, cluster, bucket, n) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (campaign_id, cluster, bucket) DO UPDATE SET n = n + excluded.n",
             [(*key, n) for key, n in ends.items()],
+        )
+
+    def remove_durations(self, rows: Iterable[tuple[int, str, float, float]], bucket: float) -> None:
+        """Take back what :meth:`add_durations` added for these (campaign, cluster, seconds, ended at): ends that
+        were not the jobs' own (a black hole's). The longest duration seen stays as it was."""
+        sums, ends = _duration_sums(rows, bucket)
+        taken = "duration_sum = duration_sum - ?, duration_n = duration_n - ?, duration_sq = duration_sq - ?"
+        self.conn.executemany(
+            f"UPDATE campaign_stats SET {taken} WHERE campaign_id = ?",
+            [(total, n, squares, cid) for total, n, squares, _, cid, _ in sums],
+        )
+        self.conn.executemany(
+            f"UPDATE cluster_stats SET {taken} WHERE campaign_id = ? AND cluster = ?",
+            [(total, n, squares, cid, cluster) for total, n, squares, _, cid, cluster in sums],
+        )
+        self.conn.executemany(
+            "UPDATE spritz_ends SET n = n - ? WHERE campaign_id = ? AND cluster = ? AND bucket = ?",
+            [(n, *key) for key, n in ends.items()],
         )
 
     def stats(self, campaign_id: int) -> dict:

@@ -306,6 +306,31 @@ def _m010_nikita(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX jobs_nikita ON jobs(nikita) WHERE nikita IS NOT NULL")
 
 
+def _m013_blackhole(conn: sqlite3.Connection) -> None:
+    _run_script(
+        conn,
+        """
+        -- the black-hole detector's streaks: per (campaign, cluster), the ends in a row there under
+        -- blackhole.seconds (n, the longest, the first's end), and the jobs that made them (to run again
+        -- elsewhere when the cluster is found to be a black hole); written with the ends, in their transaction
+        CREATE TABLE blackhole_streaks (
+            campaign_id INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            longest REAL NOT NULL,
+            since REAL NOT NULL,
+            PRIMARY KEY (campaign_id, cluster)
+        ) WITHOUT ROWID;
+        CREATE TABLE blackhole_suspects (
+            campaign_id INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            job_id INTEGER NOT NULL,
+            PRIMARY KEY (campaign_id, cluster, job_id)
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -317,6 +342,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("008_batch_pack", _m008_batch_pack),
     ("009_spritz", _m009_spritz),
     ("010_nikita", _m010_nikita),
+    ("013_blackhole", _m013_blackhole),
 ]
 
 

@@ -1,0 +1,137 @@
+"""Black holes: the seed's "sink effect", jobs that end in near 0 seconds on one cluster (a broken node, a
+missing file system, a wrapper that exits at once), whatever their exit status. CiGri has no such detection:
+it counts what a black hole swallows as done.
+
+As the updator collects a cluster's ends (:func:`note`, in the transaction that records them), each job of a
+campaign that ended there within ``blackhole.seconds`` lengthens the campaign's streak on that cluster; a
+longer end breaks it. The streak and the jobs that made it are stored with the ends: a pass killed half-way
+loses nothing, and the cost follows the pass's ends, not the state's size.
+
+Once every cluster is collected (:func:`judge`, in the same pass), a streak of at least ``blackhole.streak``
+ends is judged against the campaign's jobs on each other cluster: the durations of its latest terminated
+jobs there, and the time its running jobs there have run so far (a lower bound of their durations; only on
+clusters whose RM answered in this pass, so that a job ended since is not taken as still running). A cluster
+with at least MIN_SAMPLE such figures gives their median (the lower one), robust to a stuck job.
+
+- Some cluster's median is at least ``ratio`` x ``seconds``: a black hole. The campaign gets a campaign event
+  BLACK_HOLE on that cluster (the campaign blacklist: nothing more of it goes there until the event is fixed),
+  and the streak's jobs still ended there go back to the bag, avoiding that cluster for a while: not counted
+  as resubmissions nor as failures, their job events closed, their durations taken out of Spritz's figures.
+- More than half of every such cluster's figures are ends under that median: the campaign's jobs are that
+  fast (e.g. 1 s everywhere): the streak is forgotten, its results stand.
+- Otherwise (nothing ended nor runs long enough elsewhere yet): it waits, the streak growing, and every job
+  it swallowed meanwhile runs again once the cluster is found to be a black hole. So a black hole found at a
+  campaign's start is blacklisted once the jobs elsewhere have run ``ratio`` x ``seconds``.
+
+A streak on a cluster already blacklisted for the campaign (jobs that were queued there) goes back at once.
+The event does not keep the campaign from ending: its jobs ran elsewhere. Fixing it (``gridevents -f``) lets
+the campaign use the cluster again; the suspect jobs were already returned, so ``-r`` has nothing to add.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence, Set
+
+from .. import config
+from ..model import EventClass, EventCode, JobState
+from .context import Context, log
+
+LATEST = 1000  # the campaign's terminated jobs read for the reference: those of the highest ids
+MIN_SAMPLE = 5  # figures a cluster needs for its median to count
+
+
+def note(ctx: Context, cluster: str, ends: Sequence[tuple[int, int, float | None, float]]) -> None:
+    """(job, campaign, started, ended) of the jobs that exited on the cluster (any status), in the caller's
+    transaction: each campaign's streak there grows by its short ends after its last longer one, in the
+    order of their ends."""
+    if not ends:
+        return
+    limit = config.black_holes(ctx.store.settings()).seconds
+    grown: dict[int, list[tuple[int, str, int, float, float]]] = {}
+    broken = set()
+    for job_id, campaign_id, started, ended in sorted(ends, key=lambda end: end[3]):
+        if started is None:  # never seen running: how long it ran is unknown
+            continue
+        seconds = max(0.0, ended - started)
+        if seconds < limit:
+            grown.setdefault(campaign_id, []).append((campaign_id, cluster, job_id, seconds, ended))
+        else:
+            broken.add(campaign_id)
+            grown.pop(campaign_id, None)
+    ctx.store.break_streaks((campaign_id, cluster) for campaign_id in sorted(broken))
+    ctx.store.lengthen_streaks([row for rows in grown.values() for row in rows])
+
+
+def judge(ctx: Context, collected: Set[str]) -> None:
+    """Judge the streaks long enough (see the module), with the running jobs of the ``collected`` clusters."""
+    thresholds = config.black_holes(ctx.store.settings())
+    now = ctx.clock.now()
+    for campaign_id, cluster, n, longest, blacklisted, over in ctx.store.streaks(thresholds.streak):
+        if over or blacklisted:  # over: nothing runs again; blacklisted: what was queued there goes back
+            with ctx.store.transaction():
+                if over:
+                    ctx.store.break_streaks([(campaign_id, cluster)])
+                else:
+                    _send_back(ctx, campaign_id, cluster)
+            continue
+        figures = _figures(ctx, campaign_id, cluster, collected, now)
+        medians = {where: statistics.median_low(s for s, _ in values) for where, values in figures.items()}
+        above = {where: median for where, median in medians.items() if median >= thresholds.reference}
+        if above:
+            where = max(above, key=above.__getitem__)
+            with ctx.store.transaction():
+                returned = _send_back(ctx, campaign_id, cluster)
+                message = (
+                    f"{n} jobs in a row ended within {thresholds.seconds:g} s on {cluster} (the longest "
+                    f"{longest:.1f} s) while the campaign's jobs take a median of {above[where]:.0f} s on {where}: "
+                    f"a black hole; its {returned} suspect results run again elsewhere"
+                )
+                ctx.store.open_event(
+                    EventClass.CAMPAIGN, EventCode.BLACK_HOLE, message, now, cluster=cluster, campaign_id=campaign_id
+                )
+            ctx.report.add("black holes")
+            log.warning("campaign %d: %s", campaign_id, message)
+        elif figures and all(_mostly_shorter(values, thresholds.reference) for values in figures.values()):
+            with ctx.store.transaction():  # its jobs are that fast: the results stand
+                ctx.store.break_streaks([(campaign_id, cluster)])
+
+
+def _figures(ctx: Context, campaign_id: int, cluster: str, collected: Set[str], now: float) -> dict[str, list]:
+    """Per other cluster with at least MIN_SAMPLE of them: (seconds, ended) of the campaign's latest terminated
+    jobs there (ended) and of its jobs running there (not ended: the time they have run so far)."""
+    figures: dict[str, list[tuple[float, bool]]] = {}
+    for where, seconds in ctx.store.recent_durations(campaign_id, LATEST):
+        if where != cluster:
+            figures.setdefault(where, []).append((seconds, True))
+    for where, started in ctx.store.running_since(campaign_id):
+        if where != cluster and where in collected:
+            figures.setdefault(where, []).append((max(0.0, now - started), False))
+    return {where: values for where, values in figures.items() if len(values) >= MIN_SAMPLE}
+
+
+def _mostly_shorter(values: list[tuple[float, bool]], reference: float) -> bool:
+    """Are more than half of a cluster's figures ends under ``reference`` (the median of its jobs' durations is
+    under it, however long its running ones take)?"""
+    return 2 * sum(1 for seconds, ended in values if ended and seconds < reference) > len(values)
+
+
+def _send_back(ctx: Context, campaign_id: int, cluster: str) -> int:
+    """The streak's jobs still ended on the cluster go back to the bag, avoiding it for a while; not counted
+    as resubmissions nor failures; their job events closed, their durations out of Spritz's figures. In the
+    caller's transaction; returns how many."""
+    suspects = ctx.store.suspects(campaign_id, cluster)
+    job_ids = [job_id for job_id, *_ in suspects]
+    terminated = [
+        (campaign_id, cluster, max(0.0, ended - started), ended)
+        for _, state, started, ended in suspects
+        if state == JobState.TERMINATED and started is not None
+    ]
+    failed = [job_id for job_id, state, *_ in suspects if state == JobState.EVENT]
+    ctx.store.remove_durations(terminated, ctx.bucket)
+    ctx.store.close_job_events(campaign_id, failed, ctx.clock.now())
+    ctx.store.forget_failures(job_ids)
+    ctx.store.requeue(job_ids, count_resubmit=False, avoid=ctx.avoiding(cluster))
+    ctx.store.break_streaks([(campaign_id, cluster)])
+    ctx.report.add("black-hole ends run again", len(job_ids))
+    return len(job_ids)

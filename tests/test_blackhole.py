@@ -1,0 +1,262 @@
+"""Black holes (the seed's "sink effect"): a cluster where a campaign's jobs end at once while they take minutes
+elsewhere is blacklisted for that campaign, and the jobs it swallowed run again elsewhere. On clusters under
+the test's hand (tests.test_placement's fake resource manager on a simulated clock)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cigri import campaigns as ops
+from cigri import config
+from cigri.cycle import Cycle
+from cigri.errors import ConfigError
+from cigri.model import EventClass, EventCode, JobState, RemoteState
+from cigri.store import Store
+
+from .test_placement import PATIENCE, FakeRM, Grid
+
+
+def black_holes(grid: Grid, campaign_id: int):
+    return [e for e in grid.store.events(campaign_id=campaign_id) if e.code == EventCode.BLACK_HOLE]
+
+
+def running_everywhere(jobs: int = 20) -> tuple[Grid, FakeRM, FakeRM, int]:
+    """A campaign of ``jobs`` jobs placed on two clusters of 5 slots each, every job running from t=0."""
+    hole, good = FakeRM("hole", 5, queue_depth=0), FakeRM("good", 5, queue_depth=0)
+    grid, cid = Grid.placed(hole, good, jobs=jobs)
+    for cluster in (hole, good):
+        for job_id in cluster.holds(RemoteState.PENDING):
+            cluster.start(job_id, 0.0)
+    grid.at(1)
+    return grid, hole, good, cid
+
+
+def swallow(grid: Grid, hole: FakeRM, t: float, n: int, *, exit_code: int = 0) -> list[int]:
+    """The hole ends ``n`` of its jobs 0.2 s after they start, just before t (new ones start as it frees
+    slots: the pass at t sends them)."""
+    ended = []
+    while len(ended) < n:
+        pending = hole.holds(RemoteState.PENDING)
+        for job_id in pending:
+            hole.start(job_id, t - 1)
+        running = hole.holds(RemoteState.RUNNING)
+        for job_id in running[: n - len(ended)]:
+            hole.end(job_id, t - 0.8, exit_code=exit_code, started=t - 1)
+            ended.append(job_id)
+        grid.at(t)
+        t += 0.01
+    return ended
+
+
+def ten_minute_ends(grid: Grid, good: FakeRM, t: float, n: int) -> None:
+    """``n`` of good's running jobs end at t, having run since t - 600."""
+    for job_id in good.holds(RemoteState.RUNNING)[:n]:
+        good.end(job_id, t, started=t - 600)
+
+
+def test_ten_instant_ends_in_a_row_blacklist_the_cluster_in_the_pass_of_the_tenth():
+    grid, hole, good, cid = running_everywhere(40)
+    ten_minute_ends(grid, good, 600, 5)
+    grid.at(600)
+    # the hole's five jobs end at once, then five more: nine so far, no verdict yet
+    first = [j for j in hole.holds(RemoteState.RUNNING)]
+    for job_id in first:
+        hole.end(job_id, 610.2, started=610.0)
+    grid.at(611)
+    second = hole.holds(RemoteState.PENDING)
+    for job_id in second[:4]:
+        hole.end(job_id, 620.1, started=620.0)
+    grid.at(621)
+    assert not black_holes(grid, cid)
+    hole.end(second[4], 630.1, started=630.0)
+    grid.at(631)  # the tenth
+    (event,) = black_holes(grid, cid)
+    assert (event.cls, event.cluster, event.created_at) == (EventClass.CAMPAIGN, "hole", 631)
+    assert "10 jobs in a row" in event.message and "600 s" in event.message
+    assert "hole" in grid.store.blocked_clusters(cid)
+    swallowed = [grid.job(j) for j in first + second[:5]]
+    assert all(j.state == JobState.TO_LAUNCH and j.resubmits == 0 for j in swallowed)
+    stats = grid.store.stats(cid)
+    assert stats["duration_n"] == 5, "the swallowed ends are not durations"
+    assert stats["duration_sum"] == pytest.approx(3000.0)
+
+
+def test_the_swallowed_jobs_run_elsewhere_and_nothing_more_goes_to_the_hole():
+    grid, hole, good, cid = running_everywhere(40)
+    ten_minute_ends(grid, good, 600, 5)
+    grid.at(600)
+    swallow(grid, hole, 612, 10)
+    sent = len(hole.owner)
+    for t in range(1200, 12000, 600):
+        for job_id in hole.holds(RemoteState.PENDING):  # what was queued there ends at once too
+            hole.end(job_id, t - 0.5, started=t - 0.6)
+        for job_id in good.holds(RemoteState.PENDING):
+            good.start(job_id, t - 600)
+        ten_minute_ends(grid, good, t, 5)
+        grid.at(t)
+    assert len(hole.owner) == sent
+    assert grid.states(cid) == {JobState.TERMINATED: 40}
+    assert all(grid.job(j).cluster == "good" for j in range(1, 41))
+
+
+def test_failed_instant_ends_count_too_and_their_job_events_are_closed():
+    grid, hole, good, cid = running_everywhere(40)
+    ten_minute_ends(grid, good, 600, 5)
+    grid.at(600)
+    swallowed = swallow(grid, hole, 612, 10, exit_code=127)
+    assert [e.code for e in grid.store.events(campaign_id=cid)] == [EventCode.BLACK_HOLE]
+    assert all(grid.job(j).state == JobState.TO_LAUNCH for j in swallowed)
+    assert grid.store.failed_waiting(cid) == {}, "the swallowed jobs are not failures"
+
+
+def test_a_normal_end_there_breaks_the_streak():
+    grid, hole, good, cid = running_everywhere(60)
+    ten_minute_ends(grid, good, 600, 5)
+    grid.at(600)
+    swallow(grid, hole, 612, 9)
+    (slow,) = hole.holds(RemoteState.RUNNING)[:1]
+    hole.end(slow, 700, started=100)
+    grid.at(701)
+    swallow(grid, hole, 712, 9)
+    assert not black_holes(grid, cid)
+
+
+def test_a_campaign_fast_everywhere_is_never_flagged_while_a_slow_one_is():
+    """Two campaigns on the same two clusters: 'fast' takes 1 s everywhere; 'slow' takes 10 minutes on good and
+    ends at once on hole. Only 'slow' has hole blacklisted."""
+    hole, good = FakeRM("hole", 5, queue_depth=0), FakeRM("good", 5, queue_depth=0)
+    grid = Grid(hole, good)
+    fast, slow = grid.submit(300), grid.submit(30)
+    t = 0.0
+    while any(grid.states(c) != {JobState.TERMINATED: n} for c, n in ((fast, 300), (slow, 30))) and t < 100000:
+        grid.at(t)
+        t += 30
+        for cluster in (hole, good):
+            for job_id in cluster.holds(RemoteState.PENDING):
+                cluster.start(job_id, t - 1.5)
+            for job_id in cluster.holds(RemoteState.RUNNING):
+                took = 600 if grid.job(job_id).campaign_id == slow and cluster is good else 1.0
+                if cluster.jobs[cluster.remote_of(job_id)].started_at + took <= t:
+                    cluster.end(job_id, cluster.jobs[cluster.remote_of(job_id)].started_at + took)
+    assert grid.states(fast) == {JobState.TERMINATED: 300}
+    assert grid.states(slow) == {JobState.TERMINATED: 30}
+    assert not black_holes(grid, fast)
+    assert [e.cluster for e in black_holes(grid, slow)] == ["hole"]
+    assert all(grid.job(j.id).cluster == "good" for j in grid.store.jobs(slow))
+
+
+def test_without_a_reference_it_waits_then_blacklists_and_returns_all_it_swallowed():
+    """Nothing ended elsewhere yet: the streak waits until the jobs running elsewhere have run long enough
+    (the default reference: 10 x 5 s), and every job the hole swallowed meanwhile runs again."""
+    grid, hole, _good, cid = running_everywhere(60)
+    swallowed = swallow(grid, hole, 10, 15)
+    assert not black_holes(grid, cid), "good's jobs have run 10 s: no reference yet"
+    grid.at(49)
+    assert not black_holes(grid, cid)
+    grid.at(51)  # good's jobs have run 51 s, still running
+    (event,) = black_holes(grid, cid)
+    assert event.created_at == 51
+    assert all(grid.job(j).state == JobState.TO_LAUNCH for j in swallowed)
+
+
+def test_jobs_ending_at_once_after_the_blacklist_go_back_too():
+    """Jobs already queued on the hole when it was blacklisted end there at once as well: back to the bag."""
+    hole, good = FakeRM("hole", 5, queue_depth=10), FakeRM("good", 5, queue_depth=0)
+    grid, cid = Grid.placed(hole, good, jobs=60)
+    for job_id in good.holds(RemoteState.PENDING):
+        good.start(job_id, 0.0)
+    ten_minute_ends(grid, good, 600, 5)
+    grid.at(600)
+    queued = hole.holds(RemoteState.PENDING)
+    for job_id in queued[:10]:
+        hole.end(job_id, 610.2, started=610.0)
+    grid.at(611)
+    assert black_holes(grid, cid)
+    for job_id in queued[10:]:
+        hole.end(job_id, 620.2, started=620.0)
+    grid.at(621)
+    assert all(grid.job(j).state == JobState.TO_LAUNCH for j in queued)
+    assert len(black_holes(grid, cid)) == 1
+
+
+def test_the_streak_survives_a_cycle_that_died(tmp_path: Path):
+    """Five instant ends in a pass of one almighty, five in a pass of the next: one streak of ten."""
+    hole, good = FakeRM("hole", 10, queue_depth=0), FakeRM("good", 10, queue_depth=0)
+    grid, cid = Grid.placed(hole, good, jobs=40, state=tmp_path / "state.db")
+    for cluster in (hole, good):
+        for job_id in cluster.holds(RemoteState.PENDING):
+            cluster.start(job_id, 0.0)
+    ten_minute_ends(grid, good, 600, 5)
+    grid.at(600)
+    on_hole = hole.holds(RemoteState.RUNNING)
+    for job_id in on_hole[:5]:
+        hole.end(job_id, 610.1, started=610.0)
+    grid.at(611)
+    grid.cycle.close()
+    grid.store.close()
+    grid.store = Store(tmp_path / "state.db")
+    grid.cycle = Cycle(grid.store, grid.clock, adapters=grid.clusters.__getitem__, patience=PATIENCE)
+    for job_id in on_hole[5:]:
+        hole.end(job_id, 620.1, started=620.0)
+    grid.at(621)
+    assert len(black_holes(grid, cid)) == 1
+    assert all(grid.job(j).state == JobState.TO_LAUNCH for j in on_hole)
+
+
+def test_fixing_the_event_lifts_the_blacklist():
+    grid, hole, good, cid = running_everywhere(60)
+    ten_minute_ends(grid, good, 600, 5)
+    grid.at(600)
+    swallow(grid, hole, 612, 10)
+    sent = len(hole.owner)
+    grid.at(700)
+    assert len(hole.owner) == sent
+    result = ops.fix_events(grid.store, grid.clock, campaign_id=cid, resubmit=True, user="alice")
+    assert (result.closed, result.resubmitted) == (1, 0)
+    grid.at(730)
+    assert len(hole.owner) > sent, "the hole gets the campaign's jobs again"
+
+
+def test_the_thresholds_are_configurable():
+    grid, hole, good, cid = running_everywhere(40)
+    config.set_value(grid.store, "blackhole.streak", 3)
+    config.set_value(grid.store, "blackhole.seconds", 1)
+    config.set_value(grid.store, "blackhole.ratio", 100)
+    ten_minute_ends(grid, good, 600, 5)
+    grid.at(600)
+    swallow(grid, hole, 612, 3)
+    (event,) = black_holes(grid, cid)
+    assert "3 jobs in a row" in event.message
+
+
+def test_a_reference_under_ratio_times_seconds_flags_nothing_until_the_ratio_allows_it():
+    grid, hole, good, cid = running_everywhere(60)
+    config.set_value(grid.store, "blackhole.ratio", 200)  # 10 minutes elsewhere < 200 x 5 s
+    ten_minute_ends(grid, good, 600, 5)
+    grid.at(600)
+    swallow(grid, hole, 612, 12)
+    assert not black_holes(grid, cid)
+    config.set_value(grid.store, "blackhole.ratio", 100)  # 600 s >= 100 x 5 s
+    swallow(grid, hole, 640, 10)
+    assert black_holes(grid, cid)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("blackhole.streak", 0),
+        ("blackhole.streak", 2.5),
+        ("blackhole.streak", "ten"),
+        ("blackhole.seconds", 0),
+        ("blackhole.seconds", True),
+        ("blackhole.ratio", 0.5),
+        ("blackhole.ratio", "x"),
+    ],
+)
+def test_a_bad_threshold_is_refused_naming_its_key(key, value):
+    store = Store(":memory:")
+    with pytest.raises(ConfigError, match=rf"^{key}: expected a"):
+        config.set_value(store, key, value)
+    assert key not in store.settings()
