@@ -12,13 +12,14 @@ from pathlib import Path
 
 HEADER = (
     "# Benchmarks\n\n"
-    "Nine scripts write this file, each only its own section (between its marker lines): `bench/run_core.py` "
+    "Ten scripts write this file, each only its own section (between its marker lines): `bench/run_core.py` "
     "(cigri's core costs, local cluster), `bench/run_slurm.py` (the Slurm adapters against a real Slurm), "
     "`bench/run_packing.py` (packed short jobs against one array task per job on a real Slurm), "
     "`bench/run_sim.py` (the simulator and the fifo baseline), `bench/run_policies.py` (every strategy on "
     "every scenario), `bench/run_flow.py` (every flow strategy on every scenario), `bench/run_decision.py` "
     "(the cost of one metascheduler decision), `bench/run_eta.py` (the error of Spritz's estimated end in the "
-    "simulator) and `bench/run_oar.py` (the OAR adapters against the contract OAR of `tests/oar`). Running "
+    "simulator), `bench/run_oar.py` (the OAR adapters against the contract OAR of `tests/oar`) and "
+    "`bench/run_blackhole.py` (black holes in the simulator: when they are blacklisted, what they cost). Running "
     "one leaves the others' sections as they are.\n"
 )
 

@@ -4,6 +4,7 @@ the test's hand (tests.test_placement's fake resource manager on a simulated clo
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from cigri.errors import ConfigError
 from cigri.model import EventClass, EventCode, JobState, RemoteState
 from cigri.store import Store
 
+from .conftest import runs, write_jdl
 from .test_placement import PATIENCE, FakeRM, Grid
 
 
@@ -260,3 +262,36 @@ def test_a_bad_threshold_is_refused_naming_its_key(key, value):
     with pytest.raises(ConfigError, match=rf"^{key}: expected a"):
         config.set_value(store, key, value)
     assert key not in store.settings()
+
+
+def test_on_the_local_cluster_a_cluster_of_bin_true_is_blacklisted_and_every_job_runs_for_real_elsewhere(
+    tmp_path: Path, cli, job_script: Path
+):
+    """The real cycle: 'hole' runs /bin/true for the campaign's exec_file, 'local' the real script (3 s a job);
+    thresholds small enough for a test (3 ends in a row under 1 s while the jobs take 2 s or more elsewhere)."""
+    cli("gridclusters", "set", "local", "--slots", "6", "--queue-depth", "0")
+    cli("gridclusters", "add", "hole", "--adapter", "local", "--slots", "1", "--queue-depth", "0", "--idle-exit", "2")
+    for key, value in (("streak", "3"), ("seconds", "1"), ("ratio", "2")):
+        cli("config", "set", f"blackhole.{key}", value)
+    names = [f"j{i}" for i in range(30)]
+    jdl = write_jdl(
+        tmp_path,
+        exec_file=str(job_script),
+        params=[f"{name} sleep:3" for name in names],
+        clusters={"local": {}, "hole": {"exec_file": "/bin/true"}},
+    )
+    cid = cli.submit(jdl)
+    cli.until_done(timeout=120)
+    store = Store(cli.state)
+    try:
+        jobs = list(store.jobs(cid))
+        events = [e for e in store.events(campaign_id=cid, open_only=False) if e.code == EventCode.BLACK_HOLE]
+        campaign = store.campaign(cid)
+    finally:
+        store.close()
+    assert [e.cluster for e in events] == ["hole"]
+    assert int(re.match(r"(\d+) jobs in a row", events[0].message).group(1)) >= 3
+    assert campaign.state.value == "terminated"
+    assert {(j.state, j.cluster) for j in jobs} == {(JobState.TERMINATED, "local")}
+    ran = [line.split()[0] for line in runs(tmp_path)]
+    assert sorted(set(ran)) == sorted(names), "every job ran the real script"
