@@ -31,7 +31,8 @@ cluster_option = click.option(
 @common
 def config():
     """Show or change the configuration: which metascheduler strategy decides,
-    which flow strategy sizes each cluster's queue, how Spritz predicts.
+    which flow strategy sizes each cluster's queue, how Spritz predicts, when a
+    cluster is a black hole.
 
     \b
     Keys:
@@ -51,6 +52,12 @@ def config():
                                     nikita kills it (default 1800)
         spritz                      the predictor of campaigns' ends: window (default) or ewma
         spritz.window               seconds of terminations the throughput is measured over (3600)
+        blackhole.streak            that many of a campaign's jobs ending in a row on a
+                                    cluster (default 10), each within
+        blackhole.seconds           seconds (default 5), while its jobs take a median of
+        blackhole.ratio             ratio x seconds or more elsewhere (default 10): the
+                                    cluster is a black hole, kept off for the campaign
+                                    (event BLACK_HOLE), and those jobs run again elsewhere
 
     A cluster with its own strategy is decided by it, after the others, for the
     jobs they did not place. Each value is checked by building the strategy with

@@ -7,7 +7,8 @@ it instead of submitting it again.
 
 One module per stage, named after it (:mod:`.updator`, :mod:`.spritz`, :mod:`.metasched`,
 :mod:`.runner`, :mod:`.nikita`), each a ``run(ctx)`` on the shared :class:`~.context.Context`;
-cluster health (who answers, who failed this pass) is in :mod:`.health`.
+cluster health (who answers, who failed this pass) is in :mod:`.health`; the updator's black-hole detector
+in :mod:`.blackhole`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The updator: collect job states from each cluster (one bulk query each), requeue what must run again,
-open events for failures, and settle campaigns (tests done, epilogues due, campaigns terminated)."""
+open events for failures, blacklist black holes (:mod:`.blackhole`), and settle campaigns (tests done,
+epilogues due, campaigns terminated)."""
 
 from __future__ import annotations
 
