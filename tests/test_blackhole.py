@@ -52,6 +52,12 @@ def swallow(grid: Grid, hole: FakeRM, t: float, n: int, *, exit_code: int = 0) -
     return ended
 
 
+def at_once(cluster: FakeRM, job_ids: list[int], t: float) -> None:
+    """These jobs of the cluster start at t and end 0.2 s later."""
+    for job_id in job_ids:
+        cluster.end(job_id, t + 0.2, started=t)
+
+
 def ten_minute_ends(grid: Grid, good: FakeRM, t: float, n: int) -> None:
     """``n`` of good's running jobs end at t, having run since t - 600."""
     for job_id in good.holds(RemoteState.RUNNING)[:n]:
@@ -64,15 +70,13 @@ def test_ten_instant_ends_in_a_row_blacklist_the_cluster_in_the_pass_of_the_tent
     grid.at(600)
     # the hole's five jobs end at once, then five more: nine so far, no verdict yet
     first = [j for j in hole.holds(RemoteState.RUNNING)]
-    for job_id in first:
-        hole.end(job_id, 610.2, started=610.0)
+    at_once(hole, first, 610.0)
     grid.at(611)
     second = hole.holds(RemoteState.PENDING)
-    for job_id in second[:4]:
-        hole.end(job_id, 620.1, started=620.0)
+    at_once(hole, second[:4], 620.0)
     grid.at(621)
     assert not black_holes(grid, cid)
-    hole.end(second[4], 630.1, started=630.0)
+    at_once(hole, second[4:5], 630.0)
     grid.at(631)  # the tenth
     (event,) = black_holes(grid, cid)
     assert (event.cls, event.cluster, event.created_at) == (EventClass.CAMPAIGN, "hole", 631)
@@ -172,12 +176,10 @@ def test_jobs_ending_at_once_after_the_blacklist_go_back_too():
     ten_minute_ends(grid, good, 600, 5)
     grid.at(600)
     queued = hole.holds(RemoteState.PENDING)
-    for job_id in queued[:10]:
-        hole.end(job_id, 610.2, started=610.0)
+    at_once(hole, queued[:10], 610.0)
     grid.at(611)
     assert black_holes(grid, cid)
-    for job_id in queued[10:]:
-        hole.end(job_id, 620.2, started=620.0)
+    at_once(hole, queued[10:], 620.0)
     grid.at(621)
     assert all(grid.job(j).state == JobState.TO_LAUNCH for j in queued)
     assert len(black_holes(grid, cid)) == 1
@@ -193,15 +195,13 @@ def test_the_streak_survives_a_cycle_that_died(tmp_path: Path):
     ten_minute_ends(grid, good, 600, 5)
     grid.at(600)
     on_hole = hole.holds(RemoteState.RUNNING)
-    for job_id in on_hole[:5]:
-        hole.end(job_id, 610.1, started=610.0)
+    at_once(hole, on_hole[:5], 610.0)
     grid.at(611)
     grid.cycle.close()
     grid.store.close()
     grid.store = Store(tmp_path / "state.db")
     grid.cycle = Cycle(grid.store, grid.clock, adapters=grid.clusters.__getitem__, patience=PATIENCE)
-    for job_id in on_hole[5:]:
-        hole.end(job_id, 620.1, started=620.0)
+    at_once(hole, on_hole[5:], 620.0)
     grid.at(621)
     assert len(black_holes(grid, cid)) == 1
     assert all(grid.job(j).state == JobState.TO_LAUNCH for j in on_hole)
