@@ -185,6 +185,36 @@ def test_jobs_ending_at_once_after_the_blacklist_go_back_too():
     assert len(black_holes(grid, cid)) == 1
 
 
+def test_a_cluster_that_turns_into_a_black_hole_is_judged_against_its_own_ends_before_the_streak():
+    """A campaign on one cluster only: nothing elsewhere, but its jobs there took 10 minutes until they began to
+    end at once."""
+    hole = FakeRM("hole", 10, queue_depth=0)
+    grid, cid = Grid.placed(hole, jobs=40)
+    for job_id in hole.holds(RemoteState.PENDING):
+        hole.start(job_id, 0.0)
+    for job_id in hole.holds(RemoteState.RUNNING):
+        hole.end(job_id, 600.0)
+    grid.at(600)
+    swallowed = hole.holds(RemoteState.PENDING)
+    at_once(hole, swallowed, 610.0)
+    grid.at(611)
+    (event,) = black_holes(grid, cid)
+    assert "on hole before the streak" in event.message
+    assert all(grid.job(j).state == JobState.TO_LAUNCH for j in swallowed)
+    assert grid.states(cid) == {JobState.TERMINATED: 10, JobState.TO_LAUNCH: 30}
+
+
+def test_a_campaign_fast_on_its_only_cluster_is_never_flagged():
+    hole = FakeRM("hole", 10, queue_depth=0)
+    grid, cid = Grid.placed(hole, jobs=100)
+    for t in range(30, 600, 30):
+        pending = hole.holds(RemoteState.PENDING)
+        at_once(hole, pending, t - 5)
+        grid.at(t)
+    assert grid.states(cid) == {JobState.TERMINATED: 100}
+    assert not black_holes(grid, cid)
+
+
 def test_the_streak_survives_a_cycle_that_died(tmp_path: Path):
     """Five instant ends in a pass of one almighty, five in a pass of the next: one streak of ten."""
     hole, good = FakeRM("hole", 10, queue_depth=0), FakeRM("good", 10, queue_depth=0)

@@ -10,15 +10,17 @@ loses nothing, and the cost follows the pass's ends, not the state's size.
 Once every cluster is collected (:func:`judge`, in the same pass), a streak of at least ``blackhole.streak``
 ends is judged against the campaign's jobs on each other cluster: the durations of its latest terminated
 jobs there, and the time its running jobs there have run so far (a lower bound of their durations; only on
-clusters whose RM answered in this pass, so that a job ended since is not taken as still running). A cluster
-with at least MIN_SAMPLE such figures gives their median (the lower one), robust to a stuck job.
+clusters whose RM answered in this pass, so that a job ended since is not taken as still running); and
+against its jobs that terminated on the same cluster before the streak began (a cluster that turned into a
+black hole, the campaign's only one included). Each of these with at least MIN_SAMPLE figures gives their
+median (the lower one), robust to a stuck job.
 
-- Some cluster's median is at least ``ratio`` x ``seconds``: a black hole. The campaign gets a campaign event
+- Some median is at least ``ratio`` x ``seconds``: a black hole. The campaign gets a campaign event
   BLACK_HOLE on that cluster (the campaign blacklist: nothing more of it goes there until the event is fixed),
   and the streak's jobs still ended there go back to the bag, avoiding that cluster for a while: not counted
   as resubmissions nor as failures, their job events closed, their durations taken out of Spritz's figures.
-- More than half of every such cluster's figures are ends under that median: the campaign's jobs are that
-  fast (e.g. 1 s everywhere): the streak is forgotten, its results stand.
+- More than half of the figures of each are ends under that: the campaign's jobs are that fast (e.g. 1 s
+  everywhere): the streak is forgotten, its results stand.
 - Otherwise (nothing ended nor runs long enough elsewhere yet): it waits, the streak growing, and every job
   it swallowed meanwhile runs again once the cluster is found to be a black hole. So a black hole found at a
   campaign's start is blacklisted once the jobs elsewhere have run ``ratio`` x ``seconds``.
@@ -67,7 +69,7 @@ def judge(ctx: Context, collected: Set[str]) -> None:
     """Judge the streaks long enough (see the module), with the running jobs of the ``collected`` clusters."""
     thresholds = config.black_holes(ctx.store.settings())
     now = ctx.clock.now()
-    for campaign_id, cluster, n, longest, blacklisted, over in ctx.store.streaks(thresholds.streak):
+    for campaign_id, cluster, n, longest, since, blacklisted, over in ctx.store.streaks(thresholds.streak):
         if over or blacklisted:  # over: nothing runs again; blacklisted: what was queued there goes back
             with ctx.store.transaction():
                 if over:
@@ -75,7 +77,7 @@ def judge(ctx: Context, collected: Set[str]) -> None:
                 else:
                     _send_back(ctx, campaign_id, cluster)
             continue
-        figures = _figures(ctx, campaign_id, cluster, collected, now)
+        figures = _figures(ctx, campaign_id, cluster, since, collected, now)
         medians = {where: statistics.median_low(s for s, _ in values) for where, values in figures.items()}
         above = {where: median for where, median in medians.items() if median >= thresholds.reference}
         if above:
@@ -97,13 +99,19 @@ def judge(ctx: Context, collected: Set[str]) -> None:
                 ctx.store.break_streaks([(campaign_id, cluster)])
 
 
-def _figures(ctx: Context, campaign_id: int, cluster: str, collected: Set[str], now: float) -> dict[str, list]:
-    """Per other cluster with at least MIN_SAMPLE of them: (seconds, ended) of the campaign's latest terminated
-    jobs there (ended) and of its jobs running there (not ended: the time they have run so far)."""
+def _figures(
+    ctx: Context, campaign_id: int, cluster: str, since: float, collected: Set[str], now: float
+) -> dict[str, list]:
+    """Per other cluster, and for the cluster itself before the streak (its first end at ``since``), with at
+    least MIN_SAMPLE of them: (seconds, ended) of the campaign's latest terminated jobs there (ended) and of
+    its jobs running on the other clusters (not ended: the time they have run so far)."""
     figures: dict[str, list[tuple[float, bool]]] = {}
-    for where, seconds in ctx.store.recent_durations(campaign_id, LATEST):
+    before = f"{cluster} before the streak"
+    for where, seconds, ended in ctx.store.recent_durations(campaign_id, LATEST):
         if where != cluster:
             figures.setdefault(where, []).append((seconds, True))
+        elif ended < since:
+            figures.setdefault(before, []).append((seconds, True))
     for where, started in ctx.store.running_since(campaign_id):
         if where != cluster and where in collected:
             figures.setdefault(where, []).append((max(0.0, now - started), False))

@@ -867,19 +867,19 @@ class Store:
         self.conn.executemany("DELETE FROM blackhole_streaks WHERE campaign_id = ? AND cluster = ?", pairs)
         self.conn.executemany("DELETE FROM blackhole_suspects WHERE campaign_id = ? AND cluster = ?", pairs)
 
-    def streaks(self, at_least: int) -> list[tuple[int, str, int, float, bool, bool]]:
-        """(campaign, cluster, ends, longest, blacklisted, over) of the streaks to judge: those of at least
-        ``at_least`` ends, any on a cluster an open BLACK_HOLE event already keeps the campaign off, and any
-        of a campaign over (terminated or cancelled). One row per campaign and cluster with a streak going on:
-        a small table."""
+    def streaks(self, at_least: int) -> list[tuple[int, str, int, float, float, bool, bool]]:
+        """(campaign, cluster, ends, longest, first end, blacklisted, over) of the streaks to judge: those of
+        at least ``at_least`` ends, any on a cluster an open BLACK_HOLE event already keeps the campaign off,
+        and any of a campaign over (terminated or cancelled). One row per campaign and cluster with a streak
+        going on: a small table."""
         rows = self.conn.execute(
-            "SELECT s.campaign_id, s.cluster, s.n, s.longest, EXISTS (SELECT 1 FROM events e "
+            "SELECT s.campaign_id, s.cluster, s.n, s.longest, s.since, EXISTS (SELECT 1 FROM events e "
             "WHERE e.state = 'open' AND e.campaign_id = s.campaign_id AND e.class = 'campaign' "
             "AND e.code = ? AND e.cluster = s.cluster), c.state IN ('terminated', 'cancelled') "
             "FROM blackhole_streaks s JOIN campaigns c ON c.id = s.campaign_id ORDER BY 1, 2",
             (EventCode.BLACK_HOLE.value,),
         )
-        return [(*row[:4], bool(row[4]), bool(row[5])) for row in rows if row[2] >= at_least or row[4] or row[5]]
+        return [(*row[:5], bool(row[5]), bool(row[6])) for row in rows if row[2] >= at_least or row[5] or row[6]]
 
     def suspects(self, campaign_id: int, cluster: str) -> list[tuple[int, JobState, float | None, float]]:
         """(job, state, started, ended) of the jobs of a streak that are still ended there (terminated or
@@ -892,11 +892,11 @@ class Store:
         )
         return [(job_id, JobState(state), started, ended) for job_id, state, started, ended in rows]
 
-    def recent_durations(self, campaign_id: int, latest: int) -> list[tuple[str, float]]:
-        """(cluster, seconds) of the campaign's ``latest`` terminated jobs of highest ids (a range of an index,
-        whatever the campaign's size)."""
+    def recent_durations(self, campaign_id: int, latest: int) -> list[tuple[str, float, float]]:
+        """(cluster, seconds, ended at) of the campaign's ``latest`` terminated jobs of highest ids (a range of
+        an index, whatever the campaign's size)."""
         return self.conn.execute(
-            "SELECT cluster, ended_at - started_at FROM (SELECT cluster, started_at, ended_at FROM jobs "
+            "SELECT cluster, ended_at - started_at, ended_at FROM (SELECT cluster, started_at, ended_at FROM jobs "
             "WHERE campaign_id = ? AND state = 'terminated' ORDER BY id DESC LIMIT ?) WHERE started_at IS NOT NULL",
             (campaign_id, latest),
         ).fetchall()
