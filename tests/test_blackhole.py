@@ -13,6 +13,7 @@ from cigri import campaigns as ops
 from cigri import config
 from cigri.cycle import Cycle
 from cigri.errors import ConfigError
+from cigri.jdl import parse
 from cigri.model import EventClass, EventCode, JobState, RemoteState
 from cigri.store import Store
 
@@ -213,6 +214,34 @@ def test_a_campaign_fast_on_its_only_cluster_is_never_flagged():
         grid.at(t)
     assert grid.states(cid) == {JobState.TERMINATED: 100}
     assert not black_holes(grid, cid)
+
+
+def test_replicas_that_win_at_once_on_a_black_hole_are_suspects_too():
+    """finalize: the campaign's last ten jobs run on good, their replicas go to hole, just freed, and end there at
+    once, winning: ten such wins are a streak, and their jobs run again."""
+    hole, good = FakeRM("hole", 12, others=12, queue_depth=0), FakeRM("good", 10, queue_depth=0)
+    grid = Grid(hole, good)
+    params = [f"j{i}" for i in range(20)]
+    jdl = parse(
+        {"name": "c", "exec_file": "run", "finalize": True, "clusters": {"hole": {}, "good": {}}, "params": params}
+    )
+    cid = ops.submit(grid.store, jdl, grid.clock, user="alice", adapters=grid.clusters.__getitem__)[0]
+    grid.at(0)
+    for job_id in good.holds(RemoteState.PENDING):
+        good.start(job_id, 0.0)
+    ten_minute_ends(grid, good, 600, 10)
+    grid.at(600)
+    last = good.holds(RemoteState.PENDING)
+    for job_id in last:
+        good.start(job_id, 600.0)
+    grid.at(630)
+    hole.others = 0  # hole frees up: the running jobs get replicas there
+    grid.at(660)
+    assert hole.holds(RemoteState.PENDING) == last
+    at_once(hole, last, 670.0)
+    grid.at(671)
+    assert len(black_holes(grid, cid)) == 1
+    assert all(grid.job(j).state == JobState.TO_LAUNCH for j in last)
 
 
 def test_the_streak_survives_a_cycle_that_died(tmp_path: Path):

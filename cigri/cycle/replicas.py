@@ -26,6 +26,7 @@ from ..errors import AdapterError, SubmitError
 from ..jdl import split_params
 from ..model import Campaign, CampaignType, JobSpec, RemoteState
 from ..scheduling import Assignment, CampaignView, Decision, GridJob, Replica, Snapshot, finalize
+from . import blackhole
 from .context import Context, log
 from .health import cluster_failed, cluster_usable
 
@@ -166,6 +167,8 @@ def follow(ctx: Context, cluster: str) -> None:
         ctx.store.end_replicas(failed, "failed")
         ctx.store.end_replicas(late, "late")
         jobs = [ctx.store.job(job_id) for job_id in won]
+        # a replica's win is the job's end there: a black hole's wins are suspects too
+        blackhole.note(ctx, cluster, [(job.id, job.campaign_id, job.started_at, job.ended_at) for job in jobs])
         ctx.store.add_durations(
             [
                 (
