@@ -157,10 +157,10 @@ def seconds(settings: Mapping[str, Any], key: str, default: float) -> float:
 @dataclass(frozen=True)
 class BlackHoles:
     """When a cluster is a black hole for a campaign (the seed's sink effect): ``streak`` of its jobs in a row
-    ended there within ``seconds`` each (whatever their exit status), while its jobs elsewhere take a median
-    of at least ``ratio`` x ``seconds``. The defaults suit a real grid: 10 jobs in a row under 5 s while the
-    campaign's jobs take 50 s or more elsewhere; a campaign whose jobs take seconds everywhere is never
-    blacklisted."""
+    ended there within ``seconds`` each (whatever their exit status), while its jobs elsewhere (or there,
+    before) take a median of at least ``ratio`` x ``seconds`` (see :mod:`cigri.cycle.blackhole`). The
+    defaults suit a real grid: 10 jobs in a row under 5 s while the campaign's jobs take 50 s or more
+    elsewhere; a campaign whose jobs take seconds everywhere is never blacklisted."""
 
     streak: int = 10
     seconds: float = 5.0
