@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence, Set
 
+from .. import events
 from ..errors import AdapterError
 from ..model import CampaignState, CampaignType, EventClass, EventCode, JobState, RemoteState
 from . import replicas
@@ -125,14 +126,8 @@ def collect(ctx: Context, cluster: str) -> None:
         for job_id, campaign_id, _remote, how in failed:
             tail = tails[job_id]
             message = f"job {job_id} {how}" + (f"; stderr ends with:\n{tail}" if tail else "")
-            ctx.store.open_event(
-                EventClass.JOB,
-                EventCode.EXIT_ERROR,
-                message,
-                now,
-                cluster=cluster,
-                campaign_id=campaign_id,
-                job_id=job_id,
+            events.job_error(
+                ctx.store, EventCode.EXIT_ERROR, message, now, cluster=cluster, campaign_id=campaign_id, job_id=job_id
             )
         again = resubmit(ctx, cluster, requeue, avoid)
     ctx.report.add("started", len(started))
@@ -165,8 +160,8 @@ def resubmit(ctx: Context, cluster: str, requeue: Sequence[tuple[int, int, str]]
     for job_id, campaign_id, reason in requeue:
         if counts.get(job_id, 0) >= MAX_RESUBMITS:
             ctx.store.mark_ended([(job_id, JobState.EVENT, None, None, now)])
-            ctx.store.open_event(
-                EventClass.JOB,
+            events.job_error(
+                ctx.store,
                 EventCode.RESUBMIT_LIMIT,
                 f"job {job_id} was resubmitted {MAX_RESUBMITS} times; last end: {reason}",
                 now,

@@ -741,7 +741,10 @@ class Store:
 
     # ---- events ---------------------------------------------------------------------------------
 
-    _EVENT_COLUMNS = "id, class, code, state, cluster, campaign_id, job_id, message, created_at, closed_at"
+    _EVENT_COLUMNS = (
+        "id, class, code, state, cluster, campaign_id, job_id, message, created_at, closed_at, parent_id, closed_by"
+    )
+    _GLOBAL = "(class = 'cluster' OR code = 'ADMIN_BLACKLIST')"  # what gridevents -g lists
 
     @staticmethod
     def _event(row: tuple) -> Event:
@@ -757,13 +760,17 @@ class Store:
         cluster: str | None = None,
         campaign_id: int | None = None,
         job_id: int | None = None,
+        parent: int | None = None,
     ) -> int:
         cur = self.conn.execute(
-            "INSERT INTO events (class, code, state, cluster, campaign_id, job_id, message, created_at) "
-            "VALUES (?, ?, 'open', ?, ?, ?, ?, ?)",
-            (cls.value, code.value, cluster, campaign_id, job_id, message, now),
+            "INSERT INTO events (class, code, state, cluster, campaign_id, job_id, message, created_at, parent_id) "
+            "VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?)",
+            (cls.value, code.value, cluster, campaign_id, job_id, message, now, parent),
         )
         return cur.lastrowid
+
+    def set_event_parent(self, event_id: int, parent: int) -> None:
+        self.conn.execute("UPDATE events SET parent_id = ? WHERE id = ?", (parent, event_id))
 
     def events(
         self,
@@ -773,7 +780,10 @@ class Store:
         open_only: bool = True,
         cls: EventClass | None = None,
         user: str | None = None,
+        code: EventCode | None = None,
+        global_only: bool = False,
     ) -> list[Event]:
+        """Events, oldest first; ``global_only``: the cluster events and the admin's blacklists."""
         where, params = [], []
         if open_only:
             where.append("e.state = 'open'")
@@ -786,6 +796,11 @@ class Store:
         if cls is not None:
             where.append("e.class = ?")
             params.append(cls.value)
+        if code is not None:
+            where.append("e.code = ?")
+            params.append(code.value)
+        if global_only:
+            where.append(self._GLOBAL.replace("class", "e.class").replace("code", "e.code"))
         if user:
             where.append("(e.campaign_id IS NULL OR c.user = ?)")
             params.append(user)
@@ -806,29 +821,74 @@ class Store:
         )
         return dict(rows.fetchall())
 
-    def close_events(self, event_ids: Sequence[int], now: float) -> None:
+    def close_events(self, event_ids: Sequence[int], now: float, by: str | None = None) -> None:
+        """Close the open ones of ``event_ids``, noting ``by`` (why) when given."""
         for chunk in _chunks(list(event_ids)):
             self.conn.execute(
-                "UPDATE events SET state = 'closed', closed_at = ? "
+                "UPDATE events SET state = 'closed', closed_at = ?, closed_by = ? "
                 f"WHERE id IN ({_marks(len(chunk))}) AND state = 'open'",
-                [now, *chunk],
+                [now, by, *chunk],
             )
 
     def open_cluster_event(self, cluster: str) -> Event | None:
+        """The open transport event of ``cluster`` (the admin's blacklist is not one: it does not close itself)."""
         row = self._one(
             f"SELECT {self._EVENT_COLUMNS} FROM events WHERE state = 'open' AND class = 'cluster' AND cluster = ? "
-            "ORDER BY id LIMIT 1",
+            "AND code != 'ADMIN_BLACKLIST' ORDER BY id LIMIT 1",
             (cluster,),
         )
         return self._event(row) if row else None
 
     def blocked_clusters(self, campaign_id: int) -> set[str]:
-        """Clusters on which an open campaign event stops the campaign."""
+        """Clusters on which an open campaign event stops the campaign, and those the admin blacklisted."""
         rows = self.conn.execute(
-            "SELECT DISTINCT cluster FROM events WHERE state = 'open' AND class = 'campaign' AND campaign_id = ?",
+            "SELECT DISTINCT cluster FROM events WHERE state = 'open' AND cluster IS NOT NULL "
+            "AND ((class = 'campaign' AND campaign_id = ?) OR code = 'ADMIN_BLACKLIST')",
             (campaign_id,),
         )
         return {r[0] for r in rows}
+
+    def blacklist(self, campaign_id: int | None, cluster: str) -> Event | None:
+        """The open blacklist of ``cluster`` for a campaign (None: the admin's, for every campaign)."""
+        if campaign_id is None:
+            where, params = "code = 'ADMIN_BLACKLIST'", (cluster,)
+        else:
+            where, params = "code = 'BLACKLIST' AND campaign_id = ?", (cluster, campaign_id)
+        row = self._one(
+            f"SELECT {self._EVENT_COLUMNS} FROM events WHERE state = 'open' AND cluster = ? AND {where} "
+            "ORDER BY id LIMIT 1",
+            params,
+        )
+        return self._event(row) if row else None
+
+    def causes(self, blacklist: Event) -> list[Event]:
+        """A blacklist's causes: its parent and the later causes that joined it."""
+        rows = self.conn.execute(
+            f"SELECT {self._EVENT_COLUMNS} FROM events WHERE id = ? OR parent_id = ? ORDER BY id",
+            (blacklist.parent_id, blacklist.id),
+        )
+        return [self._event(row) for row in rows]
+
+    def blacklists_of(self, causes: Sequence[Event]) -> list[Event]:
+        """The open blacklists the events ``causes`` caused or joined."""
+        ids = [e.id for e in causes]
+        parents = [e.parent_id for e in causes if e.parent_id is not None]
+        found: dict[int, Event] = {}
+        for chunk in _chunks(ids):
+            for row in self.conn.execute(
+                f"SELECT {self._EVENT_COLUMNS} FROM events WHERE state = 'open' AND code = 'BLACKLIST' "
+                f"AND parent_id IN ({_marks(len(chunk))})",
+                chunk,
+            ):
+                found[row[0]] = self._event(row)
+        for chunk in _chunks(parents):
+            for row in self.conn.execute(
+                f"SELECT {self._EVENT_COLUMNS} FROM events WHERE state = 'open' AND code = 'BLACKLIST' "
+                f"AND id IN ({_marks(len(chunk))})",
+                chunk,
+            ):
+                found[row[0]] = self._event(row)
+        return [found[i] for i in sorted(found)]
 
     # ---- predictor figures ----------------------------------------------------------------------
 
