@@ -17,6 +17,7 @@ from .cycle import RETRY, stage_remote
 from .errors import CigriError, JdlError, NotFound, PermissionDenied
 from .jdl import Jdl, job_blocks
 from .model import Campaign, CampaignState, CampaignType, EventClass, EventCode, EventState, JobState
+from .secrets import mask
 from .store import Store
 
 
@@ -62,7 +63,7 @@ def submit(
     kind = CampaignType.TEST if jdl.test_mode else CampaignType.DEFAULT
     with store.transaction():
         campaign_id = store.create_campaign(
-            jdl.name, user or current_user(), kind, jdl.as_record(), jdl.clusters, clock.now()
+            jdl.name, user or current_user(), kind, mask(jdl.as_record()), jdl.clusters, clock.now()
         )
         count = store.add_jobs(campaign_id, job_blocks(jdl))
     return campaign_id, count

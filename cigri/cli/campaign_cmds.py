@@ -80,7 +80,7 @@ def gridsub(jdl_file, file_opt, json_text, kind, dry_run, campaign, jobs_file, j
             raise CigriError("-c adds the jobs of -F or -J to a campaign: give no JDL (nor -t) with it")
         extra = _extra_jobs(jobs_file, jobs_json)
         if dry_run:
-            a.store.campaign(campaign)
+            ops.check_owner(a.store.campaign(campaign), ops.current_user())
             count = sum(1 for _ in jdl_mod.jobs_of(extra, a.store.job_names(campaign)))
             click.echo(f"would add {count} jobs to campaign {campaign}")
             return
@@ -330,12 +330,13 @@ def _show_job(store, job_id: int, stream: str | None, as_json: bool) -> None:
 @click.option("-j", "--job", type=ID, help="Details of one job.")
 @click.option("-O", "--stdout", "show_out", is_flag=True, help="With -j: the job's stdout.")
 @click.option("-E", "--stderr", "show_err", is_flag=True, help="With -j: the job's stderr.")
+@click.option("-J", "--jdl", "show_jdl", is_flag=True, help="With -c: the campaign's saved JDL (owner only).")
 @click.option("-u", "--user", help="Only this user's campaigns.")
 @click.option("-H", "--headerless", is_flag=True, help="No header line.")
 @click.option("--eta", is_flag=True, help="Running campaigns by estimated end, the soonest first.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
 @common
-def gridstat(campaign_arg, campaign, full, job, show_out, show_err, user, headerless, eta, as_json):
+def gridstat(campaign_arg, campaign, full, job, show_out, show_err, show_jdl, user, headerless, eta, as_json):
     """Show campaigns, one campaign, its jobs, or one job.
 
     The table's S column is R (running), P (paused), T (terminated) or C (cancelled), with
@@ -344,6 +345,10 @@ def gridstat(campaign_arg, campaign, full, job, show_out, show_err, user, header
     duration (mean ± std), jobs left, and the estimated end with its interval (--json adds the
     forecast history); --eta lists the running campaigns by estimated end.
 
+    Lists are readable by all; a job's outputs (-O, -E) and a campaign's JDL (-J)
+    only by their owner (or root). The saved JDL has its secrets masked (***): the
+    values of environment variables named like a token, password, secret or key.
+
     \b
     Example:
         gridstat
@@ -351,11 +356,19 @@ def gridstat(campaign_arg, campaign, full, job, show_out, show_err, user, header
         gridstat --eta
         gridstat -c 3 -f
         gridstat -j 42 -E
+        gridstat -c 3 -J
     """
     store = app().store
     campaign = campaign if campaign is not None else campaign_arg
     if (show_out or show_err) and job is None:
         raise CigriError("-O and -E go with -j JOB")
+    if show_jdl:
+        if campaign is None or job is not None or full or eta:
+            raise CigriError("-J shows one campaign's JDL: give -c CAMPAIGN, and no -j, -f or --eta")
+        owned = store.campaign(campaign)
+        ops.check_owner(owned, ops.current_user())
+        output.emit_json(owned.jdl)
+        return
     if eta:
         if job is not None or full or campaign is not None:
             raise CigriError("--eta lists every running campaign: give no -c, -j or -f with it")

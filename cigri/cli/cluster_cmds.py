@@ -6,6 +6,7 @@ import click
 
 from .. import clusters as ops
 from ..adapters import registry
+from ..secrets import mask
 from . import output
 from .app import GridGroup, app, common
 
@@ -123,7 +124,7 @@ def set_(name, **options):
     if not given:
         raise click.UsageError("nothing to set: give at least one option")
     config = ops.set_options(app().store, name, given)
-    click.echo(f"cluster {name}: " + ", ".join(f"{k}={v}" for k, v in sorted(config.items())))
+    click.echo(f"cluster {name}: " + ", ".join(f"{k}={v}" for k, v in sorted(mask(config).items())))
 
 
 @gridclusters.command("remove")

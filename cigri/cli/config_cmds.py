@@ -7,6 +7,7 @@ import yaml
 
 from .. import config as ops
 from ..errors import ConfigError
+from ..secrets import mask
 from . import output
 from .app import GridGroup, app, common
 
@@ -75,7 +76,7 @@ def config():
 @common
 def show(as_json):
     """List the keys set, with their values."""
-    settings = app().store.settings()
+    settings = mask(app().store.settings())
     if as_json:
         output.emit_json(settings)
         return

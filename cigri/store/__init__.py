@@ -33,6 +33,7 @@ from ..model import (
     JobState,
 )
 from ..private import open_private, private_dir
+from ..secrets import mask_text
 from . import migrations
 
 CHUNK = 900  # stays under SQLite's default limit of host parameters per statement
@@ -765,7 +766,7 @@ class Store:
         cur = self.conn.execute(
             "INSERT INTO events (class, code, state, cluster, campaign_id, job_id, message, created_at, parent_id) "
             "VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?)",
-            (cls.value, code.value, cluster, campaign_id, job_id, message, now, parent),
+            (cls.value, code.value, cluster, campaign_id, job_id, mask_text(message), now, parent),
         )
         return cur.lastrowid
 
