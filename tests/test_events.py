@@ -127,6 +127,7 @@ def test_the_admins_blacklist_keeps_every_campaign_off_the_cluster_and_lets_its_
     cli = CliGrid(state)
     out = cli("gridevents", "--blacklist-cluster", "a", "--reason", "disk full")
     assert out.startswith("cluster a blacklisted (event 1)")
+    assert "BLACKLISTED" in [line.split()[2] for line in cli("gridclusters").splitlines() if line.startswith("a ")]
     a.end(1, 10, started=5)  # its running job ends there and counts
     b.end(2, 10, started=5)
     grid.at(20)
@@ -141,6 +142,7 @@ def test_the_admins_blacklist_keeps_every_campaign_off_the_cluster_and_lets_its_
     assert event["message"] == "blacklisted by root: disk full"
     cli("gridevents", "--blacklist-cluster", "a", code=1)
     assert cli("gridevents", "--unblacklist", "a") == "cluster a: blacklist lifted (event 1 closed)\n"
+    assert [row["blacklisted"] for row in cli.json("gridclusters")] == [False, False]
     grid.at(40)
     assert len(a.owner) == 2, "lifted: a gets a job again"
 
@@ -159,3 +161,27 @@ def test_only_the_admin_blacklists_and_only_the_owner_fixes(tmp_path, monkeypatc
         cli("gridevents", *args, code=6)
     assert len(grid.store.events(campaign_id=cid)) == 2
     assert cli.json("gridevents", "-c", str(cid))[0]["code"] == "EXIT_ERROR"  # lists stay readable by all
+
+
+def test_the_unreachable_span_is_the_users_and_the_copies_that_lost_are_waste(tmp_path):
+    a, b = FakeRM("a", 1, queue_depth=0), FakeRM("b", 1, queue_depth=0)
+    state = tmp_path / "state.db"
+    grid, cid = Grid.placed(a, b, jobs=2, state=state)  # the grid's own patience: 900 s
+    CliGrid(state)("config", "set", "updator.unreachable", "100")
+    a.start(1, 5)
+    b.end(2, 8, started=5)
+    grid.at(10)
+    a.down = True
+    grid.at(20)  # the event opens
+    grid.at(100)
+    assert grid.job(1).cluster == "a"
+    grid.at(125)  # 105 s after: job 1 runs on b
+    assert (grid.job(1).cluster, grid.job(1).state, grid.job(1).resubmits) == ("b", JobState.SUBMITTED, 0)
+    b.end(1, 140, started=126)
+    a.down = False
+    grid.at(150)
+    assert a.cancelled == ["a-1"] and grid.store.waste(cid) == 1
+    assert grid.states(cid) == {JobState.TERMINATED: 2} and grid.store.stats(cid)["duration_n"] == 2
+    row = CliGrid(state).json("gridstat", "-c", str(cid))
+    assert (row["waste"], row["done"], row["state"]) == (1, 2, "terminated")
+    CliGrid(state)("config", "set", "updator.unreachable", "-1", code=4)

@@ -207,6 +207,7 @@ def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
     data = {
         **row,
         "held": store.held_count(campaign_id),
+        "waste": store.waste(campaign_id),  # copies killed: their jobs ran again while their cluster was away
         **_spritz(stats),
         "ended_at": campaign.ended_at,
         "clusters": per_cluster,
@@ -226,6 +227,7 @@ def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
             ("Progress", _pct(row["done"], row["total"])),
             ("Running / waiting / failed", f"{row['running']} / {row['waiting']} / {row['failed']}"),
             ("Held on their clusters", data["held"]),
+            ("Copies killed after running elsewhere", data["waste"]),
             ("Open events", row["open_events"]),
             ("Job duration (mean ± std)", _mean_std(spread)),
             ("Throughput", _jobs_per_hour(stats["rate"]) if running else None),

@@ -571,16 +571,29 @@ class Store:
             (cluster,),
         ).fetchall()
 
-    def add_orphans(self, cluster: str, remote_ids: Sequence[str], batch_keys: Sequence[str]) -> None:
-        """Copies left on a cluster while their jobs run again elsewhere: to cancel once it answers."""
+    def add_orphans(
+        self, cluster: str, remote_ids: Sequence[tuple[str, int]], batch_keys: Sequence[tuple[str, int]]
+    ) -> None:
+        """Copies left on a cluster while their jobs run again elsewhere, (remote id or batch key, campaign)
+        each: to cancel once it answers."""
         self.conn.executemany(
-            "INSERT INTO orphans (cluster, remote_id, batch_key) VALUES (?, ?, ?)",
-            [(cluster, r, None) for r in remote_ids] + [(cluster, None, k) for k in batch_keys],
+            "INSERT INTO orphans (cluster, remote_id, batch_key, campaign_id) VALUES (?, ?, ?, ?)",
+            [(cluster, r, None, c) for r, c in remote_ids] + [(cluster, None, k, c) for k, c in batch_keys],
         )
 
-    def orphans(self) -> list[tuple[int, str, str | None, str | None]]:
-        """(id, cluster, remote_id, batch_key) of the copies to cancel."""
-        return self.conn.execute("SELECT id, cluster, remote_id, batch_key FROM orphans ORDER BY id").fetchall()
+    def orphans(self) -> list[tuple[int, str, str | None, str | None, int | None]]:
+        """(id, cluster, remote_id, batch_key, campaign_id) of the copies to cancel."""
+        return self.conn.execute(
+            "SELECT id, cluster, remote_id, batch_key, campaign_id FROM orphans ORDER BY id"
+        ).fetchall()
+
+    def add_waste(self, copies: dict[int, int]) -> None:
+        """Count copies of campaigns' jobs killed after their jobs ran elsewhere ({campaign: copies})."""
+        rows = [(n, c) for c, n in copies.items()]
+        self.conn.executemany("UPDATE campaigns SET waste = waste + ? WHERE id = ?", rows)
+
+    def waste(self, campaign_id: int) -> int:
+        return self._one("SELECT waste FROM campaigns WHERE id = ?", (campaign_id,))[0]
 
     def drop_orphans(self, ids: Sequence[int]) -> None:
         for chunk in _chunks(list(ids)):
