@@ -9,6 +9,8 @@ import pytest
 from cigri import campaigns as ops
 from cigri.errors import PermissionDenied
 from cigri.model import CampaignState, EventCode, EventState, JobState, RemoteState
+from cigri.sim.run import simulate
+from cigri.sim.scenario import parse as parse_scenario
 
 from .conftest import Grid as CliGrid
 from .test_placement import FakeRM, Grid
@@ -185,3 +187,24 @@ def test_the_unreachable_span_is_the_users_and_the_copies_that_lost_are_waste(tm
     row = CliGrid(state).json("gridstat", "-c", str(cid))
     assert (row["waste"], row["done"], row["state"]) == (1, 2, "terminated")
     CliGrid(state)("config", "set", "updator.unreachable", "-1", code=4)
+
+
+def outage_scenario(unreachable: float | None) -> dict:
+    """a goes away at 100 s for 5000 s (its jobs die there unseen); b stays."""
+    return {
+        "name": "away",
+        "period": 30,
+        "seed": 3,
+        "max_time": 40000,
+        "clusters": [{"name": "a", "slots": 8, "outages": [[100, 5100]]}, {"name": "b", "slots": 8}],
+        "campaigns": [{"name": "c", "jobs": 48, "duration": {"dist": "fixed", "value": 200}}],
+        **({"config": {"updator.unreachable": unreachable}} if unreachable is not None else {}),
+    }
+
+
+def test_in_the_simulator_a_cluster_away_too_long_has_its_jobs_run_elsewhere_each_done_once():
+    soon, default = simulate(parse_scenario(outage_scenario(300))), simulate(parse_scenario(outage_scenario(None)))
+    for result in (soon, default):
+        assert (result["jobs_done"], result["lost"], result["duplicated"]) == (48, 0, 0)  # the clusters' records
+    # a's 24 jobs run on b from 400 s on (the configured 300 s), else from 3700 s (the default hour)
+    assert soon["makespan"] < 3700 < default["makespan"] < 5100
