@@ -166,8 +166,9 @@ def fix_events(
             check_admin(store, user)
         elif user != "root":
             raise PermissionDenied(f"event {event.id} is a cluster event: it closes itself when the cluster answers")
+    why = f"fixed{' and resubmitted' if resubmit else ''} by {user}"
     with store.transaction():
-        closed = event_rules.close(store, events, clock.now(), f"fixed by {user}" + (" (-r)" if resubmit else ""))
+        closed = event_rules.close(store, events, clock.now(), why)
         jobs = [e.job_id for e in closed if e.job_id is not None]
         stages = [(e.campaign_id, e.cluster, e.code.value) for e in closed if e.code.value.endswith("LOGUE_ERROR")]
         resubmitted = 0
@@ -190,7 +191,7 @@ def fix_events(
 
 def state_owner(store: Store) -> str:
     """The user who owns the state file."""
-    uid = store.path.stat().st_uid
+    uid = store.path.stat().st_uid if store.path.exists() else os.geteuid()  # an in-memory state is this user's
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:

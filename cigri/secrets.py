@@ -14,14 +14,13 @@ from typing import Any
 
 MASK = "***"
 _SECRET_NAME = re.compile(r"token|passw|secret|credential|apikey|(?:^|[_.-])key(?:$|[_.-])", re.IGNORECASE)
+_NAMED = r"[\w.-]*(?:token|passw|secret|apikey)[\w.-]*"  # a name in a text that says it holds a secret
 _IN_TEXT = [
     (re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+@", re.IGNORECASE), rf"\g<1>{MASK}@"),  # url password
     (re.compile(r"(\bBearer\s+)\S+", re.IGNORECASE), rf"\g<1>{MASK}"),
     (re.compile(r"\beyJ[\w-]*\.[\w-]+\.[\w-]*"), MASK),  # a JWT (its header always starts so)
-    (
-        re.compile(r"([\w.-]*(?:token|passw|secret|apikey)[\w.-]*[\"']?\s*[=:]\s*[\"']?)[^\s\"',;}]+", re.IGNORECASE),
-        rf"\g<1>{MASK}",
-    ),
+    (re.compile(rf"({_NAMED}=)[^\s\"',;}}]+", re.IGNORECASE), rf"\g<1>{MASK}"),  # NAME=value
+    (re.compile(rf"([\"']{_NAMED}[\"']\s*:\s*[\"'])[^\"']+", re.IGNORECASE), rf"\g<1>{MASK}"),  # "name": "value"
 ]
 
 

@@ -97,6 +97,8 @@ def test_the_campaign_waits_on_its_blacklist_and_gridstat_says_so(tmp_path):
     assert (shown["code"], shown["cluster"], shown["parent_id"]) == ("BLACKLIST", "a", 1)
     out = cli("gridevents", "-c", str(cid), "-f", "-r", "-e", "EXIT_ERROR")
     assert out == "2 events fixed, 1 jobs resubmitted\n"  # its blacklist went with it
+    closed = {e["code"]: e["closed_by"] for e in cli.json("gridevents", "-c", str(cid), "-a")}
+    assert closed == {"EXIT_ERROR": "fixed and resubmitted by root", "BLACKLIST": "its causes are fixed"}
     assert cli.json("gridstat", "-c", str(cid))["blocked"] is None
     grid.at(40)
     assert a.holds(RemoteState.PENDING) == [1]

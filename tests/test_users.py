@@ -14,6 +14,7 @@ from cigri import campaigns as ops
 from cigri.cli import grid
 from cigri.clock import RealClock
 from cigri.jdl import load
+from cigri.secrets import mask, mask_text
 from cigri.store import Store
 
 from .conftest import write_jdl
@@ -145,3 +146,25 @@ def test_config_show_masks_a_secret_value(cli, state):
     shown = cli("config", "show") + cli("config", "show", "--json")
     assert "clusters.local.api_token: '***'" in shown or "clusters.local.api_token: ***" in shown
     assert SECRET not in shown
+
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        (f"cannot reach https://bob:{SECRET}@h/api", "cannot reach https://bob:***@h/api"),
+        (f"Authorization: Bearer {SECRET}", "Authorization: Bearer ***"),
+        ("SLURM_JWT=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjaWdyaSJ9.c2ln", "SLURM_JWT=***"),
+        (f"job 3 exited; stderr ends with: API_TOKEN={SECRET} not accepted", "API_TOKEN=*** not accepted"),
+        (f'{{"db_password": "{SECRET}"}}', '{"db_password": "***"}'),
+        ("clusters.local.environment.API_TOKEN: expected a string", "API_TOKEN: expected a string"),
+    ],
+)
+def test_secrets_in_a_text_are_masked_and_the_rest_kept(text, shown):
+    assert SECRET not in mask_text(text) and "eyJzdWIi" not in mask_text(text)
+    assert shown in mask_text(text)
+
+
+def test_a_secret_named_value_is_masked_and_a_path_to_one_is_not():
+    given = {"environment": {"GITHUB_TOKEN": SECRET, "api_key": SECRET, "keyboard": "us"}, "token_file": "/p"}
+    masked = {"GITHUB_TOKEN": "***", "api_key": "***", "keyboard": "us"}
+    assert mask(given) == {"environment": masked, "token_file": "/p"}

@@ -783,9 +783,6 @@ class Store:
         )
         return cur.lastrowid
 
-    def set_event_parent(self, event_id: int, parent: int) -> None:
-        self.conn.execute("UPDATE events SET parent_id = ? WHERE id = ?", (parent, event_id))
-
     def events(
         self,
         *,
@@ -884,24 +881,18 @@ class Store:
         return [self._event(row) for row in rows]
 
     def blacklists_of(self, causes: Sequence[Event]) -> list[Event]:
-        """The open blacklists the events ``causes`` caused or joined."""
-        ids = [e.id for e in causes]
-        parents = [e.parent_id for e in causes if e.parent_id is not None]
+        """The open blacklists the events ``causes`` caused (their parent) or joined (its children)."""
         found: dict[int, Event] = {}
-        for chunk in _chunks(ids):
-            for row in self.conn.execute(
-                f"SELECT {self._EVENT_COLUMNS} FROM events WHERE state = 'open' AND code = 'BLACKLIST' "
-                f"AND parent_id IN ({_marks(len(chunk))})",
-                chunk,
-            ):
-                found[row[0]] = self._event(row)
-        for chunk in _chunks(parents):
-            for row in self.conn.execute(
-                f"SELECT {self._EVENT_COLUMNS} FROM events WHERE state = 'open' AND code = 'BLACKLIST' "
-                f"AND id IN ({_marks(len(chunk))})",
-                chunk,
-            ):
-                found[row[0]] = self._event(row)
+        caused = [e.id for e in causes]
+        joined = [e.parent_id for e in causes if e.parent_id is not None]
+        for column, values in (("parent_id", caused), ("id", joined)):
+            for chunk in _chunks(values):
+                for row in self.conn.execute(
+                    f"SELECT {self._EVENT_COLUMNS} FROM events WHERE state = 'open' AND code = 'BLACKLIST' "
+                    f"AND {column} IN ({_marks(len(chunk))})",
+                    chunk,
+                ):
+                    found[row[0]] = self._event(row)
         return [found[i] for i in sorted(found)]
 
     # ---- predictor figures ----------------------------------------------------------------------
