@@ -132,6 +132,8 @@ def test_a_password_in_a_clusters_url_is_never_shown_nor_kept_in_its_events(cli,
     assert result.exit_code == 4 and "ftp://x:***@h" in result.stderr
     shown += result.output
     assert SECRET not in shown
+    assert "bob:***@" in (state.parent / "almighty.log").read_text()  # the almighty's own log, masked too
+    assert SECRET not in (state.parent / "almighty.log").read_text()
     assert SECRET not in state_text(state, "events")
     assert SECRET in state_text(state, "clusters"), "the cluster's own configuration keeps it: cigri connects with it"
 

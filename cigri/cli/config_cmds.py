@@ -50,6 +50,9 @@ def config():
                                     returns it to its bag (default 7200)
         nikita.walltime_grace       seconds a job may run past its walltime before
                                     nikita kills it (default 1800)
+        updator.unreachable         seconds a cluster may stay unreachable before its
+                                    jobs run elsewhere (default 3600); the copies
+                                    left there are killed when it answers (waste)
         spritz                      the predictor of campaigns' ends: window (default) or ewma
         spritz.window               seconds of terminations the throughput is measured over (3600)
 
@@ -67,6 +70,7 @@ def config():
         grid config set flow pi --cluster dahu
         grid config set sensor load:nfs1 --cluster dahu
         grid config set reference 3 --cluster dahu
+        grid config set updator.unreachable 900
         grid config show
     """
 
