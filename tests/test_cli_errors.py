@@ -311,6 +311,7 @@ def test_griddel_changes_no_campaign_when_one_is_refused(state, args):
         (["-f", "-g"], 1, "-f and -g exclude each other"),
         (["-f", "-c", "1", "--json"], 1, "-f and --json exclude each other"),
         (["-f", "-c", "1", "-H"], 1, "-f and -H exclude each other"),
+        (["-H", "--json"], 1, "-H and --json exclude each other"),
         (["--reason", "disk"], 1, "--reason goes with --blacklist-cluster"),
         (["--blacklist-cluster", "local", "-c", "1"], 1, "--blacklist-cluster and -c exclude each other"),
         (["--blacklist-cluster", "local", "--unblacklist", "local"], 1, "exclude each other"),

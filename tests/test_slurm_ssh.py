@@ -286,6 +286,6 @@ def test_a_cluster_unreachable_too_long_has_its_jobs_rerun_elsewhere_and_the_cop
 
 
 def squeue(remote_ids: list[str]) -> list[str]:
-    """Those of ``remote_ids`` Slurm still has pending or running."""
-    out = subprocess.run(["squeue", "-h", "-o", "%i", "-t", "PD,R", "-j", ",".join(remote_ids)], capture_output=True)
+    """Those of ``remote_ids`` Slurm still has pending, running or completing."""
+    out = subprocess.run(["squeue", "-h", "-o", "%i", "-t", "PD,R,CG", "-j", ",".join(remote_ids)], capture_output=True)
     return sorted(set(out.stdout.decode().split()) & set(remote_ids), key=remote_ids.index)

@@ -589,6 +589,7 @@ def gridevents(
             ("EVENT_ID", ["-c", "-g", "-e"], "an EVENT_ID names one event"),
             ("-c", ["-g"], "-g lists the events of no campaign"),
             ("-f", ["-a", "-g", "-H", "--json"], "-f fixes open events of a campaign (-c) or one (EVENT_ID)"),
+            ("-H", ["--json"], "-H drops the table's header"),
         ],
     )
     if reason is not None and blacklist_cluster is None:
