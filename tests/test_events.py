@@ -4,6 +4,8 @@ campaign off a cluster. On fake resource managers under the test's hand, on a si
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from cigri import campaigns as ops
@@ -13,6 +15,9 @@ from cigri.sim.run import simulate
 from cigri.sim.scenario import parse as parse_scenario
 
 from .conftest import Grid as CliGrid
+from .conftest import runs, write_jdl
+from .oar.contract import OarState
+from .oar.fake_commands import install_fake_commands
 from .test_placement import FakeRM, Grid
 
 
@@ -210,3 +215,39 @@ def test_in_the_simulator_a_cluster_away_too_long_has_its_jobs_run_elsewhere_eac
         assert (result["jobs_done"], result["lost"], result["duplicated"]) == (48, 0, 0)  # the clusters' records
     # a's 24 jobs run on b from 400 s on (the configured 300 s), else from 3700 s (the default hour)
     assert soon["makespan"] < 3700 < default["makespan"] < 5100
+
+
+def test_through_a_real_adapter_a_cluster_away_too_long_has_its_jobs_rerun_here_and_its_copies_killed(
+    cli, tmp_path, job_script
+):
+    oar = OarState(tmp_path / "oar" / "state.json", cores=4)
+    install_fake_commands(tmp_path / "bin", oar.path, sys.executable)
+    options = ["--slots", "4", "--remote-dir", str(tmp_path / "rd")]
+    cli("gridclusters", "add", "oar", "--adapter", "oar-ssh", "--bin-dir", str(tmp_path / "bin"), *options)
+    cli("gridevents", "--blacklist-cluster", "local")  # the jobs start on oar
+    params = [f"u{i} 600" for i in range(3)]  # 600 s on oar's clock; at once here
+    clusters = {"oar": {"exec_file": "/bin/run"}, "local": {}}
+    cid = cli.submit(write_jdl(tmp_path, exec_file=str(job_script), params=params, clusters=clusters))
+    cli("almighty")
+    oar.advance(5)
+    cli("almighty")
+    assert [job["state"] for job in oar.jobs()] == ["Running"] * 3
+    cli("config", "set", "updator.unreachable", "0")
+    cli("gridclusters", "set", "oar", "--bin-dir", str(tmp_path / "nowhere"))  # unreachable through its config
+    cli("gridevents", "--unblacklist", "local")
+    cli("almighty")
+    [event] = cli.json("gridevents", "-g")
+    assert (event["code"], event["cluster"]) == ("CLUSTER_UNREACHABLE", "oar")
+    cli.until_done()
+    row = cli.json("gridstat", "-c", str(cid))
+    assert (row["state"], row["done"], row["ended"], row["waste"]) == ("terminated", 3, 3, 0)
+    assert sorted(runs(tmp_path)) == params  # here, each once
+    assert [job["state"] for job in oar.jobs()] == ["Running"] * 3, "nothing could reach them there"
+    cli("gridclusters", "set", "oar", "--bin-dir", str(tmp_path / "bin"))
+    cli("almighty")  # oar answers: its event closes, the copies that lost are killed and counted
+    oar.advance(1)
+    assert [job["state"] for job in oar.jobs()] == ["Error"] * 3  # OAR's state of a deleted job
+    row = cli.json("gridstat", "-c", str(cid))
+    assert (row["done"], row["ended"], row["waste"]) == (3, 3, 3)
+    [closed] = cli.json("gridevents", "-g", "-a", "-e", "CLUSTER_UNREACHABLE")
+    assert closed["closed_by"] == "auto-fixed: the cluster answers again"
