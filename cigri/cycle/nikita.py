@@ -4,8 +4,8 @@ release resumed ones.
 What it kills, each job once and for one reason:
 
 - the jobs users cancelled (griddel): cancelled;
-- the copies left on a cluster that was unreachable while their jobs ran again elsewhere (orphans), and the
-  replicas that lost (:mod:`.replicas`);
+- the copies left on a cluster that was unreachable while their jobs ran again elsewhere (orphans: each one
+  counted as its campaign's waste, shown by ``gridstat -c``), and the replicas that lost (:mod:`.replicas`);
 - **walltime**: a job running longer than its walltime plus ``walltime_grace`` (an RM that does not enforce
   walltimes, or missed one; CiGri's nikita gives 30 minutes) is killed and counted as its RM's walltime kill
   would be: resubmitted, not sent back to that cluster for a while, an event after MAX_RESUBMITS;
