@@ -10,12 +10,14 @@ import pwd
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import events as event_rules
 from .adapters import AdapterContext, adapter_for
 from .clock import Clock
 from .cycle import RETRY, stage_remote
 from .errors import CigriError, JdlError, NotFound, PermissionDenied
 from .jdl import Jdl, job_blocks
 from .model import Campaign, CampaignState, CampaignType, EventClass, EventCode, EventState, JobState
+from .secrets import mask
 from .store import Store
 
 
@@ -61,7 +63,7 @@ def submit(
     kind = CampaignType.TEST if jdl.test_mode else CampaignType.DEFAULT
     with store.transaction():
         campaign_id = store.create_campaign(
-            jdl.name, user or current_user(), kind, jdl.as_record(), jdl.clusters, clock.now()
+            jdl.name, user or current_user(), kind, mask(jdl.as_record()), jdl.clusters, clock.now()
         )
         count = store.add_jobs(campaign_id, job_blocks(jdl))
     return campaign_id, count
@@ -92,7 +94,7 @@ def cancel(store: Store, campaign_id: int, clock: Clock, *, user: str | None = N
         store.set_campaign_state(campaign_id, CampaignState.CANCELLED, clock.now())
         store.drop_waiting(campaign_id, JobState.CANCELLED)
         to_kill = store.request_kill(campaign_id=campaign_id)
-        store.close_events([e.id for e in store.events(campaign_id=campaign_id)], clock.now())
+        store.close_events([e.id for e in store.events(campaign_id=campaign_id)], clock.now(), "campaign cancelled")
     return to_kill
 
 
@@ -138,10 +140,13 @@ def fix_events(
     *,
     campaign_id: int | None = None,
     event_id: int | None = None,
+    code: EventCode | None = None,
     resubmit: bool = False,
     user: str | None = None,
 ) -> FixResult:
-    """Close open events (of a campaign, or one event); with ``resubmit`` their jobs run again."""
+    """Close open events (of a campaign, of one code of it, or one event) as their owner; with ``resubmit``
+    their failed jobs run again. Fixing a job's error lifts its cluster's blacklist for the campaign once no
+    other cause of it is open; fixing a blacklist fixes its causes (:mod:`cigri.events`)."""
     user = user or current_user()
     if event_id is not None:
         events = store.events(event_id=event_id, open_only=False)
@@ -150,35 +155,83 @@ def fix_events(
         if events[0].state != EventState.OPEN:
             raise CigriError(f"event {event_id} is already closed")
     elif campaign_id is not None:
-        store.campaign(campaign_id)
-        events = store.events(campaign_id=campaign_id)
+        _owned(store, campaign_id, user)
+        events = store.events(campaign_id=campaign_id, code=code)
     else:
-        raise CigriError("say which events to fix: -c CAMPAIGN or -e EVENT")
+        raise CigriError("say which events to fix: -c CAMPAIGN or an EVENT_ID")
     for event in events:
         if event.campaign_id is not None:
             _owned(store, event.campaign_id, user)
-        elif event.cls == EventClass.CLUSTER and user != "root":
+        elif event.code == EventCode.ADMIN_BLACKLIST:
+            check_admin(store, user)
+        elif user != "root":
             raise PermissionDenied(f"event {event.id} is a cluster event: it closes itself when the cluster answers")
-    jobs = [e.job_id for e in events if e.job_id is not None]
-    stages = [(e.campaign_id, e.cluster, e.code.value) for e in events if e.code.value.endswith("LOGUE_ERROR")]
+    why = f"fixed{' and resubmitted' if resubmit else ''} by {user}"
     with store.transaction():
-        store.close_events([e.id for e in events], clock.now())
+        closed = event_rules.close(store, events, clock.now(), why)
+        jobs = [e.job_id for e in closed if e.job_id is not None]
+        stages = [(e.campaign_id, e.cluster, e.code.value) for e in closed if e.code.value.endswith("LOGUE_ERROR")]
         resubmitted = 0
         if resubmit:
             failed = [j for j in jobs if store.job(j).state == JobState.EVENT]
             store.requeue(failed, count_resubmit=False)
             resubmitted = len(failed)
-            for cid, cluster, code in stages:
-                stage = "prologue" if code.startswith("PROLOGUE") else "epilogue"
+            for cid, cluster, stage_code in stages:
+                stage = "prologue" if stage_code.startswith("PROLOGUE") else "epilogue"
                 failed_remote = store.campaign_clusters(cid)[cluster][f"{stage}_remote"] or "none"
                 # a new attempt needs a key of its own, or the RM would hand back the failed run
                 retry = f"{RETRY}0:{stage_remote(failed_remote)[0]}"
                 store.set_stage(cid, cluster, stage, "todo" if stage == "prologue" else "due", retry)
         else:
-            for cid, cluster, code in stages:
-                if code.startswith("PROLOGUE"):
+            for cid, cluster, stage_code in stages:
+                if stage_code.startswith("PROLOGUE"):
                     store.set_stage(cid, cluster, "prologue", "done")  # the user accepts it: jobs may run
-    return FixResult(len(events), resubmitted)
+    return FixResult(len(closed), resubmitted)
+
+
+def state_owner(store: Store) -> str:
+    """The user who owns the state file."""
+    uid = store.path.stat().st_uid if store.path.exists() else os.geteuid()  # an in-memory state is this user's
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def check_admin(store: Store, user: str) -> None:
+    """The admin of a state is root or the user owning its file (a user's own SQLite file: that user)."""
+    if user != "root" and user != state_owner(store):
+        raise PermissionDenied(f"only root or {state_owner(store)} (the state file's owner) administer clusters")
+
+
+def blacklist_cluster(store: Store, cluster: str, reason: str, clock: Clock, *, user: str | None = None) -> int:
+    """The admin keeps every campaign off ``cluster`` (its running jobs end there); the event's id."""
+    user = user or current_user()
+    check_admin(store, user)
+    store.cluster(cluster)
+    if (event := store.blacklist(None, cluster)) is not None:
+        raise CigriError(f"cluster {cluster} is already blacklisted (event {event.id})")
+    with store.transaction():
+        return store.open_event(
+            EventClass.CLUSTER,
+            EventCode.ADMIN_BLACKLIST,
+            f"blacklisted by {user}" + (f": {reason}" if reason else ""),
+            clock.now(),
+            cluster=cluster,
+        )
+
+
+def unblacklist_cluster(store: Store, cluster: str, clock: Clock, *, user: str | None = None) -> int:
+    """Lift the admin's blacklist of ``cluster``; the event's id."""
+    user = user or current_user()
+    check_admin(store, user)
+    event = store.blacklist(None, cluster)
+    if event is None:
+        store.cluster(cluster)
+        raise CigriError(f"cluster {cluster} is not blacklisted")
+    with store.transaction():
+        store.close_events([event.id], clock.now(), f"lifted by {user}")
+    return event.id
 
 
 def blocked_reason(store: Store, campaign: Campaign) -> str | None:
@@ -210,7 +263,9 @@ def _closed_clusters(store: Store, campaign: Campaign, clusters: dict[str, dict]
     blocked = store.blocked_clusters(campaign.id)
     closed = {}
     for name, info in clusters.items():
-        if name in blocked:
+        if name in blocked and store.blacklist(None, name) is not None:
+            closed[name] = "blacklisted by the admin"
+        elif name in blocked:
             closed[name] = "has an open event of the campaign"
         elif store.open_cluster_event(name) is not None:
             closed[name] = "unreachable"

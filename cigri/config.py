@@ -22,6 +22,9 @@ and nothing is written):
   it to its bag (default :attr:`cigri.cycle.Patience.queue_timeout`, two hours);
 - ``nikita.walltime_grace``: seconds a job may run past its walltime before nikita kills it as a walltime kill
   (default :attr:`cigri.cycle.Patience.walltime_grace`, CiGri's 30 minutes);
+- ``updator.unreachable``: seconds a cluster may stay unreachable before its grid jobs run again elsewhere
+  (default :attr:`cigri.cycle.Patience.unreachable`, an hour); the copies left there are killed once it
+  answers again, and counted as the campaign's waste (``gridstat -c``);
 - ``spritz``: the predictor of campaigns' ends (default ``window``, see :mod:`cigri.prediction`);
   ``spritz.window``: the seconds of terminations its throughput is measured over (default 3600);
 - ``blackhole.streak``, ``blackhole.seconds``, ``blackhole.ratio``: the black-hole detector's thresholds
@@ -52,11 +55,13 @@ _FLOW_OPTION = re.compile(r"^flow\.([^.]+)\.(.+)$")
 _CLUSTER_FLOW = re.compile(r"^clusters\.(.+)\.(flow|sensor|reference)$")
 QUEUE_TIMEOUT = "nikita.queue_timeout"
 WALLTIME_GRACE = "nikita.walltime_grace"
-_SECONDS = {QUEUE_TIMEOUT: 1, WALLTIME_GRACE: 0}  # the nikita keys: seconds, at least this
+# issue 12, item 1 (events): how long a cluster may stay unreachable before its jobs run elsewhere
+UNREACHABLE = "updator.unreachable"
+_SECONDS = {QUEUE_TIMEOUT: 1, WALLTIME_GRACE: 0, UNREACHABLE: 0}  # the keys in seconds, at least this
 KEYS = (
     "metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched, flow, flow.NAME.OPTION, "
     f"clusters.CLUSTER.flow, clusters.CLUSTER.sensor, clusters.CLUSTER.reference, {QUEUE_TIMEOUT}, {WALLTIME_GRACE}, "
-    "spritz, spritz.window, blackhole.streak, blackhole.seconds, blackhole.ratio"
+    f"{UNREACHABLE}, spritz, spritz.window, blackhole.streak, blackhole.seconds, blackhole.ratio"
 )
 CLUSTER_KEYS = ("metasched", "flow", "sensor", "reference")  # the keys a cluster may have of its own
 WAITING = "waiting"  # the default sensor: cigri's jobs waiting in the cluster's queue
@@ -144,7 +149,8 @@ def half_life(settings: Mapping[str, Any]) -> float:
 
 
 def seconds(settings: Mapping[str, Any], key: str, default: float) -> float:
-    """A nikita key's value in seconds, else ``default`` (ConfigError for a value that is not seconds)."""
+    """A key's value in seconds (the nikita keys, ``updator.unreachable``), else ``default`` (ConfigError for a
+    value that is not seconds)."""
     value = settings.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < _SECONDS[key]:
         raise ConfigError(f"{key}: expected seconds, at least {_SECONDS[key]}, got {value!r}")

@@ -75,6 +75,8 @@ class EventCode(StrEnum):
     CLUSTER_UNREACHABLE = "CLUSTER_UNREACHABLE"
     TEST_NOT_STARTED = "TEST_NOT_STARTED"  # a test job did not start on that cluster: the test ends there
     BLACK_HOLE = "BLACK_HOLE"  # the campaign's jobs end at once on that cluster (the sink effect): blacklisted
+    BLACKLIST = "BLACKLIST"  # a campaign kept off a cluster by a job's error there (its parent): until fixed
+    ADMIN_BLACKLIST = "ADMIN_BLACKLIST"  # the admin keeps every campaign off a cluster: until --unblacklist
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,8 @@ class Event:
     message: str
     created_at: float
     closed_at: float | None
+    parent_id: int | None = None  # its cause (a blacklist: its first cause; a later cause: its blacklist)
+    closed_by: str | None = None  # why it was closed: who fixed it, or what did
 
 
 @dataclass(frozen=True)

@@ -108,11 +108,21 @@ def test_the_swallowed_jobs_run_elsewhere_and_nothing_more_goes_to_the_hole():
     assert all(grid.job(j).cluster == "good" for j in range(1, 41))
 
 
-def test_failed_instant_ends_count_too_and_their_job_events_are_closed():
-    grid, hole, good, cid = running_everywhere(40)
+def test_failed_instant_ends_count_too_and_their_job_events_and_blacklist_are_closed():
+    """The first failure blacklists the hole (a job's error), so the ten failures are ten jobs already there:
+    once they are found to be a black hole's, their job events and the blacklist they opened are closed."""
+    hole, good = FakeRM("hole", 10, queue_depth=0), FakeRM("good", 5, queue_depth=0)
+    grid, cid = Grid.placed(hole, good, jobs=40)
+    for cluster in (hole, good):
+        for job_id in cluster.holds(RemoteState.PENDING):
+            cluster.start(job_id, 0.0)
     ten_minute_ends(grid, good, 600, 5)
     grid.at(600)
-    swallowed = swallow(grid, hole, 612, 10, exit_code=127)
+    swallowed = hole.holds(RemoteState.RUNNING)
+    assert len(swallowed) == 10
+    for job_id in swallowed:
+        hole.end(job_id, 611.2, exit_code=127, started=611.0)
+    grid.at(612)
     assert [e.code for e in grid.store.events(campaign_id=cid)] == [EventCode.BLACK_HOLE]
     assert all(grid.job(j).state == JobState.TO_LAUNCH for j in swallowed)
     assert grid.store.failed_waiting(cid) == {}, "the swallowed jobs are not failures"

@@ -90,15 +90,15 @@ def test_failures_open_events_block_and_fix_resubmits(cli, tmp_path, job_script)
     cid = cli.submit(write_jdl(tmp_path, exec_file=str(job_script), params=["good", "bad fail"]))
     out = cli.until_done()
     events = cli.json("gridevents", "-c", str(cid))
-    assert [e["code"] for e in events] == ["EXIT_ERROR"]
+    assert [e["code"] for e in events] == ["EXIT_ERROR", "BLACKLIST"]  # local is closed to the campaign
     assert "exited with status 3" in events[0]["message"] and "failure of bad" in events[0]["message"]
     assert cli.json("gridstat", "-c", str(cid))["blocked"]
-    assert f"campaign {cid} is blocked: 1 open event(s)" in out
+    assert f"campaign {cid} is blocked: 2 open event(s)" in out
     assert cli.json("gridstat")[0]["letter"] == "Re"
     cli("gridevents", "-c", str(cid), "-f", "-r")
     cli.until_done()
     assert runs(tmp_path).count("bad fail") == 2
-    [again] = cli.json("gridevents", "-c", str(cid))  # it failed again: a new event, the campaign blocked again
+    again, _ = cli.json("gridevents", "-c", str(cid))  # it failed again: a new event, the campaign blocked again
     assert again["id"] != events[0]["id"] and again["job_id"] == events[0]["job_id"]
     assert cli.json("gridstat", "-c", str(cid))["state"] == "in_treatment"
     cli("gridevents", "-c", str(cid), "-f")
@@ -119,8 +119,9 @@ def test_walltime_kill_is_resubmitted_then_an_event(store, cycle, tmp_path, job_
     monkeypatch.setattr("cigri.cycle.updator.MAX_RESUBMITS", 1)
     cid = submit(store, write_jdl(tmp_path, exec_file=str(job_script), walltime=1, params=["w sleep:30"]))
     wait_for(lambda: (cycle.run(), store.events(campaign_id=cid))[1], timeout=30)
-    [event] = store.events(campaign_id=cid)
+    event, blacklist = store.events(campaign_id=cid)
     assert event.code.value == "RESUBMIT_LIMIT" and "walltime" in event.message
+    assert (blacklist.code.value, blacklist.cluster, blacklist.parent_id) == ("BLACKLIST", "local", event.id)
     assert runs(tmp_path) == ["w sleep:30", "w sleep:30"]
 
 

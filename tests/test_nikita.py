@@ -387,8 +387,9 @@ def test_on_the_local_cluster_a_job_past_its_walltime_and_the_grace_is_a_walltim
         wait_for(lambda: (cycle.run(), store.events(campaign_id=cid))[1], timeout=40)
     finally:
         cycle.close()
-    [event] = store.events(campaign_id=cid)
+    event, blacklist = store.events(campaign_id=cid)
     assert event.code.value == "RESUBMIT_LIMIT" and "past its walltime" in event.message
+    assert (blacklist.code.value, blacklist.parent_id) == ("BLACKLIST", event.id)  # the cluster, for the campaign
     assert runs(tmp_path) == ["w sleep:30", "w sleep:30"], "killed, resubmitted once, killed again"
     assert store.job(1).resubmits == 1
 

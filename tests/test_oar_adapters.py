@@ -616,6 +616,8 @@ def test_a_campaign_completes_with_events_and_resubmissions(cli, oar, tmp_path, 
         if running and not killed:  # OAR kills it once: cigri runs it again
             state.delete(running[0]["id"])
             killed = True
+        for blacklist in cli.json("gridevents", "-c", str(cid), "-e", "BLACKLIST"):  # job100 closed oar to it
+            cli("gridevents", str(blacklist["id"]), "-f")  # the user accepts the failure: the campaign goes on
         row = cli.json("gridstat", "-c", str(cid))
         return row["done"] + row["failed"] == row["total"]
 
@@ -629,7 +631,7 @@ def test_a_campaign_completes_with_events_and_resubmissions(cli, oar, tmp_path, 
     ran = [name(j) for j in state.jobs() if j["state"] == "Terminated"]
     assert sorted(ran) == sorted(p.split()[0] for p in params)  # each once to its end
     assert killed and sum(name(j) == "slow" for j in state.jobs()) == 2
-    (event,) = cli.json("gridevents", "-c", str(cid))
+    (event,) = cli.json("gridevents", "-c", str(cid), "-e", "EXIT_ERROR", "-a")
     assert "exited with status 3" in event["message"] and "job100 exited with status 3" in event["message"]
     remote = {str(j["id"]): name(j) for j in state.jobs()}
     jobs = cli.json("gridstat", "-c", str(cid), "-f")

@@ -208,7 +208,7 @@ def test_api_faults_during_a_campaign_give_events_and_lose_or_double_no_job(cli,
             wrong.write_text(TOKEN + "\n")  # the user fixes the token
             (refused,) = cli.json("gridevents", "-c", str(cid))
             cli("gridclusters", "set", "small", "--max-batch", "4")  # as the event says
-            cli("gridevents", "-e", str(refused["id"]), "-f")
+            cli("gridevents", str(refused["id"]), "-f")
             flaky.fail_next(500)  # a failing cluster is asked nothing more in that pass: one fault is one event
         elif passes == 3:
             flaky.hang_next(1)

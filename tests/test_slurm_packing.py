@@ -55,7 +55,8 @@ def test_packed_jobs_on_slurm_keep_their_own_status_and_outputs(cli, cluster, sh
     packs = Counter(packing.split_id(rid)[0] for rid in remote_ids(state, cid))
     assert len(packs) < 32 and max(packs.values()) > 1  # fewer RM jobs than jobs
     assert sorted(line.split()[0] for line in runs(shared_dir)) == sorted(p.split()[0] for p in params)  # each once
-    events = cli.json("gridevents", "-c", str(cid))
+    events = cli.json("gridevents", "-c", str(cid), "-e", "EXIT_ERROR")
+    assert len(events) == 2
     assert all("exited with status 3" in e["message"] and "failing on purpose: bad" in e["message"] for e in events)
     assert cli("gridstat", "-j", "1", "-O").strip() == "ok ok0 as cigritest"
 

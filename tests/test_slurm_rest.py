@@ -691,5 +691,6 @@ def test_a_200_job_campaign_completes_through_slurmrestd(cli, slurm, shared_dir,
     lines = runs(shared_dir)
     assert sorted(line.split()[0] for line in lines) == sorted(p.split()[0] for p in params)  # each once
     assert {line.split(" ", 1)[1] for line in lines if line.startswith("r")} == {"[x; rm -rf ~] [$(touch pwned)]"}
-    events = cli.json("gridevents", "-c", str(cid))
+    events = cli.json("gridevents", "-c", str(cid), "-e", "EXIT_ERROR")
+    assert len(events) == 2
     assert all("exited with status 3" in e["message"] and "failing on purpose" in e["message"] for e in events)

@@ -60,8 +60,10 @@ def test_a_200_job_campaign_completes_as_the_unprivileged_user(cli, cluster, sha
 def test_an_array_partly_failing_gives_events_with_stderr(cli, cluster, shared_dir):
     cid = campaign(cli, shared_dir, [f"ok{i}" for i in range(4)] + ["bad1 fail", "bad2 fail"])
     cli.until_done(timeout=120)
-    events = cli.json("gridevents", "-c", str(cid))
-    assert sorted(e["code"] for e in events) == ["EXIT_ERROR", "EXIT_ERROR"]
+    events = cli.json("gridevents", "-c", str(cid), "-e", "EXIT_ERROR")
+    assert len(events) == 2
+    [blacklist] = cli.json("gridevents", "-c", str(cid), "-e", "BLACKLIST")  # the second one joined it
+    assert blacklist["parent_id"] == events[0]["id"] and events[1]["parent_id"] == blacklist["id"]
     assert all("exited with status 3" in e["message"] and "failing on purpose: bad" in e["message"] for e in events)
     row = cli.json("gridstat", "-c", str(cid))
     assert (row["done"], row["failed"], row["blocked"] is not None) == (4, 2, True)
@@ -252,3 +254,38 @@ def test_a_file_servers_load_is_read_through_the_clusters_ssh_transport(slurm, t
             adapter.server_load("no-such-host.invalid")
     finally:
         adapter.close()
+
+
+def test_a_cluster_unreachable_too_long_has_its_jobs_rerun_elsewhere_and_the_copies_that_lost_killed(
+    cli, cluster, shared_dir, slurm
+):
+    cli("gridevents", "--blacklist-cluster", "local")  # the jobs start on slurm
+    params = [f"u{i} slow-once 300" for i in range(3)]  # the first run sleeps; a second one ends at once
+    cid = campaign(cli, shared_dir, params, clusters={"slurm": {}, "local": {}})
+    wait_for(lambda: (cli("almighty"), len(runs(shared_dir)) == 3)[1], timeout=60)
+    remote = [job["remote_id"] for job in cli.json("gridstat", "-c", str(cid), "-f")]
+    cli("config", "set", "updator.unreachable", "0")
+    cli("gridclusters", "set", "slurm", "--port", "1")  # unreachable through its own configuration
+    cli("gridevents", "--unblacklist", "local")
+    cli("almighty")  # slurm does not answer: an event; the next pass runs its jobs here
+    [event] = cli.json("gridevents", "-g")
+    assert (event["code"], event["cluster"]) == ("CLUSTER_UNREACHABLE", "slurm")
+    cli.until_done(timeout=60)
+    row = cli.json("gridstat", "-c", str(cid))
+    assert (row["state"], row["done"], row["ended"], row["waste"]) == ("terminated", 3, 3, 0)
+    assert {job["cluster"] for job in cli.json("gridstat", "-c", str(cid), "-f")} == {"local"}
+    assert squeue(remote) == remote, "the copies there still run: nothing could reach them"
+    cli("gridclusters", "set", "slurm", "--port", slurm["SSH_PORT"])
+    cli("almighty")  # slurm answers: its event closes, the copies that lost are killed and counted
+    wait_for(lambda: not squeue(remote), timeout=30)
+    row = cli.json("gridstat", "-c", str(cid))
+    assert (row["done"], row["ended"], row["waste"]) == (3, 3, 3)  # each result kept once; 3 copies wasted
+    [closed] = cli.json("gridevents", "-g", "-a", "-e", "CLUSTER_UNREACHABLE")
+    assert (closed["state"], closed["closed_by"]) == ("closed", "auto-fixed: the cluster answers again")
+    assert Counter(line.split()[0] for line in runs(shared_dir)) == {f"u{i}": 2 for i in range(3)}
+
+
+def squeue(remote_ids: list[str]) -> list[str]:
+    """Those of ``remote_ids`` Slurm still has pending, running or completing."""
+    out = subprocess.run(["squeue", "-h", "-o", "%i", "-t", "PD,R,CG", "-j", ",".join(remote_ids)], capture_output=True)
+    return sorted(set(out.stdout.decode().split()) & set(remote_ids), key=remote_ids.index)

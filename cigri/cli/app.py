@@ -14,6 +14,7 @@ import click
 from ..clock import RealClock
 from ..errors import CigriError, StoreError
 from ..private import open_private
+from ..secrets import mask_text
 
 SQLITE_MAX_INT = 2**63 - 1
 
@@ -44,16 +45,23 @@ class App:
             old.close()
         console = logging.StreamHandler()
         console.setLevel(level)
-        console.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        console.setFormatter(Masking("%(name)s: %(message)s"))
         console.cigri_cli = True
         root.addHandler(console)
         if to_file:
             log_file = self.store.directory / "almighty.log"
             handler = PrivateLog(log_file, maxBytes=5_000_000, backupCount=3)
             handler.setLevel(logging.INFO)
-            handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
+            handler.setFormatter(Masking("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
             handler.cigri_cli = True
             root.addHandler(handler)
+
+
+class Masking(logging.Formatter):
+    """A log line with its secrets masked (:mod:`cigri.secrets`), tracebacks included."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return mask_text(super().format(record))
 
 
 class PrivateLog(logging.handlers.RotatingFileHandler):
@@ -143,7 +151,7 @@ def common(command):
 
 
 def _fail(exc: CigriError, ctx: click.Context) -> None:
-    click.echo(f"{ctx.command_path}: error: {exc}", err=True)
+    click.echo(f"{ctx.command_path}: error: {mask_text(str(exc))}", err=True)
     ctx.exit(exc.exit_code)
 
 
@@ -152,7 +160,7 @@ def _usage_error(exc: click.UsageError, command_path: str = "") -> None:
     if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
         raise exc  # `grid` alone shows the help
     path = exc.ctx.command_path if exc.ctx else command_path
-    click.echo(f"{path}: error: {exc.format_message().rstrip('.')} (see {path} --help)", err=True)
+    click.echo(f"{path}: error: {mask_text(exc.format_message().rstrip('.'))} (see {path} --help)", err=True)
     raise click.exceptions.Exit(exc.exit_code)
 
 

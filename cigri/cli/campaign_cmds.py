@@ -12,7 +12,7 @@ import click
 from .. import campaigns as ops
 from .. import jdl as jdl_mod
 from ..errors import CigriError, JdlError, NotFound
-from ..model import CampaignState, JobState
+from ..model import CampaignState, EventCode, JobState
 from ..prediction import Spread
 from . import output
 from .app import ID, GridCommand, app, common
@@ -80,7 +80,7 @@ def gridsub(jdl_file, file_opt, json_text, kind, dry_run, campaign, jobs_file, j
             raise CigriError("-c adds the jobs of -F or -J to a campaign: give no JDL (nor -t) with it")
         extra = _extra_jobs(jobs_file, jobs_json)
         if dry_run:
-            a.store.campaign(campaign)
+            ops.check_owner(a.store.campaign(campaign), ops.current_user())
             count = sum(1 for _ in jdl_mod.jobs_of(extra, a.store.job_names(campaign)))
             click.echo(f"would add {count} jobs to campaign {campaign}")
             return
@@ -207,6 +207,7 @@ def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
     data = {
         **row,
         "held": store.held_count(campaign_id),
+        "waste": store.waste(campaign_id),  # copies killed: their jobs ran again while their cluster was away
         **_spritz(stats),
         "ended_at": campaign.ended_at,
         "clusters": per_cluster,
@@ -226,6 +227,7 @@ def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
             ("Progress", _pct(row["done"], row["total"])),
             ("Running / waiting / failed", f"{row['running']} / {row['waiting']} / {row['failed']}"),
             ("Held on their clusters", data["held"]),
+            ("Copies killed after running elsewhere", data["waste"]),
             ("Open events", row["open_events"]),
             ("Job duration (mean ± std)", _mean_std(spread)),
             ("Throughput", _jobs_per_hour(stats["rate"]) if running else None),
@@ -330,12 +332,13 @@ def _show_job(store, job_id: int, stream: str | None, as_json: bool) -> None:
 @click.option("-j", "--job", type=ID, help="Details of one job.")
 @click.option("-O", "--stdout", "show_out", is_flag=True, help="With -j: the job's stdout.")
 @click.option("-E", "--stderr", "show_err", is_flag=True, help="With -j: the job's stderr.")
+@click.option("-J", "--jdl", "show_jdl", is_flag=True, help="With -c: the campaign's saved JDL (owner only).")
 @click.option("-u", "--user", help="Only this user's campaigns.")
 @click.option("-H", "--headerless", is_flag=True, help="No header line.")
 @click.option("--eta", is_flag=True, help="Running campaigns by estimated end, the soonest first.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
 @common
-def gridstat(campaign_arg, campaign, full, job, show_out, show_err, user, headerless, eta, as_json):
+def gridstat(campaign_arg, campaign, full, job, show_out, show_err, show_jdl, user, headerless, eta, as_json):
     """Show campaigns, one campaign, its jobs, or one job.
 
     The table's S column is R (running), P (paused), T (terminated) or C (cancelled), with
@@ -344,6 +347,10 @@ def gridstat(campaign_arg, campaign, full, job, show_out, show_err, user, header
     duration (mean ± std), jobs left, and the estimated end with its interval (--json adds the
     forecast history); --eta lists the running campaigns by estimated end.
 
+    Lists are readable by all; a job's outputs (-O, -E) and a campaign's JDL (-J)
+    only by their owner (or root). The saved JDL has its secrets masked (***): the
+    values of environment variables named like a token, password, secret or key.
+
     \b
     Example:
         gridstat
@@ -351,11 +358,19 @@ def gridstat(campaign_arg, campaign, full, job, show_out, show_err, user, header
         gridstat --eta
         gridstat -c 3 -f
         gridstat -j 42 -E
+        gridstat -c 3 -J
     """
     store = app().store
     campaign = campaign if campaign is not None else campaign_arg
     if (show_out or show_err) and job is None:
         raise CigriError("-O and -E go with -j JOB")
+    if show_jdl:
+        if campaign is None or job is not None or full or eta:
+            raise CigriError("-J shows one campaign's JDL: give -c CAMPAIGN, and no -j, -f or --eta")
+        owned = store.campaign(campaign)
+        ops.check_owner(owned, ops.current_user())
+        output.emit_json(owned.jdl)
+        return
     if eta:
         if job is not None or full or campaign is not None:
             raise CigriError("--eta lists every running campaign: give no -c, -j or -f with it")
@@ -475,35 +490,133 @@ def griddel(ids, campaigns, pause, resume, job):
         click.echo(line)
 
 
+def _event_code(ctx: click.Context, param: click.Parameter, value: str | None) -> EventCode | None:
+    """``-e CODE``, in any case; an unknown one is refused with the list of codes."""
+    if value is None:
+        return None
+    try:
+        return EventCode(value.upper())
+    except ValueError:
+        raise CigriError(f"-e: unknown event code {value!r} (valid: {', '.join(c.value for c in EventCode)})") from None
+
+
+def _refuse_combinations(options: dict[str, bool], rules: list[tuple[str, list[str], str]]) -> None:
+    """The first rule broken: (option given, options it excludes, why) -> a one-line error."""
+    for option, excluded, why in rules:
+        if options[option]:
+            clash = [name for name in excluded if options[name]]
+            if clash:
+                raise CigriError(f"{option} and {clash[0]} exclude each other: {why}")
+
+
 @click.command("gridevents", cls=GridCommand)
+@click.argument("event_id", required=False, type=ID, metavar="[EVENT_ID]")
 @click.option("-c", "--campaign", type=ID, help="Events of this campaign.")
-@click.option("-e", "--event", "event_id", type=ID, help="This event only.")
-@click.option("-a", "--all", "show_all", is_flag=True, help="Closed events too.")
+@click.option(
+    "-g", "--global", "global_only", is_flag=True, help="Global events: clusters' and the admin's blacklists."
+)
+@click.option("-e", "--code", callback=_event_code, help="Only events of this code (e.g. EXIT_ERROR, BLACKLIST).")
+@click.option("-a", "--all", "show_all", is_flag=True, help="Closed events too, with why they were closed.")
 @click.option("-f", "--fix", is_flag=True, help="Fix (close) the events: the campaign may go on.")
 @click.option("-r", "--resubmit", is_flag=True, help="With -f: run the failed jobs again.")
+@click.option("-H", "--headerless", is_flag=True, help="No header line.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@click.option("--blacklist-cluster", metavar="NAME", help="Admin: no new job goes to this cluster, for any campaign.")
+@click.option("--reason", help="With --blacklist-cluster: why (shown in the event).")
+@click.option("--unblacklist", metavar="NAME", help="Admin: lift the blacklist of this cluster.")
 @common
-def gridevents(campaign, event_id, show_all, fix, resubmit, as_json):
-    """List events (failed jobs, cluster problems), or fix them.
+def gridevents(
+    event_id,
+    campaign,
+    global_only,
+    code,
+    show_all,
+    fix,
+    resubmit,
+    headerless,
+    as_json,
+    blacklist_cluster,
+    reason,
+    unblacklist,
+):
+    """List events (failed jobs, blacklists, cluster problems), or fix them.
 
-    A campaign whose remaining jobs all wait on open events is blocked until they are fixed.
+    A job that fails on a cluster opens an event (EXIT_ERROR, RESUBMIT_LIMIT) and
+    blacklists that cluster for its campaign (a BLACKLIST event whose parent is the
+    first failure; later failures there join it): the campaign's other clusters go
+    on. Fixing the failures (-f, or -f -r to run their jobs again) lifts the
+    blacklist once none of its causes is open; fixing the blacklist fixes its
+    causes. A campaign whose remaining jobs all wait on open events is blocked until
+    they are fixed. Cluster events (CLUSTER_UNREACHABLE) close themselves when the
+    cluster answers again (-a shows them, closed, and why).
+
+    Only a campaign's owner (or root) fixes its events. The admin (root, or the
+    user owning the state file) blacklists a cluster for every campaign with
+    --blacklist-cluster: no new job goes there until --unblacklist; jobs running
+    there end there.
 
     \b
     Example:
         gridevents -c 3
+        gridevents -c 3 -e EXIT_ERROR -a
         gridevents -c 3 -f -r
-        gridevents -e 12 -f
+        gridevents 12 -f
+        gridevents -g
+        gridevents --blacklist-cluster luke --reason "disk full"
+        gridevents --unblacklist luke
     """
     a = app()
+    given = {
+        "EVENT_ID": event_id is not None,
+        "-c": campaign is not None,
+        "-g": global_only,
+        "-e": code is not None,
+        "-a": show_all,
+        "-f": fix,
+        "-r": resubmit,
+        "-H": headerless,
+        "--json": as_json,
+        "--blacklist-cluster": blacklist_cluster is not None,
+        "--reason": reason is not None,
+        "--unblacklist": unblacklist is not None,
+    }
+    others = [name for name in given if name not in ("--blacklist-cluster", "--reason", "--unblacklist")]
+    _refuse_combinations(
+        given,
+        [
+            ("--blacklist-cluster", [*others, "--unblacklist"], "blacklisting is a command of its own"),
+            ("--unblacklist", [*others, "--reason"], "lifting a blacklist is a command of its own"),
+            ("EVENT_ID", ["-c", "-g", "-e"], "an EVENT_ID names one event"),
+            ("-c", ["-g"], "-g lists the events of no campaign"),
+            ("-f", ["-a", "-g", "-H", "--json"], "-f fixes open events of a campaign (-c) or one (EVENT_ID)"),
+            ("-H", ["--json"], "-H drops the table's header"),
+        ],
+    )
+    if reason is not None and blacklist_cluster is None:
+        raise CigriError("--reason goes with --blacklist-cluster NAME")
     if resubmit and not fix:
         raise CigriError("-r goes with -f (fix and resubmit)")
+    if blacklist_cluster is not None:
+        event = ops.blacklist_cluster(a.store, blacklist_cluster, reason or "", a.clock)
+        click.echo(f"cluster {blacklist_cluster} blacklisted (event {event}): no new jobs go there")
+        return
+    if unblacklist is not None:
+        event = ops.unblacklist_cluster(a.store, unblacklist, a.clock)
+        click.echo(f"cluster {unblacklist}: blacklist lifted (event {event} closed)")
+        return
     if fix:
-        result = ops.fix_events(a.store, a.clock, campaign_id=campaign, event_id=event_id, resubmit=resubmit)
+        result = ops.fix_events(a.store, a.clock, campaign_id=campaign, event_id=event_id, code=code, resubmit=resubmit)
         click.echo(f"{result.closed} events fixed" + (f", {result.resubmitted} jobs resubmitted" if resubmit else ""))
         return
     if campaign is not None:
         a.store.campaign(campaign)
-    events = a.store.events(campaign_id=campaign, event_id=event_id, open_only=not show_all)
+    events = a.store.events(
+        campaign_id=campaign,
+        event_id=event_id,
+        open_only=not show_all and event_id is None,
+        code=code,
+        global_only=global_only,
+    )
     if event_id is not None and not events:
         raise NotFound(f"no event {event_id}")
     rows = [
@@ -515,7 +628,10 @@ def gridevents(campaign, event_id, show_all, fix, resubmit, as_json):
             "cluster": e.cluster,
             "campaign_id": e.campaign_id,
             "job_id": e.job_id,
+            "parent_id": e.parent_id,
             "created_at": e.created_at,
+            "closed_at": e.closed_at,
+            "closed_by": e.closed_by,
             "message": e.message,
         }
         for e in events
@@ -523,8 +639,10 @@ def gridevents(campaign, event_id, show_all, fix, resubmit, as_json):
     if as_json:
         output.emit_json(rows)
         return
+    headers = ["Id", "Class", "Code", "State", "Cluster", "Campaign", "Job", "Parent", "Date", "Message"]
+    closed = show_all or event_id is not None
     output.table(
-        ["Id", "Class", "Code", "State", "Cluster", "Campaign", "Job", "Date", "Message"],
+        headers + (["Closed", "Why"] if closed else []),
         [
             [
                 r["id"],
@@ -534,9 +652,12 @@ def gridevents(campaign, event_id, show_all, fix, resubmit, as_json):
                 r["cluster"],
                 r["campaign_id"],
                 r["job_id"],
+                r["parent_id"],
                 output.when(r["created_at"]),
                 r["message"],
+                *([output.when(r["closed_at"]) if r["closed_at"] else None, r["closed_by"]] if closed else []),
             ]
             for r in rows
         ],
+        headers=not headerless,
     )

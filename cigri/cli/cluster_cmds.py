@@ -6,6 +6,7 @@ import click
 
 from .. import clusters as ops
 from ..adapters import registry
+from ..secrets import mask
 from . import output
 from .app import GridGroup, app, common
 
@@ -40,7 +41,8 @@ def gridclusters(ctx, as_json):
     """List clusters with their usage, or manage them (add, set, remove).
 
     A new state file has one cluster, 'local': real processes on this machine,
-    as many at a time as it has CPUs.
+    as many at a time as it has CPUs. State is BLACKLISTED while the admin keeps
+    every campaign off a cluster (gridevents --blacklist-cluster).
 
     Adapters: local (processes of this machine), slurm-ssh (Slurm's commands through
     ssh, or locally without --host), slurm-rest (slurmrestd with a JWT), oar-rest
@@ -78,6 +80,7 @@ def gridclusters(ctx, as_json):
                 "queued_by_grid": cap.queued if cap else None,
                 "best_effort": u.best_effort,
                 "problem": u.problem,
+                "blacklisted": a.store.blacklist(None, u.name) is not None,  # by the admin: no new jobs
             }
         )
     if as_json:
@@ -89,7 +92,7 @@ def gridclusters(ctx, as_json):
             [
                 r["name"],
                 r["adapter"],
-                "ok" if r["reachable"] and not r["problem"] else "PROBLEM",
+                "BLACKLISTED" if r["blacklisted"] else "ok" if r["reachable"] and not r["problem"] else "PROBLEM",
                 r["slots"],
                 r["used"],
                 r["used_by_grid"],
@@ -123,7 +126,7 @@ def set_(name, **options):
     if not given:
         raise click.UsageError("nothing to set: give at least one option")
     config = ops.set_options(app().store, name, given)
-    click.echo(f"cluster {name}: " + ", ".join(f"{k}={v}" for k, v in sorted(config.items())))
+    click.echo(f"cluster {name}: " + ", ".join(f"{k}={v}" for k, v in sorted(mask(config).items())))
 
 
 @gridclusters.command("remove")

@@ -7,6 +7,7 @@ import yaml
 
 from .. import config as ops
 from ..errors import ConfigError
+from ..secrets import mask
 from . import output
 from .app import GridGroup, app, common
 
@@ -50,6 +51,9 @@ def config():
                                     returns it to its bag (default 7200)
         nikita.walltime_grace       seconds a job may run past its walltime before
                                     nikita kills it (default 1800)
+        updator.unreachable         seconds a cluster may stay unreachable before its
+                                    jobs run elsewhere (default 3600); the copies
+                                    left there are killed when it answers (waste)
         spritz                      the predictor of campaigns' ends: window (default) or ewma
         spritz.window               seconds of terminations the throughput is measured over (3600)
         blackhole.streak            that many of a campaign's jobs ending in a row on a
@@ -73,6 +77,7 @@ def config():
         grid config set flow pi --cluster dahu
         grid config set sensor load:nfs1 --cluster dahu
         grid config set reference 3 --cluster dahu
+        grid config set updator.unreachable 900
         grid config show
     """
 
@@ -82,7 +87,7 @@ def config():
 @common
 def show(as_json):
     """List the keys set, with their values."""
-    settings = app().store.settings()
+    settings = mask(app().store.settings())
     if as_json:
         output.emit_json(settings)
         return

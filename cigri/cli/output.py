@@ -1,4 +1,5 @@
-"""Rendering: rich tables on a terminal, plain aligned text when piped, JSON on request."""
+"""Rendering: rich tables on a terminal, plain aligned text when piped, JSON on request; secrets masked in
+each (:mod:`cigri.secrets`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 import click
+
+from ..secrets import mask, mask_text
 
 
 def is_tty() -> bool:
@@ -28,11 +31,11 @@ def duration(seconds: float | None) -> str:
 
 
 def emit_json(data) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+    click.echo(json.dumps(mask(data), indent=2, default=str))
 
 
 def table(columns: Sequence[str], rows: Iterable[Sequence], *, headers: bool = True, title: str | None = None) -> None:
-    rows = [[("" if v is None else str(v)) for v in row] for row in rows]
+    rows = [[("" if v is None else mask_text(str(v))) for v in row] for row in rows]
     if is_tty():
         from rich.console import Console
         from rich.table import Table
@@ -58,4 +61,4 @@ def table(columns: Sequence[str], rows: Iterable[Sequence], *, headers: bool = T
 def pairs(items: Sequence[tuple[str, object]]) -> None:
     width = max(len(k) for k, _ in items)
     for key, value in items:
-        click.echo(f"{key + ':':<{width + 1}} {'-' if value is None else value}")
+        click.echo(f"{key + ':':<{width + 1}} {'-' if value is None else mask_text(str(value))}")

@@ -18,7 +18,8 @@ median (the lower one), robust to a stuck job.
 - Some median is at least ``ratio`` x ``seconds``: a black hole. The campaign gets a campaign event
   BLACK_HOLE on that cluster (the campaign blacklist: nothing more of it goes there until the event is fixed),
   and the streak's jobs still ended there go back to the bag, avoiding that cluster for a while: not counted
-  as resubmissions nor as failures, their job events closed, their durations taken out of Spritz's figures.
+  as resubmissions nor as failures, their job events closed (and the blacklist they opened, once none is
+  left), their durations taken out of Spritz's figures.
 - More than half of the figures of each are ends under that: the campaign's jobs are that fast (e.g. 1 s
   everywhere): the streak is forgotten, its results stand.
 - Otherwise (nothing ended nor runs long enough elsewhere yet): it waits, the streak growing, and every job
@@ -35,12 +36,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence, Set
 
-from .. import config
+from .. import config, events
 from ..model import EventClass, EventCode, JobState
 from .context import Context, log
 
 LATEST = 1000  # the campaign's terminated jobs read for the reference: those of the highest ids
 MIN_SAMPLE = 5  # figures a cluster needs for its median to count
+BY = "a black hole's end: run again elsewhere"  # why their job events were closed
 
 
 def note(ctx: Context, cluster: str, ends: Sequence[tuple[int, int, float | None, float]]) -> None:
@@ -126,8 +128,8 @@ def _mostly_shorter(values: list[tuple[float, bool]], reference: float) -> bool:
 
 def _send_back(ctx: Context, campaign_id: int, cluster: str) -> int:
     """The streak's jobs still ended on the cluster go back to the bag, avoiding it for a while; not counted
-    as resubmissions nor failures; their job events closed, their durations out of Spritz's figures. In the
-    caller's transaction; returns how many."""
+    as resubmissions nor failures; their job events closed (with the blacklist they opened), their durations
+    out of Spritz's figures. In the caller's transaction; returns how many."""
     suspects = ctx.store.suspects(campaign_id, cluster)
     job_ids = [job_id for job_id, *_ in suspects]
     terminated = [
@@ -137,7 +139,9 @@ def _send_back(ctx: Context, campaign_id: int, cluster: str) -> int:
     ]
     failed = [job_id for job_id, state, *_ in suspects if state == JobState.EVENT]
     ctx.store.remove_durations(terminated, ctx.bucket)
-    ctx.store.close_job_events(campaign_id, failed, ctx.clock.now())
+    failures = set(failed)
+    their_events = [e for e in ctx.store.events(campaign_id=campaign_id) if e.job_id in failures]
+    events.close(ctx.store, their_events, ctx.clock.now(), BY)  # and the blacklist they opened, if none is left
     ctx.store.forget_failures(job_ids)
     ctx.store.requeue(job_ids, count_resubmit=False, avoid=ctx.avoiding(cluster))
     ctx.store.break_streaks([(campaign_id, cluster)])

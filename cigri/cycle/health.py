@@ -9,6 +9,8 @@ from ..errors import AdapterError
 from ..model import Capacity, EventClass, EventCode
 from .context import Context, log
 
+ANSWERED = "auto-fixed: the cluster answers again"  # why a transport event closed itself
+
 
 def gather(ctx: Context, names: Sequence[str], method: str, *args: object, report: bool = True) -> dict[str, object]:
     """``method(*args)`` of each cluster, asked concurrently; the answers of those that gave one, in the
@@ -49,7 +51,7 @@ def usable(ctx: Context, names: Sequence[str]) -> list[str]:
     answered = gather(ctx, list(events), "capacity", report=False)
     for name in answered:
         with ctx.store.transaction():
-            ctx.store.close_events([events[name].id], ctx.clock.now())
+            ctx.store.close_events([events[name].id], ctx.clock.now(), ANSWERED)
         log.info("cluster %s answers again: event %d closed", name, events[name].id)
     return [name for name in names if name not in events or name in answered]
 

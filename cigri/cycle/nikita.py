@@ -4,8 +4,8 @@ release resumed ones.
 What it kills, each job once and for one reason:
 
 - the jobs users cancelled (griddel): cancelled;
-- the copies left on a cluster that was unreachable while their jobs ran again elsewhere (orphans), and the
-  replicas that lost (:mod:`.replicas`);
+- the copies left on a cluster that was unreachable while their jobs ran again elsewhere (orphans: each one
+  counted as its campaign's waste, shown by ``gridstat -c``), and the replicas that lost (:mod:`.replicas`);
 - **walltime**: a job running longer than its walltime plus ``walltime_grace`` (an RM that does not enforce
   walltimes, or missed one; CiGri's nikita gives 30 minutes) is killed and counted as its RM's walltime kill
   would be: resubmitted, not sent back to that cluster for a while, an event after MAX_RESUBMITS;
@@ -131,7 +131,8 @@ class Kills:
     """What one cluster is asked to kill in this pass."""
 
     cancelled: list[tuple[int, str]] = field(default_factory=list)  # (job, remote id): users' cancels
-    orphans: list[tuple[int, str | None, str | None]] = field(default_factory=list)  # (orphan, remote, key)
+    # (orphan, remote, key, campaign)
+    orphans: list[tuple[int, str | None, str | None, int | None]] = field(default_factory=list)
     copies: list[replicas.Copy] = field(default_factory=list)
     own: dict[int, Own] = field(default_factory=dict)
 
@@ -155,8 +156,8 @@ def run(ctx: Context) -> None:
         if state == JobState.LAUNCHING.value or remote is None:
             continue  # still being submitted: killed next pass, once it has a remote id
         per_cluster[cluster].cancelled.append((job_id, remote))
-    for orphan_id, cluster, remote, key in ctx.store.orphans():
-        per_cluster[cluster].orphans.append((orphan_id, remote, key))
+    for orphan_id, cluster, remote, key, campaign_id in ctx.store.orphans():
+        per_cluster[cluster].orphans.append((orphan_id, remote, key, campaign_id))
     for cluster, copies in replicas.doomed(ctx).items():
         per_cluster[cluster].copies.extend(copies)
     for cluster in [c.name for c in ctx.store.clusters()]:
@@ -207,9 +208,12 @@ def _kill_on(ctx: Context, cluster: str, kills: Kills, limits: Limits) -> None:
                 ctx.store.ask_kills([(job_id, own.reason.value) for job_id, own in kills.own.items()])
         remote_ids = [remote for _, remote in kills.cancelled]
         remote_ids += [own.remote for own in kills.own.values()]
-        orphans = [remote for _, remote, _ in kills.orphans if remote is not None]
-        for _, _, key in kills.orphans:
-            orphans.extend((adapter.find_batch(key) or []) if key is not None else [])
+        orphans, waste = [], defaultdict(int)  # the copies, and how many are each campaign's
+        for _, remote, key, campaign_id in kills.orphans:
+            copies_there = [remote] if remote is not None else (adapter.find_batch(key) or []) if key else []
+            orphans.extend(copies_there)
+            if campaign_id is not None:
+                waste[campaign_id] += len(copies_there)
         copies = replicas.remote_ids(ctx, cluster, kills.copies)
         remote_ids = list(dict.fromkeys([*remote_ids, *orphans, *copies]))
         if remote_ids:
@@ -220,8 +224,10 @@ def _kill_on(ctx: Context, cluster: str, kills: Kills, limits: Limits) -> None:
     with ctx.store.transaction():
         _killed(ctx, cluster, kills)
         if kills.orphans:
-            ctx.store.drop_orphans([orphan_id for orphan_id, _, _ in kills.orphans])
-            log.info("nikita: %d copies of jobs that ran elsewhere cancelled on %s", len(orphans), cluster)
+            ctx.store.drop_orphans([orphan_id for orphan_id, *_ in kills.orphans])
+            ctx.store.add_waste(waste)
+            ctx.report.add("copies that lost killed", len(orphans))
+            log.info("nikita: %d copies of jobs that ran elsewhere cancelled on %s (waste)", len(orphans), cluster)
         if kills.copies:
             replicas.killed(ctx, cluster, kills.copies, len(copies))
         _own_killed(ctx, cluster, kills.own)

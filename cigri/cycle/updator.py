@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence, Set
 
+from .. import config, events
 from ..errors import AdapterError
 from ..model import CampaignState, CampaignType, EventClass, EventCode, JobState, RemoteState
 from . import blackhole, replicas
@@ -46,16 +47,17 @@ def _rerun_elsewhere(ctx: Context, cluster: str) -> None:
     result is the one of the copy cigri still follows."""
     event = ctx.store.open_cluster_event(cluster)
     now = ctx.clock.now()
-    if event is None or now - event.created_at < ctx.patience.unreachable:
+    patience = config.seconds(ctx.store.settings(), config.UNREACHABLE, ctx.patience.unreachable)
+    if event is None or now - event.created_at < patience:
         return
     jobs = ctx.store.cluster_jobs(cluster)
     if not jobs:
         return
-    remote_ids = [remote for _, remote, _, _ in jobs if remote is not None]
+    remote_ids = [(remote, campaign) for _, remote, _, campaign in jobs if remote is not None]
     # a batch still being submitted may have reached the RM: found by its key when the cluster answers
     batches = {(campaign, batch) for _, remote, batch, campaign in jobs if remote is None and batch is not None}
     with ctx.store.transaction():
-        ctx.store.add_orphans(cluster, remote_ids, [ctx.batch_key(c, "b", b) for c, b in sorted(batches)])
+        ctx.store.add_orphans(cluster, remote_ids, [(ctx.batch_key(c, "b", b), c) for c, b in sorted(batches)])
         ctx.store.requeue([job_id for job_id, *_ in jobs], count_resubmit=False, avoid=ctx.avoiding(cluster))
     ctx.report.add("rerun elsewhere", len(jobs))
     log.warning("updator: %s unreachable since %s: its %d jobs run elsewhere", cluster, event.created_at, len(jobs))
@@ -134,14 +136,8 @@ def collect(ctx: Context, cluster: str) -> None:
         for job_id, campaign_id, _remote, how in failed:
             tail = tails[job_id]
             message = f"job {job_id} {how}" + (f"; stderr ends with:\n{tail}" if tail else "")
-            ctx.store.open_event(
-                EventClass.JOB,
-                EventCode.EXIT_ERROR,
-                message,
-                now,
-                cluster=cluster,
-                campaign_id=campaign_id,
-                job_id=job_id,
+            events.job_error(
+                ctx.store, EventCode.EXIT_ERROR, message, now, cluster=cluster, campaign_id=campaign_id, job_id=job_id
             )
         again = resubmit(ctx, cluster, requeue, avoid)
     ctx.report.add("started", len(started))
@@ -174,8 +170,8 @@ def resubmit(ctx: Context, cluster: str, requeue: Sequence[tuple[int, int, str]]
     for job_id, campaign_id, reason in requeue:
         if counts.get(job_id, 0) >= MAX_RESUBMITS:
             ctx.store.mark_ended([(job_id, JobState.EVENT, None, None, now)])
-            ctx.store.open_event(
-                EventClass.JOB,
+            events.job_error(
+                ctx.store,
                 EventCode.RESUBMIT_LIMIT,
                 f"job {job_id} was resubmitted {MAX_RESUBMITS} times; last end: {reason}",
                 now,

@@ -337,7 +337,8 @@ class Simulation:
         self.demand[plan.user] = self.demand.get(plan.user, 0) + self._expected(plan) * plan.cores
 
     def _fix_failures(self) -> None:
-        """The simulated user runs `gridevents -e ID -f -r` on each failed job, ``fix_delay`` after it failed."""
+        """The simulated user runs `gridevents ID -f -r` on each failed job, ``fix_delay`` after it failed (the
+        job's cluster is blacklisted for its campaign until its last failure there is fixed)."""
         noticed = self.clock.now() - self.scenario.fix_delay
         for event in self.store.events(cls=EventClass.JOB):
             if event.created_at <= noticed:

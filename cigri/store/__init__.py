@@ -33,6 +33,7 @@ from ..model import (
     JobState,
 )
 from ..private import open_private, private_dir
+from ..secrets import mask_text
 from . import migrations
 
 CHUNK = 900  # stays under SQLite's default limit of host parameters per statement
@@ -585,16 +586,29 @@ class Store:
             (cluster,),
         ).fetchall()
 
-    def add_orphans(self, cluster: str, remote_ids: Sequence[str], batch_keys: Sequence[str]) -> None:
-        """Copies left on a cluster while their jobs run again elsewhere: to cancel once it answers."""
+    def add_orphans(
+        self, cluster: str, remote_ids: Sequence[tuple[str, int]], batch_keys: Sequence[tuple[str, int]]
+    ) -> None:
+        """Copies left on a cluster while their jobs run again elsewhere, (remote id or batch key, campaign)
+        each: to cancel once it answers."""
         self.conn.executemany(
-            "INSERT INTO orphans (cluster, remote_id, batch_key) VALUES (?, ?, ?)",
-            [(cluster, r, None) for r in remote_ids] + [(cluster, None, k) for k in batch_keys],
+            "INSERT INTO orphans (cluster, remote_id, batch_key, campaign_id) VALUES (?, ?, ?, ?)",
+            [(cluster, r, None, c) for r, c in remote_ids] + [(cluster, None, k, c) for k, c in batch_keys],
         )
 
-    def orphans(self) -> list[tuple[int, str, str | None, str | None]]:
-        """(id, cluster, remote_id, batch_key) of the copies to cancel."""
-        return self.conn.execute("SELECT id, cluster, remote_id, batch_key FROM orphans ORDER BY id").fetchall()
+    def orphans(self) -> list[tuple[int, str, str | None, str | None, int | None]]:
+        """(id, cluster, remote_id, batch_key, campaign_id) of the copies to cancel."""
+        return self.conn.execute(
+            "SELECT id, cluster, remote_id, batch_key, campaign_id FROM orphans ORDER BY id"
+        ).fetchall()
+
+    def add_waste(self, copies: dict[int, int]) -> None:
+        """Count copies of campaigns' jobs killed after their jobs ran elsewhere ({campaign: copies})."""
+        rows = [(n, c) for c, n in copies.items()]
+        self.conn.executemany("UPDATE campaigns SET waste = waste + ? WHERE id = ?", rows)
+
+    def waste(self, campaign_id: int) -> int:
+        return self._one("SELECT waste FROM campaigns WHERE id = ?", (campaign_id,))[0]
 
     def drop_orphans(self, ids: Sequence[int]) -> None:
         for chunk in _chunks(list(ids)):
@@ -756,7 +770,10 @@ class Store:
 
     # ---- events ---------------------------------------------------------------------------------
 
-    _EVENT_COLUMNS = "id, class, code, state, cluster, campaign_id, job_id, message, created_at, closed_at"
+    _EVENT_COLUMNS = (
+        "id, class, code, state, cluster, campaign_id, job_id, message, created_at, closed_at, parent_id, closed_by"
+    )
+    _GLOBAL = "(class = 'cluster' OR code = 'ADMIN_BLACKLIST')"  # what gridevents -g lists
 
     @staticmethod
     def _event(row: tuple) -> Event:
@@ -772,11 +789,12 @@ class Store:
         cluster: str | None = None,
         campaign_id: int | None = None,
         job_id: int | None = None,
+        parent: int | None = None,
     ) -> int:
         cur = self.conn.execute(
-            "INSERT INTO events (class, code, state, cluster, campaign_id, job_id, message, created_at) "
-            "VALUES (?, ?, 'open', ?, ?, ?, ?, ?)",
-            (cls.value, code.value, cluster, campaign_id, job_id, message, now),
+            "INSERT INTO events (class, code, state, cluster, campaign_id, job_id, message, created_at, parent_id) "
+            "VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?)",
+            (cls.value, code.value, cluster, campaign_id, job_id, mask_text(message), now, parent),
         )
         return cur.lastrowid
 
@@ -788,7 +806,10 @@ class Store:
         open_only: bool = True,
         cls: EventClass | None = None,
         user: str | None = None,
+        code: EventCode | None = None,
+        global_only: bool = False,
     ) -> list[Event]:
+        """Events, oldest first; ``global_only``: the cluster events and the admin's blacklists."""
         where, params = [], []
         if open_only:
             where.append("e.state = 'open'")
@@ -801,6 +822,11 @@ class Store:
         if cls is not None:
             where.append("e.class = ?")
             params.append(cls.value)
+        if code is not None:
+            where.append("e.code = ?")
+            params.append(code.value)
+        if global_only:
+            where.append(self._GLOBAL.replace("class", "e.class").replace("code", "e.code"))
         if user:
             where.append("(e.campaign_id IS NULL OR c.user = ?)")
             params.append(user)
@@ -821,26 +847,29 @@ class Store:
         )
         return dict(rows.fetchall())
 
-    def close_events(self, event_ids: Sequence[int], now: float) -> None:
+    def close_events(self, event_ids: Sequence[int], now: float, by: str | None = None) -> None:
+        """Close the open ones of ``event_ids``, noting ``by`` (why) when given."""
         for chunk in _chunks(list(event_ids)):
             self.conn.execute(
-                "UPDATE events SET state = 'closed', closed_at = ? "
+                "UPDATE events SET state = 'closed', closed_at = ?, closed_by = ? "
                 f"WHERE id IN ({_marks(len(chunk))}) AND state = 'open'",
-                [now, *chunk],
+                [now, by, *chunk],
             )
 
     def open_cluster_event(self, cluster: str) -> Event | None:
+        """The open transport event of ``cluster`` (the admin's blacklist is not one: it does not close itself)."""
         row = self._one(
             f"SELECT {self._EVENT_COLUMNS} FROM events WHERE state = 'open' AND class = 'cluster' AND cluster = ? "
-            "ORDER BY id LIMIT 1",
+            "AND code != 'ADMIN_BLACKLIST' ORDER BY id LIMIT 1",
             (cluster,),
         )
         return self._event(row) if row else None
 
     def blocked_clusters(self, campaign_id: int) -> set[str]:
-        """Clusters on which an open campaign event stops the campaign."""
+        """Clusters on which an open campaign event stops the campaign, and those the admin blacklisted."""
         rows = self.conn.execute(
-            "SELECT DISTINCT cluster FROM events WHERE state = 'open' AND class = 'campaign' AND campaign_id = ?",
+            "SELECT DISTINCT cluster FROM events WHERE state = 'open' AND cluster IS NOT NULL "
+            "AND ((class = 'campaign' AND campaign_id = ?) OR code = 'ADMIN_BLACKLIST')",
             (campaign_id,),
         )
         return {r[0] for r in rows}
@@ -909,18 +938,45 @@ class Store:
             (campaign_id,),
         ).fetchall()
 
-    def close_job_events(self, campaign_id: int, job_ids: Sequence[int], now: float) -> None:
-        """Close the open job events of these jobs of a campaign."""
-        for chunk in _chunks(list(job_ids)):
-            self.conn.execute(
-                "UPDATE events SET state = 'closed', closed_at = ? WHERE state = 'open' AND campaign_id = ? "
-                f"AND class = 'job' AND job_id IN ({_marks(len(chunk))})",
-                [now, campaign_id, *chunk],
-            )
-
     def forget_failures(self, job_ids: Sequence[int]) -> None:
         """These jobs' failures no longer steer where they run (their ends were not theirs)."""
         self.conn.executemany("DELETE FROM job_failures WHERE job_id = ?", [(job_id,) for job_id in job_ids])
+
+    def blacklist(self, campaign_id: int | None, cluster: str) -> Event | None:
+        """The open blacklist of ``cluster`` for a campaign (None: the admin's, for every campaign)."""
+        if campaign_id is None:
+            where, params = "code = 'ADMIN_BLACKLIST'", (cluster,)
+        else:
+            where, params = "code = 'BLACKLIST' AND campaign_id = ?", (cluster, campaign_id)
+        row = self._one(
+            f"SELECT {self._EVENT_COLUMNS} FROM events WHERE state = 'open' AND cluster = ? AND {where} "
+            "ORDER BY id LIMIT 1",
+            params,
+        )
+        return self._event(row) if row else None
+
+    def causes(self, blacklist: Event) -> list[Event]:
+        """A blacklist's causes: its parent and the later causes that joined it."""
+        rows = self.conn.execute(
+            f"SELECT {self._EVENT_COLUMNS} FROM events WHERE id = ? OR parent_id = ? ORDER BY id",
+            (blacklist.parent_id, blacklist.id),
+        )
+        return [self._event(row) for row in rows]
+
+    def blacklists_of(self, causes: Sequence[Event]) -> list[Event]:
+        """The open blacklists the events ``causes`` caused (their parent) or joined (its children)."""
+        found: dict[int, Event] = {}
+        caused = [e.id for e in causes]
+        joined = [e.parent_id for e in causes if e.parent_id is not None]
+        for column, values in (("parent_id", caused), ("id", joined)):
+            for chunk in _chunks(values):
+                for row in self.conn.execute(
+                    f"SELECT {self._EVENT_COLUMNS} FROM events WHERE state = 'open' AND code = 'BLACKLIST' "
+                    f"AND {column} IN ({_marks(len(chunk))})",
+                    chunk,
+                ):
+                    found[row[0]] = self._event(row)
+        return [found[i] for i in sorted(found)]
 
     # ---- predictor figures ----------------------------------------------------------------------
 

@@ -306,6 +306,22 @@ def _m010_nikita(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX jobs_nikita ON jobs(nikita) WHERE nikita IS NOT NULL")
 
 
+def _m011_events(conn: sqlite3.Connection) -> None:
+    _run_script(
+        conn,
+        """
+        -- an event's cause: a blacklist's first cause; a later cause points to the blacklist it joined
+        ALTER TABLE events ADD COLUMN parent_id INTEGER;
+        CREATE INDEX events_parent ON events(parent_id) WHERE parent_id IS NOT NULL;
+        -- why a closed event was closed (who fixed it, the cluster answering again, its causes fixed)
+        ALTER TABLE events ADD COLUMN closed_by TEXT;
+        -- the campaign a stale copy belongs to, and the copies of its jobs killed after they ran elsewhere
+        ALTER TABLE orphans ADD COLUMN campaign_id INTEGER;
+        ALTER TABLE campaigns ADD COLUMN waste INTEGER NOT NULL DEFAULT 0;
+        """,
+    )
+
+
 def _m013_blackhole(conn: sqlite3.Connection) -> None:
     _run_script(
         conn,
@@ -342,6 +358,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("008_batch_pack", _m008_batch_pack),
     ("009_spritz", _m009_spritz),
     ("010_nikita", _m010_nikita),
+    ("011_events", _m011_events),
     ("013_blackhole", _m013_blackhole),
 ]
 
