@@ -55,6 +55,17 @@ class RemoteState(StrEnum):
     UNKNOWN = "unknown"  # not listed, or a state without a translation: ask again later
 
 
+class KillCause(StrEnum):
+    """Why a resource manager ended a job it was running or holding, as its adapter reads the RM's own words
+    (each adapter's table is in its module). A word it does not know is OTHER, never an error."""
+
+    PREEMPTED = "preempted"  # a best-effort job evicted to make room (OAR BESTEFFORT_KILL, Slurm PREEMPTED)
+    WALLTIME = "walltime"  # it reached its walltime (OAR WALLTIME, Slurm TIMEOUT)
+    MEMORY = "memory"  # it used more memory than it was given (Slurm OUT_OF_MEMORY)
+    ADMIN = "admin"  # an administrator or a user cancelled it (OAR EXTERMINATE, Slurm CANCELLED)
+    OTHER = "other"  # a node failure, a boot failure, a word without a translation
+
+
 class EventClass(StrEnum):
     CLUSTER = "cluster"
     CAMPAIGN = "campaign"
@@ -156,6 +167,7 @@ class RemoteStatus:
     ended_at: float | None = None
     reason: str = ""
     returned: bool = False  # KILLED before it began (its pack ended first): back to the bag, no failure
+    cause: KillCause | None = None  # why the RM ended it, when it did (set for KILLED, and for an OOM exit)
 
 
 @dataclass(frozen=True)

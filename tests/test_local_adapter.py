@@ -11,7 +11,7 @@ import pytest
 from cigri.adapters import AdapterContext, adapter_for
 from cigri.clock import RealClock
 from cigri.errors import JdlError
-from cigri.model import Cluster, JobSpec, RemoteState
+from cigri.model import Cluster, JobSpec, KillCause, RemoteState
 
 from .conftest import wait_for
 
@@ -84,6 +84,7 @@ def test_walltime_kills(local):
     ids = local.submit("k", [spec(1, "sleep", "30", walltime=1)])
     states = wait_for(lambda: finished(local, ids), timeout=15)
     assert states[ids[0]].state == RemoteState.KILLED and states[ids[0]].reason == "walltime"
+    assert states[ids[0]].cause == KillCause.WALLTIME
 
 
 def test_cancel_queued_and_running(local):
@@ -92,6 +93,7 @@ def test_cancel_queued_and_running(local):
     local.cancel(ids)
     states = wait_for(lambda: finished(local, ids))
     assert {s.state for s in states.values()} == {RemoteState.KILLED}
+    assert {s.cause for s in states.values()} == {KillCause.ADMIN}  # running or queued, cancelled
 
 
 def test_environment_has_every_cigri_variable(local, tmp_path):
@@ -122,6 +124,7 @@ def test_a_killed_daemon_is_replaced_and_its_jobs_reported_lost(local):
     wait_for(lambda: local.spool.daemon_pid() is None)
     states = wait_for(lambda: finished(local, ids), timeout=15)  # states() starts a new daemon
     assert states[ids[0]].state == RemoteState.KILLED and "stopped while the job ran" in states[ids[0]].reason
+    assert (states[ids[0]].cause, states[ids[1]].cause) == (KillCause.OTHER, None)
 
 
 def test_daemon_exits_when_idle_and_restarts_on_demand(local):

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import shlex
+import string
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cigri.adapters import AdapterContext, adapter_class, validate_config
 from cigri.adapters.oar import (
@@ -19,6 +22,7 @@ from cigri.adapters.oar import (
     exit_status,
     job_of,
     job_wrapper,
+    kill_cause,
     param_line,
     resubmitted_as,
     translate,
@@ -28,7 +32,7 @@ from cigri.adapters.oar_ssh import OarSsh
 from cigri.adapters.transport import LocalRunner, Result
 from cigri.clock import RealClock
 from cigri.errors import AdapterError, ConfigError, SubmitError, TransportError
-from cigri.model import Cluster, JobSpec, RemoteState
+from cigri.model import Cluster, JobSpec, KillCause, RemoteState
 from tests.oar.contract import OarState, unwrapped
 from tests.oar.fake_commands import execute, install_fake_commands
 from tests.oar.server import OarServer
@@ -95,6 +99,33 @@ def test_the_state_and_event_table(state, exit_code, events, expected):
         assert reason  # an event the user can read, never a silent success
     if events and events[0].startswith("WORKING_DIRECTORY"):
         assert reason == "working directory problem: Bad job working directory: /nope"
+
+
+@pytest.mark.parametrize(
+    ("events", "cause"),
+    [
+        (["BESTEFFORT_KILL"], KillCause.PREEMPTED),
+        (["WALLTIME"], KillCause.WALLTIME),
+        (["EXTERMINATE_JOB"], KillCause.ADMIN),
+        (["FRAG_JOB_REQUEST"], KillCause.ADMIN),
+        (["SWITCH_INTO_TERMINATE_STATE", "BESTEFFORT_KILL"], KillCause.PREEMPTED),
+        (["FRAG_JOB_REQUEST", "WALLTIME"], KillCause.WALLTIME),  # the last kill event says it
+        (["SOMETHING_ELSE"], None),  # not a kill: an error for the user
+    ],
+)
+def test_why_oar_killed_a_job(events, cause):
+    assert kill_cause(job_of(record(5, "Error", None, *events))) == cause
+
+
+@given(
+    state=st.sampled_from(["Error", "Terminated", "Running", "Odd"]),
+    kinds=st.lists(st.text(string.ascii_uppercase + "_:", max_size=20), max_size=4),
+)
+def test_any_events_give_a_cause_exactly_when_oar_killed_the_job(state, kinds):
+    job = job_of(record(5, state, None, *kinds))
+    cause = kill_cause(job)
+    assert (cause is not None) == (translate(job)[0] == RemoteState.KILLED)
+    assert cause is None or isinstance(cause, KillCause)
 
 
 def test_exit_status_reads_wait_statuses():
@@ -379,6 +410,12 @@ def test_oar_kills_are_resubmitted_and_the_workdir_error_is_the_users(oar, tmp_p
     assert [got[i].state for i in (*normal, *best)] == [RemoteState.KILLED] * 3
     assert "WALLTIME" in got[normal[0]].reason and "BESTEFFORT_KILL" in got[best[0]].reason
     assert "FRAG_JOB_REQUEST" in got[normal[1]].reason
+    assert [got[i].cause for i in (*normal, *best, *lost)] == [
+        KillCause.WALLTIME,
+        KillCause.ADMIN,
+        KillCause.PREEMPTED,
+        None,
+    ]
     assert got[lost[0]].state == RemoteState.EXITED and got[lost[0]].exit_code is None
     assert got[lost[0]].reason.startswith("working directory problem: Bad job working directory")
     adapter.cancel(normal)  # already over: nothing to refuse
