@@ -79,12 +79,13 @@ class EventState(StrEnum):
 
 class EventCode(StrEnum):
     EXIT_ERROR = "EXIT_ERROR"  # job exited non-zero (not 66)
-    RESUBMIT_LIMIT = "RESUBMIT_LIMIT"  # killed or asked for resubmission too often
+    RESUBMIT_LIMIT = "RESUBMIT_LIMIT"  # ran its attempts (or its resumes), each end in the message
     PROLOGUE_ERROR = "PROLOGUE_ERROR"
     EPILOGUE_ERROR = "EPILOGUE_ERROR"
     SUBMIT_ERROR = "SUBMIT_ERROR"  # the RM rejected the campaign's settings
     CLUSTER_UNREACHABLE = "CLUSTER_UNREACHABLE"
     TEST_NOT_STARTED = "TEST_NOT_STARTED"  # a test job did not start on that cluster: the test ends there
+    FAILURE_RATE = "FAILURE_RATE"  # too many of the campaign's last ends failed: it is paused until fixed
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,9 @@ class JobSpec:
     best_effort: bool = False
     user: str = ""
     env: dict = field(default_factory=dict)
+    resume: bool = False  # it resumes from its checkpoint (CIGRI_RESUME=1)
+    checkpoint_signal: str = ""  # sent checkpoint_grace seconds before the walltime ("USR2"; "": none)
+    checkpoint_grace: int = 0
 
 
 @dataclass(frozen=True)

@@ -465,7 +465,7 @@ def griddel(ids, campaigns, pause, resume, job):
                 ops.pause(a.store, campaign_id)
                 done.append(f"campaign {campaign_id} paused")
             elif resume:
-                ops.resume(a.store, campaign_id)
+                ops.resume(a.store, campaign_id, clock=a.clock)
                 done.append(f"campaign {campaign_id} resumed")
             else:
                 to_kill = ops.cancel(a.store, campaign_id, a.clock)
