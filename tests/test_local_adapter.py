@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,18 @@ def test_walltime_kills(local):
     states = wait_for(lambda: finished(local, ids), timeout=15)
     assert states[ids[0]].state == RemoteState.KILLED and states[ids[0]].reason == "walltime"
     assert states[ids[0]].cause == KillCause.WALLTIME
+
+
+def test_a_checkpointing_job_gets_its_signal_a_grace_before_its_walltime(local, tmp_path):
+    mark = tmp_path / "signalled"
+    body = f'trap "echo USR2 > {mark}; exit 0" USR2; sleep 30 & wait'
+    checkpointing = replace(spec(1, "sh", "-c", body, walltime=4), checkpoint_signal="USR2", checkpoint_grace=3)
+    ids = local.submit("k", [checkpointing, spec(2, "sh", "-c", body, walltime=1)])
+    states = wait_for(lambda: finished(local, ids), timeout=15)
+    assert (states[ids[0]].state, states[ids[0]].exit_code) == (RemoteState.EXITED, 0)
+    assert states[ids[0]].ended_at - states[ids[0]].started_at < 3, "signalled 1 s after its start"
+    assert mark.read_text() == "USR2\n"
+    assert states[ids[1]].cause == KillCause.WALLTIME, "no signal without checkpointing"
 
 
 def test_cancel_queued_and_running(local):

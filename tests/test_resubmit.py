@@ -24,6 +24,7 @@ SCRIPT = """#!/bin/sh
 name=$1; shift
 here=$(dirname "$0")
 echo "$name $*" >> "$here/runs.log"
+echo "$name $CIGRI_WALLTIME_SECONDS" >> "$here/walltimes.log"
 case "$1" in
   always66) exit 66 ;;
   once67) if [ ! -e "$here/$name.67" ]; then touch "$here/$name.67"; exit 67; fi ;;
@@ -167,3 +168,13 @@ def test_resuming_a_campaign_paused_for_its_failures_closes_that_event(store, cy
     assert store.campaign(cid).state == CampaignState.PAUSED
     ops.resume(store, cid, user=store.campaign(cid).user)
     assert EventCode.FAILURE_RATE not in {e.code for e in store.events(campaign_id=cid)}
+
+
+def test_retry_resources_raise_the_walltime_of_each_retry_up_to_the_cap(store, cycle, tmp_path, script):
+    retry = {"walltime": 2, "max_walltime": 3}
+    jdl = write_jdl(tmp_path, exec_file=str(script), walltime=1, params=["s sleep:2.5"], retry_resources=retry)
+    cid = submit(store, jdl)
+    until_over(cycle, store, cid)
+    walltimes = (tmp_path / "walltimes.log").read_text().split()
+    assert walltimes == ["s", "1", "s", "2", "s", "3"], "x2 after each walltime kill, never above 3 s"
+    assert store.job(1).state == JobState.TERMINATED

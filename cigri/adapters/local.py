@@ -115,7 +115,10 @@ class LocalAdapter:
             cwd = expand_home(spec.directory, self.home)
             argv = [expand_home(spec.argv[0], self.home), *spec.argv[1:]]
             env = {**login_environment(self.home), **job_environment(spec, cwd, self._nodefile(spec.slots))}
-            jobs.append({"argv": argv, "cwd": cwd, "env": env, "walltime": spec.walltime, "slots": spec.slots})
+            job = {"argv": argv, "cwd": cwd, "env": env, "walltime": spec.walltime, "slots": spec.slots}
+            if spec.checkpoint_signal:  # the daemon sends it a grace before the walltime
+                job |= {"signal": spec.checkpoint_signal, "grace": spec.checkpoint_grace}
+            jobs.append(job)
         ids = self.spool.submit(batch_key, jobs, self.clock.now())
         self.spool.ensure_daemon()
         return [str(i) for i in ids]
