@@ -4,15 +4,19 @@ of its campaign and on the cluster that holds its checkpoint; it is no failure a
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from cigri import campaigns as ops
 from cigri import clusters, config
+from cigri.adapters.slurm import args_lines, batch_options, job_script
 from cigri.clock import RealClock
 from cigri.jdl import load
-from cigri.model import CampaignState, EventCode, JobState
+from cigri.model import CampaignState, EventCode, JobSpec, JobState
 
 from .conftest import wait_for, write_jdl
 
@@ -29,7 +33,7 @@ if [ "$CIGRI_RESUME" = 1 ]; then
 fi
 case "$1" in
   code:*) echo half > "$saved"; exit "${1#code:}" ;;
-  signal) trap 'echo half > "$saved"' USR2; while :; do sleep 30 & wait $!; done ;;
+  signal) trap 'echo half > "$saved"' USR2; while :; do sleep 30 & wait $!; done ;;  # killed at its walltime
 esac
 """
 
@@ -115,3 +119,23 @@ def test_a_checkpointed_job_resumes_on_the_cluster_holding_its_checkpoint(store,
         assert sorted(lines(tmp_path, "resumed.log")) == [f"j{i} from half" for i in range(6)]
     finally:
         cycle.adapter("second").stop()
+
+
+def test_the_slurm_job_script_passes_the_checkpoint_signal_on_to_the_job(tmp_path):
+    """Slurm signals the batch shell (--signal=B:USR2@grace): the script hands the signal to the job and
+    exits with the job's own status. Run here as slurmd runs task 1 (the real Slurm: test_slurm_resubmit)."""
+    job = tmp_path / "job.sh"
+    job.write_text(
+        f"#!/bin/sh\ntrap 'kill $nap; echo saved > {tmp_path}/saved; exit 68' USR2\ntouch {tmp_path}/started\n"
+        "sleep 60 & nap=$!; wait $nap\n"
+    )
+    job.chmod(0o755)
+    spec = JobSpec(1, 7, "a", (str(job),), str(tmp_path), 120, checkpoint_signal="USR2", checkpoint_grace=90)
+    assert "--signal=B:USR2@90" in batch_options(spec, {}, "/home", "clusters.s")
+    (tmp_path / "args").write_text(args_lines([spec], str(tmp_path)))
+    task = {"PATH": os.environ["PATH"], "SLURM_ARRAY_TASK_ID": "1", "SLURM_JOB_ID": "5", "TMPDIR": str(tmp_path)}
+    shell = subprocess.Popen(["sh", "-c", job_script(spec, "/home", f"cat {tmp_path}/args")], env=task)
+    wait_for(lambda: (tmp_path / "started").exists())
+    shell.send_signal(signal.SIGUSR2)
+    assert shell.wait(timeout=10) == 68
+    assert (tmp_path / "saved").read_text() == "saved\n"

@@ -42,6 +42,7 @@ from .conftest import write_jdl
 TOKEN = "oar3.secret-token.XYZ"  # must never show in a message
 NASTY = ["a b; echo hacked", "$(touch pwned)", "`id`", "it's", '"quoted" \\ *', "-n", "", "~", "x*"]
 LOGIN = "cigritest"
+CHECKPOINT = {"checkpoint_signal": "USR2", "checkpoint_grace": 300}  # a JDL's checkpointing_type: signal
 
 
 def spec(i: int, *params: str, directory: str = "~", best_effort: bool = False, **fields) -> JobSpec:
@@ -255,8 +256,8 @@ def test_submission_fields_and_mapping_by_array_index(tmp_path):
 
     adapter = mocked(tmp_path, handler)
     specs = [
-        spec(1, "job1", directory="~/out", best_effort=True, properties="host != 'n3'", project="p1"),
-        spec(2, "job10"),
+        spec(1, "job1", directory="~/out", best_effort=True, properties="host != 'n3'", project="p1", **CHECKPOINT),
+        spec(2, "job10", **CHECKPOINT),
         spec(3, "job1", "0"),
     ]
     assert adapter.submit("cigri.x.7.b.1", specs) == ["100", "117", "131"]
@@ -270,6 +271,8 @@ def test_submission_fields_and_mapping_by_array_index(tmp_path):
         "property": "host != 'n3'",
         "project": "p1",
         "type": ["besteffort"],
+        "checkpoint": 300,  # oarsub --checkpoint: seconds before the walltime
+        "signal": 12,  # oarsub --signal: SIGUSR2, by its number
     }
 
 
@@ -526,7 +529,7 @@ def test_ssh_submission_stages_the_param_file_and_maps_by_index(tmp_path):
         }
     )
     adapter = ssh_adapter(tmp_path, runner, bin_dir="/opt/oar/bin")
-    specs = [spec(1, "a", *NASTY, best_effort=True, project="p"), spec(2, "a1")]
+    specs = [spec(1, "a", *NASTY, best_effort=True, project="p", **CHECKPOINT), spec(2, "a1", **CHECKPOINT)]
     assert adapter.submit("cigri.x.7.b.1", specs) == ["20", "21"]
     (script, staged) = next((argv, stdin) for argv, stdin in runner.calls if "oarsub" in " ".join(argv))
     assert [shlex.split(line) for line in staged.splitlines()] == [["1", "a", "a", *NASTY], ["2", "a1", "a1"]]
@@ -543,6 +546,10 @@ def test_ssh_submission_stages_the_param_file_and_maps_by_index(tmp_path):
         "p",
         "-t",
         "besteffort",
+        "--checkpoint",
+        "300",
+        "--signal",
+        "12",
         "--array-param-file",
         "/home/alice/.cigri/cigri.x.7.b.1.params",
         f"{job_wrapper(specs[0])} /home/alice/bin/run",

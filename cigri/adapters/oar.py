@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import signal
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -234,6 +235,14 @@ def kill_cause(job: OarJob) -> KillCause | None:
     if not killed:
         return None
     return next((cause for word, cause in CAUSES.items() if killed[-1].startswith(word)), KillCause.OTHER)
+
+
+def checkpoint_request(spec: JobSpec) -> tuple[int, int] | None:
+    """(seconds before the walltime, signal number) of oarsub's ``--checkpoint`` and ``--signal`` for a job
+    that checkpoints by signal (OAR sends it to the job's processes), None for the others."""
+    if not spec.checkpoint_signal:
+        return None
+    return spec.checkpoint_grace, int(signal.Signals[f"SIG{spec.checkpoint_signal}"])
 
 
 def statuses(

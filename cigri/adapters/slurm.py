@@ -132,6 +132,8 @@ def batch_options(spec: JobSpec, config: dict, home: str, path: str) -> list[str
     ]
     if spec.project:
         options.append(f"--account={spec.project}")
+    if spec.checkpoint_signal:  # to the batch shell, which the job script turns into the job (exec)
+        options.append(f"--signal=B:{spec.checkpoint_signal}@{spec.checkpoint_grace}")
     features = constraint(spec.properties, f"{path}.properties")
     if features:
         options.append(f"--constraint={features}")
@@ -179,8 +181,26 @@ export CIGRI_NODE_FILE CIGRI_NODEFILE="$CIGRI_NODE_FILE"
 # removed however the job ends: on its own, or cancelled, preempted or out of walltime (Slurm's SIGTERM)
 trap 'rm -f "$CIGRI_NODE_FILE"' EXIT
 trap 'exit 143' TERM
-"$@"
+{_run_job(spec.checkpoint_signal)}
 """
+
+
+def _run_job(checkpoint_signal: str) -> str:
+    """The job script's last lines: run the job; a job checkpointing by signal runs in the background, and
+    the checkpoint signal Slurm sends the batch shell (``--signal=B:...``) is passed on to it; the script
+    then waits for the job's own end and exits with its status."""
+    if not checkpoint_signal:
+        return '"$@"'
+    return "\n".join(
+        [
+            # a wait the trap interrupts returns 128 + the signal: wait again for the job's own status
+            f"trap 'kill -{checkpoint_signal} \"$child\"; signalled=1' {checkpoint_signal}",
+            '"$@" &',
+            "child=$!",
+            'while :; do signalled=; wait "$child"; status=$?; [ -z "$signalled" ] && break; done',
+            'exit "$status"',
+        ]
+    )
 
 
 LISTING_TTL = 0.5  # seconds a read of the cluster serves again: the stages of one pass share one read
