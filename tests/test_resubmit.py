@@ -29,6 +29,7 @@ case "$1" in
   always66) exit 66 ;;
   once67) if [ ! -e "$here/$name.67" ]; then touch "$here/$name.67"; exit 67; fi ;;
   fail) echo "failure of $name" >&2; exit 3 ;;
+  oom) kill -9 $$ ;;
   sleep:*) sleep "${1#sleep:}" ;;
 esac
 echo "done $name"
@@ -145,6 +146,27 @@ def test_preemptions_are_not_attempts_but_are_bounded(store, tmp_path, script):
         event.code == EventCode.RESUBMIT_LIMIT and "went back 4 times without failing, last preempted" in event.message
     )
     assert store.job(1).resubmits == 0
+
+
+class OutOfMemory(Preempting):
+    """The real local adapter, whose jobs killed by SIGKILL are reported as Slurm's OUT_OF_MEMORY would be."""
+
+    def states(self, remote_ids):
+        out = self.inner.states(remote_ids)
+        return {rid: replace(s, cause=KillCause.MEMORY) if s.exit_code == 137 else s for rid, s in out.items()}
+
+
+def test_an_out_of_memory_end_is_an_event_for_the_user_not_a_retry(store, tmp_path, script):
+    cid = submit(store, write_jdl(tmp_path, exec_file=str(script), params=["m oom"]))
+    clock = RealClock()
+    context = AdapterContext(store.directory, clock)
+    cycle = Cycle(store, clock, adapters=lambda name: OutOfMemory(adapter_for(store.cluster(name), context)))
+    try:
+        [event] = until_event(cycle, store, cid)
+    finally:
+        cycle.close()
+    assert event.code == EventCode.EXIT_ERROR and "exited with status 137 (out of memory)" in event.message
+    assert names(tmp_path) == ["m"]
 
 
 def test_a_campaign_failing_too_often_is_paused_until_its_event_is_fixed(store, cycle, tmp_path, script):

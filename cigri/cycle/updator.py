@@ -121,7 +121,9 @@ def collect(ctx: Context, cluster: str) -> None:
             or checkpointed(ctx.settings(campaign_id)[cluster], status, checkpoint_exit)
         ):
             why = status.reason or f"exit status {status.exit_code}"
-            requeue.append(Again(job_id, campaign_id, why, status.cause, status.exit_code, remote, end))
+            # a kill its adapter gives no cause for is a kill all the same
+            cause = (status.cause or KillCause.OTHER) if status.state == RemoteState.KILLED else None
+            requeue.append(Again(job_id, campaign_id, why, cause, status.exit_code, remote, end))
         elif status.exit_code == 0:
             ended.append((job_id, JobState.TERMINATED, 0, start, end))
             durations.append((campaign_id, cluster, max(0.0, end - (end if start is None else start)), end))
@@ -130,6 +132,8 @@ def collect(ctx: Context, cluster: str) -> None:
             outcomes[campaign_id] += "1"
             ended.append((job_id, JobState.EVENT, status.exit_code, start, end))
             how = f"exited with status {status.exit_code}" if status.exit_code is not None else status.reason
+            if status.cause == KillCause.MEMORY:  # the JDL asks no memory: an event for the user, not a retry
+                how += " (out of memory)"
             failed.append((job_id, campaign_id, remote, how))
     tails = {job_id: adapter.tail(remote, "stderr", STDERR_LINES) for job_id, _, remote, _ in failed}
     with ctx.store.transaction():
@@ -210,7 +214,7 @@ def resubmit(ctx: Context, cluster: str, ends: Sequence[Again]) -> int:
       not become an event the user must fix after 3 tries, nor loop for ever.
     - Any other end is an attempt: exit 66, exit 67 (run again once no other job of the campaign waits),
       a kill by the RM at the walltime (with more walltime when the campaign's retry_resources say so), by
-      an administrator, for memory, by nikita; a kill also avoids the cluster for a while and counts as a
+      an administrator, by nikita; a kill also avoids the cluster for a while and counts as a
       failure in the campaign's failure rate. A job's ``max_attempts`` (the JDL's, else
       ``resubmit.max_attempts``, 3 by default) replace CiGri's unbounded resubmissions.
 
