@@ -116,6 +116,8 @@ class Job:
     ended_at: float | None
     resubmits: int
     preemptions: int = 0  # times the metascheduler took it back to run it later (never a failure)
+    resumes: int = 0  # times it went back preempted by its RM or checkpointed (never a failure nor an attempt)
+    checkpoint_cluster: str | None = None  # the cluster holding its checkpoint, where it resumes
 
 
 @dataclass(frozen=True)

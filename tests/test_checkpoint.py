@@ -65,7 +65,8 @@ def test_a_job_exiting_with_its_checkpoint_code_resumes_before_the_fresh_jobs(st
     assert lines(tmp_path, "runs.log") == ["a 0", "a 1", "b 0", "c 0"]
     assert lines(tmp_path, "resumed.log") == ["a from half"]
     job = store.job(1)
-    assert (job.state, job.resubmits) == (JobState.TERMINATED, 0), "no attempt spent"
+    assert (job.state, job.resubmits, job.resumes) == (JobState.TERMINATED, 0, 1), "no attempt spent"
+    assert job.checkpoint_cluster == "local"
     assert store.events(campaign_id=cid, open_only=False) == []
 
 

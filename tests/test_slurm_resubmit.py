@@ -86,5 +86,5 @@ def test_a_job_checkpoints_on_slurms_signal_and_resumes(cli, cluster, shared_dir
     assert runs(shared_dir) == ["c resume=0", "c resume=1"]
     assert (shared_dir / "resumed.log").read_text() == "c from half\n"
     job = cli.json("gridstat", "-j", "1")
-    assert (job["state"], job["resubmits"]) == ("terminated", 0)
+    assert (job["state"], job["resubmits"], job["resumes"], job["checkpoint_cluster"]) == ("terminated", 0, 1, "slurm")
     assert cli.json("gridevents", "-c", str(cid), "-a") == []

@@ -315,6 +315,8 @@ def _show_job(store, job_id: int, stream: str | None, as_json: bool) -> None:
         "ended_at": job.ended_at,
         "resubmits": job.resubmits,
         "preemptions": job.preemptions,
+        "resumes": job.resumes,
+        "checkpoint_cluster": job.checkpoint_cluster,
         "held": store.is_held(job.id),
     }
     if as_json:

@@ -373,7 +373,7 @@ class Store:
 
     _JOB_COLUMNS = (
         "id, campaign_id, name, params, state, cluster, remote_id, exit_code, submitted_at, started_at, "
-        "ended_at, resubmits, preemptions"
+        "ended_at, resubmits, preemptions, resumes, checkpoint_cluster"
     )
 
     @staticmethod
