@@ -3,6 +3,17 @@
 Keys are case-insensitive. Global-only keys describe the campaign; every other top-level key is a
 default for each cluster that does not set it. Values may be given in CiGri's string forms
 (``"false"``, ``"300"``, ``"00:5:00"``). Every error names the key path (``clusters.luke.walltime``).
+
+Resubmission and checkpoints (cigri's; CiGri stored ``checkpointing_type`` and ignored it):
+
+- ``max_attempts`` (campaign-wide): how many times a job may run when it ends asking to run again (an RM kill
+  other than a preemption, exit 66, exit 67); then it is a RESUBMIT_LIMIT event. Default: the configured
+  ``resubmit.max_attempts`` (3).
+- ``retry_resources`` (per cluster): ``{walltime: FACTOR, max_walltime: HH:MM:SS}``; after each walltime kill
+  the job asks FACTOR times more walltime, never above the cap (:func:`_retry_resources`).
+- ``checkpointing_type`` (per cluster): ``signal`` or ``exit-code``, with ``checkpointing_signal``,
+  ``checkpointing_grace`` and ``checkpointing_exit_code`` (:func:`_checkpointing`). A resumed job finds
+  ``CIGRI_RESUME=1`` in its environment (0 on a first start).
 """
 
 from __future__ import annotations

@@ -319,7 +319,9 @@ def _m012_resubmit(conn: sqlite3.Connection) -> None:
         -- retry_resources: its walltime is its campaign's times this (after walltime kills), up to the cap
         ALTER TABLE jobs ADD COLUMN walltime_scale REAL;
         CREATE INDEX jobs_deferred ON jobs(campaign_id, id) WHERE deferred = 1;
-        CREATE INDEX jobs_checkpoint ON jobs(campaign_id, checkpoint_cluster, id) WHERE checkpoint_cluster IS NOT NULL;
+        -- the jobs waiting to resume, found without reading those that resumed already
+        CREATE INDEX jobs_checkpoint ON jobs(state, campaign_id, checkpoint_cluster, id)
+            WHERE checkpoint_cluster IS NOT NULL;
         -- every end of a job that did not succeed, quoted in its RESUBMIT_LIMIT event
         CREATE TABLE job_ends (
             id INTEGER PRIMARY KEY,
