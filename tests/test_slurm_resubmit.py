@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import re
 import subprocess
+import uuid
 
 import pytest
 
+from cigri.adapters import AdapterContext
+from cigri.adapters.slurm import SlurmSsh
+from cigri.clock import RealClock
+from cigri.model import Cluster, JobSpec, KillCause, RemoteState
 from cigri.store import Store
 
-from .conftest import write_jdl
+from .conftest import wait_for, write_jdl
 from .slurm import job_script, runs, ssh_cluster_options
 
 pytestmark = pytest.mark.slurm
@@ -88,3 +93,28 @@ def test_a_job_checkpoints_on_slurms_signal_and_resumes(cli, cluster, shared_dir
     job = cli.json("gridstat", "-j", "1")
     assert (job["state"], job["resubmits"], job["resumes"], job["checkpoint_cluster"]) == ("terminated", 0, 1, "slurm")
     assert cli.json("gridevents", "-c", str(cid), "-a") == []
+
+
+def test_an_administrators_scancel_is_an_admin_kill(slurm, shared_dir, tmp_path):
+    config = {
+        "host": slurm["SSH_HOST"],
+        "port": int(slurm["SSH_PORT"]),
+        "user": slurm["SLURM_TEST_USER"],
+        "identity_file": slurm["SSH_KEY"],
+        "partition": slurm["SLURM_PARTITION"],
+        "accounting": "none",
+        "remote_dir": str(shared_dir / "spool"),
+    }
+    adapter = SlurmSsh(Cluster("slurm", "slurm-ssh", config), AdapterContext(tmp_path, RealClock()))
+    job = JobSpec(1, 1, "j1", ("sleep", "60"), str(shared_dir), 120, resources="core=1")
+    ids = adapter.submit(f"cigri.causetest-{uuid.uuid4().hex[:8]}.b.1", [job])
+    try:
+        wait_for(lambda: adapter.states(ids)[ids[0]].state == RemoteState.RUNNING, timeout=30, interval=0.2)
+        subprocess.run(["scancel", ids[0]], check=True)  # root, not cigri
+        status = wait_for(
+            lambda: (s := adapter.states(ids)[ids[0]]).state == RemoteState.KILLED and s, timeout=30, interval=0.2
+        )
+        assert (status.reason, status.cause) == ("cancelled", KillCause.ADMIN)
+    finally:
+        adapter.cancel(ids)
+        adapter.close()

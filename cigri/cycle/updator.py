@@ -233,6 +233,7 @@ def resubmit(ctx: Context, cluster: str, ends: Sequence[Again]) -> int:
     longer: dict[float, list[int]] = defaultdict(list)  # walltime kills to retry with more walltime
     outcomes: dict[int, str] = defaultdict(str)
     over: list[tuple[Again, str]] = []
+    allowed_of: dict[int, int] = {}  # each campaign's max_attempts, read once
     for again in ends:
         resubmits, resumes = counts.get(again.job_id, (0, 0))
         there = ctx.settings(again.campaign_id)[cluster]
@@ -254,7 +255,9 @@ def resubmit(ctx: Context, cluster: str, ends: Sequence[Again]) -> int:
             continue
         if again.cause is not None:
             outcomes[again.campaign_id] += "1"
-        allowed = ctx.max_attempts(again.campaign_id)
+        if again.campaign_id not in allowed_of:
+            allowed_of[again.campaign_id] = ctx.max_attempts(again.campaign_id)
+        allowed = allowed_of[again.campaign_id]
         if resubmits + 1 >= allowed:
             over.append((again, f"used its {allowed} attempts"))
         elif again.exit_code == RESUBMIT_AT_END and again.cause is None:
