@@ -1,5 +1,7 @@
-"""The updator: collect job states from each cluster (one bulk query each), requeue what must run again,
-open events for failures, and settle campaigns (tests done, epilogues due, campaigns terminated)."""
+"""The updator: collect job states from each cluster (one bulk query each), requeue what must run again
+(:func:`resubmit`: attempts, preemptions and checkpoints, each bounded), open events for failures, pause the
+campaigns whose jobs fail too often (:func:`watch_failures`), and settle campaigns (tests done, epilogues due,
+campaigns terminated)."""
 
 from __future__ import annotations
 
