@@ -343,6 +343,9 @@ def _checkpointing(out: dict, raw: dict, path: str) -> None:
             if raw.get(key) is not None:
                 raise JdlError(f"{path}.{key}", "goes with checkpointing_type: signal")
         return
+    grouped = [key for key in ("temporal_grouping", "dimensional_grouping") if out.get(key)]
+    if grouped:  # the RM signals the pack, which runs several jobs: no job would get it as its own
+        raise JdlError(f"{path}.checkpointing_type", f"signal does not go with {grouped[0]} (use exit-code)")
     name = _str(raw.get("checkpointing_signal") or DEFAULT_CHECKPOINT_SIGNAL, f"{path}.checkpointing_signal")
     name = name.strip().upper().removeprefix("SIG")
     if name not in CHECKPOINT_SIGNALS:

@@ -264,6 +264,10 @@ def test_bad_campaign_scheduling_keys_name_the_key(key, value, message):
             "clusters.a.retry_resources.max_walltime: must be above the walltime (01:00:00)",
         ),
         ({"retry_resources": {"cores": 2}}, "clusters.a.retry_resources.cores: unknown key"),
+        (
+            {"checkpointing_type": "signal", "temporal_grouping": True},
+            "clusters.a.checkpointing_type: signal does not go with temporal_grouping (use exit-code)",
+        ),
     ],
 )
 def test_checkpointing_and_retry_resources_are_checked(settings, error):
