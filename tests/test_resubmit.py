@@ -200,3 +200,12 @@ def test_retry_resources_raise_the_walltime_of_each_retry_up_to_the_cap(store, c
     walltimes = (tmp_path / "walltimes.log").read_text().split()
     assert walltimes == ["s", "1", "s", "2", "s", "3"], "x2 after each walltime kill, never above 3 s"
     assert store.job(1).state == JobState.TERMINATED
+
+
+def test_ends_asking_to_run_again_are_not_failures_of_the_campaign(store, cycle, tmp_path, script):
+    config.set_value(store, "resubmit.failure_window", 10)
+    params = [f"r{i} always66" for i in range(12)]
+    cid = submit(store, write_jdl(tmp_path, exec_file=str(script), params=params, max_attempts=1))
+    wait_for(lambda: (cycle.run(), len(store.events(campaign_id=cid)) == 12)[1], timeout=40)
+    assert {e.code for e in store.events(campaign_id=cid)} == {EventCode.RESUBMIT_LIMIT}
+    assert store.campaign(cid).state == CampaignState.IN_TREATMENT, "exit 66 asks for a run, it is no failure"
