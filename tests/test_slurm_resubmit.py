@@ -16,7 +16,7 @@ from cigri.model import Cluster, JobSpec, KillCause, RemoteState
 from cigri.store import Store
 
 from .conftest import wait_for, write_jdl
-from .slurm import job_script, runs, ssh_cluster_options
+from .slurm import job_script, runs, ssh_cluster_options, ssh_config
 
 pytestmark = pytest.mark.slurm
 
@@ -96,15 +96,7 @@ def test_a_job_checkpoints_on_slurms_signal_and_resumes(cli, cluster, shared_dir
 
 
 def test_an_administrators_scancel_is_an_admin_kill(slurm, shared_dir, tmp_path):
-    config = {
-        "host": slurm["SSH_HOST"],
-        "port": int(slurm["SSH_PORT"]),
-        "user": slurm["SLURM_TEST_USER"],
-        "identity_file": slurm["SSH_KEY"],
-        "partition": slurm["SLURM_PARTITION"],
-        "accounting": "none",
-        "remote_dir": str(shared_dir / "spool"),
-    }
+    config = ssh_config(slurm, shared_dir / "spool")
     adapter = SlurmSsh(Cluster("slurm", "slurm-ssh", config), AdapterContext(tmp_path, RealClock()))
     job = JobSpec(1, 1, "j1", ("sleep", "60"), str(shared_dir), 120, resources="core=1")
     ids = adapter.submit(f"cigri.causetest-{uuid.uuid4().hex[:8]}.b.1", [job])
