@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from . import events as event_rules
 from .adapters import AdapterContext, adapter_for
-from .clock import Clock
+from .clock import Clock, RealClock
 from .cycle import RETRY, stage_remote
 from .errors import CigriError, JdlError, NotFound, PermissionDenied
 from .jdl import Jdl, job_blocks
@@ -106,12 +106,17 @@ def pause(store: Store, campaign_id: int, *, user: str | None = None) -> None:
         store.set_campaign_state(campaign_id, CampaignState.PAUSED)
 
 
-def resume(store: Store, campaign_id: int, *, user: str | None = None) -> None:
+def resume(store: Store, campaign_id: int, *, user: str | None = None, clock: Clock | None = None) -> None:
+    """A paused campaign runs again; a FAILURE_RATE event that paused it is closed (at ``clock``'s time,
+    the real one by default)."""
     campaign = _owned(store, campaign_id, user)
     if campaign.state != CampaignState.PAUSED:
         raise CigriError(f"campaign {campaign_id} is {campaign.state.value}, not paused: cannot resume")
     with store.transaction():
         store.set_campaign_state(campaign_id, CampaignState.IN_TREATMENT)
+        # the pause it lifts, when its failure rate paused it, is over
+        paused = [e.id for e in store.events(campaign_id=campaign_id) if e.code == EventCode.FAILURE_RATE]
+        store.close_events(paused, (clock or RealClock()).now())
 
 
 def cancel_job(store: Store, job_id: int, *, user: str | None = None) -> str:
@@ -171,6 +176,9 @@ def fix_events(
         closed = event_rules.close(store, events, clock.now(), why)
         jobs = [e.job_id for e in closed if e.job_id is not None]
         stages = [(e.campaign_id, e.cluster, e.code.value) for e in closed if e.code.value.endswith("LOGUE_ERROR")]
+        for event in closed:  # a campaign its failure rate paused runs again once that event is fixed
+            if event.code == EventCode.FAILURE_RATE and store.campaign(event.campaign_id).state == CampaignState.PAUSED:
+                store.set_campaign_state(event.campaign_id, CampaignState.IN_TREATMENT)
         resubmitted = 0
         if resubmit:
             failed = [j for j in jobs if store.job(j).state == JobState.EVENT]

@@ -25,6 +25,15 @@ and nothing is written):
 - ``updator.unreachable``: seconds a cluster may stay unreachable before its grid jobs run again elsewhere
   (default :attr:`cigri.cycle.Patience.unreachable`, an hour); the copies left there are killed once it
   answers again, and counted as the campaign's waste (``gridstat -c``);
+- ``resubmit.max_attempts``: runs of a job that end asking to run again (an RM kill other than a preemption,
+  exit 66 or 67) before it is a RESUBMIT_LIMIT event (default 3; a campaign's JDL ``max_attempts`` wins);
+- ``resubmit.max_resumes``: times a job may go back without a failure (preempted by its RM, checkpointed)
+  before it is a RESUBMIT_LIMIT event all the same (default 20: nothing loops for ever);
+- ``resubmit.failure_window`` and ``resubmit.failure_rate``: a campaign more than ``failure_rate`` (default
+  0.5) of whose last ``failure_window`` (default 20, at least 10) ends failed is paused with a FAILURE_RATE
+  event;
+- ``checkpoint.exit_code``: the exit status meaning "checkpointed, resume me" for campaigns whose JDL does not
+  give ``checkpointing_exit_code`` (default 68);
 - ``spritz``: the predictor of campaigns' ends (default ``window``, see :mod:`cigri.prediction`);
   ``spritz.window``: the seconds of terminations its throughput is measured over (default 3600);
 - ``blackhole.streak``, ``blackhole.seconds``, ``blackhole.ratio``: the black-hole detector's thresholds
@@ -40,7 +49,8 @@ from typing import Any
 
 from . import adapters
 from . import flow as flows
-from .errors import ConfigError, NotFound
+from .errors import ConfigError, JdlError, NotFound
+from .jdl import exit_code
 from .prediction import WINDOW, Predictor, predictor
 from .scheduling import MetaScheduler, metascheduler, registry
 from .store import Store
@@ -58,16 +68,48 @@ WALLTIME_GRACE = "nikita.walltime_grace"
 # issue 12, item 1 (events): how long a cluster may stay unreachable before its jobs run elsewhere
 UNREACHABLE = "updator.unreachable"
 _SECONDS = {QUEUE_TIMEOUT: 1, WALLTIME_GRACE: 0, UNREACHABLE: 0}  # the keys in seconds, at least this
+# item 2 and 4 of issue 12 (resubmission, checkpoints): each key with its default and its check
+MAX_ATTEMPTS = "resubmit.max_attempts"
+MAX_RESUMES = "resubmit.max_resumes"
+FAILURE_WINDOW = "resubmit.failure_window"
+FAILURE_RATE = "resubmit.failure_rate"
+CHECKPOINT_EXIT = "checkpoint.exit_code"
+RESUBMIT_DEFAULTS: dict[str, int | float] = {
+    MAX_ATTEMPTS: 3,
+    MAX_RESUMES: 20,
+    FAILURE_WINDOW: 20,
+    FAILURE_RATE: 0.5,
+    CHECKPOINT_EXIT: 68,
+}
+_RESUBMIT_MINIMUM = {MAX_ATTEMPTS: 1, MAX_RESUMES: 1, FAILURE_WINDOW: 10}
 KEYS = (
     "metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched, flow, flow.NAME.OPTION, "
     f"clusters.CLUSTER.flow, clusters.CLUSTER.sensor, clusters.CLUSTER.reference, {QUEUE_TIMEOUT}, {WALLTIME_GRACE}, "
-    f"{UNREACHABLE}, spritz, spritz.window, blackhole.streak, blackhole.seconds, blackhole.ratio"
+    f"{UNREACHABLE}, spritz, spritz.window, blackhole.streak, blackhole.seconds, blackhole.ratio, "
+    + ", ".join(RESUBMIT_DEFAULTS)
 )
 CLUSTER_KEYS = ("metasched", "flow", "sensor", "reference")  # the keys a cluster may have of its own
 WAITING = "waiting"  # the default sensor: cigri's jobs waiting in the cluster's queue
 LOAD = "load:"  # the sensor ``load:HOST``: the 1-minute load of a file-server host
 _HOST = re.compile(r"[A-Za-z0-9_\[][A-Za-z0-9_.:\[\]-]*")  # a host name or address (never an ssh option)
 SPRITZ_KEYS = ("spritz", "spritz.window")
+
+
+def resubmit_value(settings: Mapping[str, Any], key: str) -> int | float:
+    """A resubmission or checkpoint key's value, else its default (ConfigError for a value it cannot take)."""
+    value = settings.get(key, RESUBMIT_DEFAULTS[key])
+    if key == FAILURE_RATE:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+            raise ConfigError(f"{key}: expected a fraction between 0 and 1 (exclusive), got {value!r}")
+        return float(value)
+    if key == CHECKPOINT_EXIT:
+        try:
+            return exit_code(value, key)
+        except JdlError as exc:
+            raise ConfigError(str(exc)) from None
+    if isinstance(value, bool) or not isinstance(value, int) or value < _RESUBMIT_MINIMUM[key]:
+        raise ConfigError(f"{key}: expected a whole number, at least {_RESUBMIT_MINIMUM[key]}, got {value!r}")
+    return value
 
 
 def cluster_key(cluster: str, key: str = "metasched") -> str:
@@ -95,6 +137,7 @@ def _known(key: str) -> bool:
         key in ("metasched", "flow", *SPRITZ_KEYS)
         or key in _SECONDS
         or key in BLACKHOLE_KEYS
+        or key in RESUBMIT_DEFAULTS
         or any(pattern.match(key) for pattern in (_OPTION, _CLUSTER, _FLOW_OPTION, _CLUSTER_FLOW))
     )
 
@@ -115,6 +158,8 @@ def set_value(store: Store, key: str, value: Any) -> None:
         forecaster(settings)
     elif key in BLACKHOLE_KEYS:
         black_holes(settings)
+    elif key in RESUBMIT_DEFAULTS:
+        resubmit_value(settings, key)
     elif (match := _OPTION.match(key)) is not None:
         build(settings, match.group(1))
     elif key == "flow" or key.startswith("flow.") or _CLUSTER_FLOW.match(key):

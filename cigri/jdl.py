@@ -3,6 +3,17 @@
 Keys are case-insensitive. Global-only keys describe the campaign; every other top-level key is a
 default for each cluster that does not set it. Values may be given in CiGri's string forms
 (``"false"``, ``"300"``, ``"00:5:00"``). Every error names the key path (``clusters.luke.walltime``).
+
+Resubmission and checkpoints (cigri's; CiGri stored ``checkpointing_type`` and ignored it):
+
+- ``max_attempts`` (campaign-wide): how many times a job may run when it ends asking to run again (an RM kill
+  other than a preemption, exit 66, exit 67); then it is a RESUBMIT_LIMIT event. Default: the configured
+  ``resubmit.max_attempts`` (3).
+- ``retry_resources`` (per cluster): ``{walltime: FACTOR, max_walltime: HH:MM:SS}``; after each walltime kill
+  the job asks FACTOR times more walltime, never above the cap (:func:`_retry_resources`).
+- ``checkpointing_type`` (per cluster): ``signal`` or ``exit-code``, with ``checkpointing_signal``,
+  ``checkpointing_grace`` and ``checkpointing_exit_code`` (:func:`_checkpointing`). A resumed job finds
+  ``CIGRI_RESUME=1`` in its environment (0 on a first start).
 """
 
 from __future__ import annotations
@@ -21,9 +32,19 @@ import yaml
 
 from .errors import JdlError
 
-GLOBAL_ONLY = ("name", "clusters", "param_file", "nb_jobs", "params", "priority", "class", "finalize")
+GLOBAL_ONLY = (
+    "name",
+    "clusters",
+    "param_file",
+    "nb_jobs",
+    "params",
+    "priority",
+    "class",
+    "finalize",
+    "max_attempts",
+)
 # CiGri keys cigri does not build yet: refused by name rather than accepted and silently ignored
-NOT_SUPPORTED = ("jobs_type", "checkpointing_type")
+NOT_SUPPORTED = ("jobs_type",)
 NOT_SUPPORTED_PREFIX = "output_"  # output_gathering_method, output_file, output_destination
 
 # per-cluster keys and their defaults (CiGri v3's); None means "not set"
@@ -44,7 +65,18 @@ CLUSTER_DEFAULTS: dict[str, object] = {
     "environment": {},  # variables every job gets (the CIGRI_* ones win)
     "temporal_grouping": False,  # short jobs in sequence in one RM job: false, true, or seconds per RM job
     "dimensional_grouping": False,  # one RM job per node running one job per core
+    "retry_resources": None,  # {walltime: factor, max_walltime: cap}: a job killed at its walltime asks more
+    "checkpointing_type": None,  # signal or exit-code (see _checkpointing)
+    "checkpointing_signal": None,  # with signal: the signal sent a grace before the walltime (default USR2)
+    "checkpointing_grace": None,  # with signal: seconds before the walltime (default 300)
+    "checkpointing_exit_code": None,  # the exit status meaning "checkpointed, resume me" (default: configured, 68)
 }
+
+CHECKPOINT_TYPES = ("signal", "exit-code")
+CHECKPOINT_SIGNALS = ("USR1", "USR2", "TERM", "INT", "HUP", "ALRM", "URG", "XCPU")
+DEFAULT_CHECKPOINT_SIGNAL = "USR2"  # OAR's default for oarsub --checkpoint; Slurm's --signal wants one named
+DEFAULT_CHECKPOINT_GRACE = 300  # seconds: Slurm's --signal default is 60, OAR users give minutes
+RESERVED_EXITS = (0, 66, 67)  # success, resubmit, resubmit at the end: no checkpoint code
 
 MAX_WALLTIME = 366 * 86400
 MAX_NB_JOBS = 100_000_000  # beyond this, a param_file says better what the jobs are
@@ -248,12 +280,84 @@ def _cluster_settings(raw: dict, path: str) -> dict:
             out[key] = _lines(value, kpath)
         elif key == "environment":
             out[key] = _environment(value, kpath)
+        elif key == "checkpointing_grace":
+            out[key] = parse_walltime(value, kpath)
+        elif key == "checkpointing_exit_code":
+            out[key] = exit_code(value, kpath)
     if not out.get("exec_file"):
         raise JdlError(f"{path}.exec_file", "required (globally or for this cluster)")
     for stage in ("prologue", "epilogue"):
         if out.get(f"{stage}_walltime") is None:
             out[f"{stage}_walltime"] = out["walltime"]
+    out["retry_resources"] = _retry_resources(raw.get("retry_resources"), out["walltime"], f"{path}.retry_resources")
+    _checkpointing(out, raw, path)
     return out
+
+
+def exit_code(value: object, path: str) -> int:
+    """An exit status a job may choose for itself: 1 to 255, not 66 nor 67 (cigri's resubmission codes)."""
+    code = _int(value, path, 1)
+    if code > 255 or code in RESERVED_EXITS:
+        raise JdlError(path, f"expected an exit status from 1 to 255 other than 66 and 67, not {code}")
+    return code
+
+
+def _retry_resources(value: object, walltime: int, path: str) -> dict | None:
+    """``retry_resources``: ``{walltime: factor, max_walltime: cap}``. A job its RM killed at its walltime runs
+    again with its walltime times the factor (after each such kill), never above the cap. The JDL asks no
+    memory (resources are nodes and cores): a memory retry would ask nothing more, so it is refused."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise JdlError(path, "expected a mapping: {walltime: FACTOR, max_walltime: HH:MM:SS}")
+    value = _lower_keys(value, path)
+    for key in value:
+        if key in ("memory", "max_memory"):
+            raise JdlError(f"{path}.{key}", "the JDL asks no memory (resources are nodes and cores): none to raise")
+        if key not in ("walltime", "max_walltime"):
+            raise JdlError(f"{path}.{key}", "unknown key (valid keys: max_walltime, walltime)")
+    factor = value.get("walltime")
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 1 < factor <= 100:
+        raise JdlError(f"{path}.walltime", f"expected a factor above 1 (at most 100), not {factor!r}")
+    if "max_walltime" not in value:
+        raise JdlError(f"{path}.max_walltime", "required: the walltime retries never exceed")
+    cap = parse_walltime(value["max_walltime"], f"{path}.max_walltime")
+    if cap <= walltime:
+        raise JdlError(f"{path}.max_walltime", f"must be above the walltime ({format_walltime(walltime)})")
+    return {"walltime": float(factor), "max_walltime": cap}
+
+
+def _checkpointing(out: dict, raw: dict, path: str) -> None:
+    """``checkpointing_type``: ``signal`` (``checkpointing_signal`` is sent ``checkpointing_grace`` seconds
+    before the walltime) or ``exit-code`` (the job exits with ``checkpointing_exit_code`` to be resumed);
+    the signal keys only go with ``signal``."""
+    kind = raw.get("checkpointing_type")
+    if kind is not None:
+        kind = _str(kind, f"{path}.checkpointing_type").strip().lower().replace("_", "-")
+        if kind not in CHECKPOINT_TYPES:
+            given = raw["checkpointing_type"]
+            raise JdlError(f"{path}.checkpointing_type", f"expected signal or exit-code, not {given!r}")
+    out["checkpointing_type"] = kind
+    if kind != "signal":
+        for key in ("checkpointing_signal", "checkpointing_grace"):
+            if raw.get(key) is not None:
+                raise JdlError(f"{path}.{key}", "goes with checkpointing_type: signal")
+        return
+    grouped = [key for key in ("temporal_grouping", "dimensional_grouping") if out.get(key)]
+    if grouped:  # the RM signals the pack, which runs several jobs: no job would get it as its own
+        raise JdlError(f"{path}.checkpointing_type", f"signal does not go with {grouped[0]} (use exit-code)")
+    name = _str(raw.get("checkpointing_signal") or DEFAULT_CHECKPOINT_SIGNAL, f"{path}.checkpointing_signal")
+    name = name.strip().upper().removeprefix("SIG")
+    if name not in CHECKPOINT_SIGNALS:
+        raise JdlError(f"{path}.checkpointing_signal", f"expected one of {', '.join(CHECKPOINT_SIGNALS)}, not {name!r}")
+    out["checkpointing_signal"] = name
+    grace = out.get("checkpointing_grace") or DEFAULT_CHECKPOINT_GRACE
+    if grace >= out["walltime"]:
+        raise JdlError(
+            f"{path}.checkpointing_grace",
+            f"{grace} s before the walltime ({out['walltime']} s) leaves the job no time: give a shorter grace",
+        )
+    out["checkpointing_grace"] = grace
 
 
 @dataclass(frozen=True)
@@ -267,6 +371,7 @@ class Jdl:
     priority: int = 0  # higher first under fifo (the other strategies order by their own rules)
     klass: str = ""  # the JDL's ``class``: Scoot's requestor, matched by the classload strategy
     finalize: bool = False  # replicate the campaign's last jobs on idle slots of other clusters
+    max_attempts: int | None = None  # runs of a job that end asking to run again (None: the configured limit)
     raw: dict = field(default_factory=dict)
 
     def as_record(self) -> dict:
@@ -283,6 +388,7 @@ class Jdl:
             "priority": self.priority,
             "class": self.klass,
             "finalize": self.finalize,
+            "max_attempts": self.max_attempts,
         }
 
     def param_blocks(self, size: int) -> Iterator[tuple[int, list[str]]]:
@@ -514,6 +620,7 @@ def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None)
         priority=_priority(top.get("priority", 0), "priority"),
         klass=_str(top.get("class", ""), "class"),
         finalize=_bool(top.get("finalize", False), "finalize"),
+        max_attempts=None if top.get("max_attempts") is None else _int(top["max_attempts"], "max_attempts", 1),
         raw=data,
     )
 

@@ -55,6 +55,17 @@ class RemoteState(StrEnum):
     UNKNOWN = "unknown"  # not listed, or a state without a translation: ask again later
 
 
+class KillCause(StrEnum):
+    """Why a resource manager ended a job it was running or holding, as its adapter reads the RM's own words
+    (each adapter's table is in its module). A word it does not know is OTHER, never an error."""
+
+    PREEMPTED = "preempted"  # a best-effort job evicted to make room (OAR BESTEFFORT_KILL, Slurm PREEMPTED)
+    WALLTIME = "walltime"  # it reached its walltime (OAR WALLTIME, Slurm TIMEOUT)
+    MEMORY = "memory"  # it used more memory than it was given (Slurm OUT_OF_MEMORY)
+    ADMIN = "admin"  # an administrator or a user cancelled it (OAR EXTERMINATE, Slurm CANCELLED)
+    OTHER = "other"  # a node failure, a boot failure, a word without a translation
+
+
 class EventClass(StrEnum):
     CLUSTER = "cluster"
     CAMPAIGN = "campaign"
@@ -68,7 +79,7 @@ class EventState(StrEnum):
 
 class EventCode(StrEnum):
     EXIT_ERROR = "EXIT_ERROR"  # job exited non-zero (not 66)
-    RESUBMIT_LIMIT = "RESUBMIT_LIMIT"  # killed or asked for resubmission too often
+    RESUBMIT_LIMIT = "RESUBMIT_LIMIT"  # ran its attempts (or its resumes), each end in the message
     PROLOGUE_ERROR = "PROLOGUE_ERROR"
     EPILOGUE_ERROR = "EPILOGUE_ERROR"
     SUBMIT_ERROR = "SUBMIT_ERROR"  # the RM rejected the campaign's settings
@@ -77,6 +88,7 @@ class EventCode(StrEnum):
     BLACK_HOLE = "BLACK_HOLE"  # the campaign's jobs end at once on that cluster (the sink effect): blacklisted
     BLACKLIST = "BLACKLIST"  # a campaign kept off a cluster by a job's error there (its parent): until fixed
     ADMIN_BLACKLIST = "ADMIN_BLACKLIST"  # the admin keeps every campaign off a cluster: until --unblacklist
+    FAILURE_RATE = "FAILURE_RATE"  # too many of the campaign's last ends failed: it is paused until fixed
 
 
 @dataclass(frozen=True)
@@ -107,6 +119,8 @@ class Job:
     ended_at: float | None
     resubmits: int
     preemptions: int = 0  # times the metascheduler took it back to run it later (never a failure)
+    resumes: int = 0  # times it went back preempted by its RM or checkpointed (never a failure nor an attempt)
+    checkpoint_cluster: str | None = None  # the cluster holding its checkpoint, where it resumes
 
 
 @dataclass(frozen=True)
@@ -150,6 +164,9 @@ class JobSpec:
     best_effort: bool = False
     user: str = ""
     env: dict = field(default_factory=dict)
+    resume: bool = False  # it resumes from its checkpoint (CIGRI_RESUME=1)
+    checkpoint_signal: str = ""  # sent checkpoint_grace seconds before the walltime ("USR2"; "": none)
+    checkpoint_grace: int = 0
 
 
 @dataclass(frozen=True)
@@ -161,6 +178,7 @@ class RemoteStatus:
     ended_at: float | None = None
     reason: str = ""
     returned: bool = False  # KILLED before it began (its pack ended first): back to the bag, no failure
+    cause: KillCause | None = None  # why the RM ended it, when it did (set for KILLED, and for an OOM exit)
 
 
 @dataclass(frozen=True)

@@ -174,3 +174,20 @@ def test_cluster_flows_read_the_configuration_and_an_override_applies_everywhere
     assert (flows["local"].strategy.name, flows["local"].strategy.depth) == ("constant", 4)
     assert (flows["local"].host, flows["local"].reference) == ("nfs1", 3.0)
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("resubmit.max_attempts", "0", "resubmit.max_attempts: expected a whole number, at least 1, got 0"),
+        ("resubmit.max_resumes", "many", "resubmit.max_resumes: expected a whole number, at least 1, got 'many'"),
+        ("resubmit.failure_window", "5", "resubmit.failure_window: expected a whole number, at least 10, got 5"),
+        ("resubmit.failure_rate", "1.5", "resubmit.failure_rate: expected a fraction between 0 and 1"),
+        ("checkpoint.exit_code", "66", "checkpoint.exit_code: expected an exit status from 1 to 255 other than 66"),
+    ],
+)
+def test_a_bad_resubmission_or_checkpoint_value_is_refused_and_nothing_is_written(cli, key, value, message):
+    assert message in fails(cli, "config", "set", key, value)
+    assert cli.json("config", "show") == {}
+    cli("config", "set", key, {"resubmit.failure_rate": "0.75", "checkpoint.exit_code": "99"}.get(key, "12"))
+    assert list(cli.json("config", "show")) == [key]

@@ -115,9 +115,9 @@ def test_exit_66_is_resubmitted(cli, tmp_path, job_script):
     assert cli.json("gridstat", "-c", str(cid))["state"] == "terminated"
 
 
-def test_walltime_kill_is_resubmitted_then_an_event(store, cycle, tmp_path, job_script, monkeypatch):
-    monkeypatch.setattr("cigri.cycle.updator.MAX_RESUBMITS", 1)
-    cid = submit(store, write_jdl(tmp_path, exec_file=str(job_script), walltime=1, params=["w sleep:30"]))
+def test_walltime_kill_is_resubmitted_then_an_event(store, cycle, tmp_path, job_script):
+    jdl = write_jdl(tmp_path, exec_file=str(job_script), walltime=1, params=["w sleep:30"], max_attempts=2)
+    cid = submit(store, jdl)
     wait_for(lambda: (cycle.run(), store.events(campaign_id=cid))[1], timeout=30)
     event, blacklist = store.events(campaign_id=cid)
     assert event.code.value == "RESUBMIT_LIMIT" and "walltime" in event.message
@@ -350,8 +350,7 @@ def test_a_failed_prologue_blocks_then_runs_again_when_fixed(cli, tmp_path, job_
     assert cli.json("gridstat", "-c", str(cid))["state"] == "terminated" and runs(tmp_path) == ["a "]
 
 
-def test_a_killed_prologue_is_run_again_then_fails_after_the_limit(store, cycle, tmp_path, job_script, monkeypatch):
-    monkeypatch.setattr("cigri.cycle.updator.MAX_RESUBMITS", 1)
+def test_a_killed_prologue_is_run_again_then_fails_after_the_limit(store, cycle, tmp_path, job_script):
     cid = submit(
         store,
         write_jdl(
@@ -360,6 +359,7 @@ def test_a_killed_prologue_is_run_again_then_fails_after_the_limit(store, cycle,
             params=["a"],
             prologue_walltime=1,
             prologue=[f"echo try >> {tmp_path}/tries; sleep 30"],
+            max_attempts=2,
         ),
     )
     wait_for(lambda: (cycle.run(), store.events(campaign_id=cid))[1], timeout=40)

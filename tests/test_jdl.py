@@ -57,7 +57,6 @@ def test_defaults_are_cigris():
     ("key", "value"),
     [
         ("jobs_type", "desktop_computing"),
-        ("checkpointing_type", "blcr"),
         ("output_gathering_method", "scp"),
         ("output_file", "out.tgz"),
         ("output_destination", "frontend:/data"),
@@ -243,3 +242,52 @@ def test_campaign_scheduling_keys_have_defaults_and_reach_the_record():
 def test_bad_campaign_scheduling_keys_name_the_key(key, value, message):
     with pytest.raises(JdlError, match=f"^{message}"):
         jdl.parse({**BASE, key: value})
+
+
+@pytest.mark.parametrize(
+    ("settings", "error"),
+    [
+        ({"checkpointing_type": "blcr"}, "clusters.a.checkpointing_type: expected signal or exit-code, not 'blcr'"),
+        ({"checkpointing_signal": "USR1"}, "clusters.a.checkpointing_signal: goes with checkpointing_type: signal"),
+        (
+            {"checkpointing_type": "signal", "checkpointing_signal": "KILL"},
+            "clusters.a.checkpointing_signal: expected one of USR1, USR2, TERM, INT, HUP, ALRM, URG, XCPU, not 'KILL'",
+        ),
+        (
+            {"checkpointing_type": "exit-code", "checkpointing_exit_code": 66},
+            "clusters.a.checkpointing_exit_code: expected an exit status from 1 to 255 other than 66 and 67, not 66",
+        ),
+        ({"retry_resources": {"walltime": 1}}, "clusters.a.retry_resources.walltime: expected a factor above 1"),
+        ({"retry_resources": {"walltime": 2}}, "clusters.a.retry_resources.max_walltime: required"),
+        (
+            {"retry_resources": {"walltime": 2, "max_walltime": "00:30:00"}},
+            "clusters.a.retry_resources.max_walltime: must be above the walltime (01:00:00)",
+        ),
+        ({"retry_resources": {"cores": 2}}, "clusters.a.retry_resources.cores: unknown key"),
+        (
+            {"checkpointing_type": "signal", "temporal_grouping": True},
+            "clusters.a.checkpointing_type: signal does not go with temporal_grouping (use exit-code)",
+        ),
+    ],
+)
+def test_checkpointing_and_retry_resources_are_checked(settings, error):
+    with pytest.raises(JdlError) as bad:
+        jdl.parse({"name": "n", "exec_file": "x", "nb_jobs": 1, "clusters": {"a": settings}})
+    assert str(bad.value).startswith(error)
+
+
+def test_checkpointing_and_retry_resources_defaults():
+    parsed = jdl.parse(
+        {
+            "name": "n",
+            "exec_file": "x",
+            "nb_jobs": 1,
+            "checkpointing_type": "Signal",
+            "retry_resources": {"walltime": 2, "max_walltime": "04:00:00"},
+            "clusters": {"a": {}, "b": {"checkpointing_type": "exit_code", "checkpointing_exit_code": "99"}},
+        }
+    )
+    a, b = parsed.clusters["a"], parsed.clusters["b"]
+    assert (a["checkpointing_type"], a["checkpointing_signal"], a["checkpointing_grace"]) == ("signal", "USR2", 300)
+    assert a["retry_resources"] == {"walltime": 2.0, "max_walltime": 4 * 3600}
+    assert (b["checkpointing_type"], b["checkpointing_exit_code"], b["checkpointing_signal"]) == ("exit-code", 99, None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from cigri.adapters import AdapterContext, adapter_for
 from cigri.clock import RealClock
 from cigri.errors import JdlError
-from cigri.model import Cluster, JobSpec, RemoteState
+from cigri.model import Cluster, JobSpec, KillCause, RemoteState
 
 from .conftest import wait_for
 
@@ -84,6 +85,19 @@ def test_walltime_kills(local):
     ids = local.submit("k", [spec(1, "sleep", "30", walltime=1)])
     states = wait_for(lambda: finished(local, ids), timeout=15)
     assert states[ids[0]].state == RemoteState.KILLED and states[ids[0]].reason == "walltime"
+    assert states[ids[0]].cause == KillCause.WALLTIME
+
+
+def test_a_checkpointing_job_gets_its_signal_a_grace_before_its_walltime(local, tmp_path):
+    mark = tmp_path / "signalled"
+    body = f'trap "echo USR2 > {mark}; exit 0" USR2; sleep 30 & wait'
+    checkpointing = replace(spec(1, "sh", "-c", body, walltime=4), checkpoint_signal="USR2", checkpoint_grace=3)
+    ids = local.submit("k", [checkpointing, spec(2, "sh", "-c", body, walltime=1)])
+    states = wait_for(lambda: finished(local, ids), timeout=15)
+    assert (states[ids[0]].state, states[ids[0]].exit_code) == (RemoteState.EXITED, 0)
+    assert states[ids[0]].ended_at - states[ids[0]].started_at < 3, "signalled 1 s after its start"
+    assert mark.read_text() == "USR2\n"
+    assert states[ids[1]].cause == KillCause.WALLTIME, "no signal without checkpointing"
 
 
 def test_cancel_queued_and_running(local):
@@ -92,6 +106,7 @@ def test_cancel_queued_and_running(local):
     local.cancel(ids)
     states = wait_for(lambda: finished(local, ids))
     assert {s.state for s in states.values()} == {RemoteState.KILLED}
+    assert {s.cause for s in states.values()} == {KillCause.ADMIN}  # running or queued, cancelled
 
 
 def test_environment_has_every_cigri_variable(local, tmp_path):
@@ -122,6 +137,7 @@ def test_a_killed_daemon_is_replaced_and_its_jobs_reported_lost(local):
     wait_for(lambda: local.spool.daemon_pid() is None)
     states = wait_for(lambda: finished(local, ids), timeout=15)  # states() starts a new daemon
     assert states[ids[0]].state == RemoteState.KILLED and "stopped while the job ran" in states[ids[0]].reason
+    assert (states[ids[0]].cause, states[ids[1]].cause) == (KillCause.OTHER, None)
 
 
 def test_daemon_exits_when_idle_and_restarts_on_demand(local):

@@ -374,7 +374,7 @@ class Overrunning:
 def test_on_the_local_cluster_a_job_past_its_walltime_and_the_grace_is_a_walltime_kill(
     store, tmp_path, job_script, monkeypatch
 ):
-    monkeypatch.setattr("cigri.cycle.updator.MAX_RESUBMITS", 1)
+    config.set_value(store, "resubmit.max_attempts", 2)
     config.set_value(store, "nikita.walltime_grace", 1)
     cid = submit(store, write_jdl(tmp_path, exec_file=str(job_script), walltime=1, params=["w sleep:30"]))
     clock = RealClock()

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import shlex
+import string
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cigri.adapters import AdapterContext, adapter_class, validate_config
 from cigri.adapters.oar import (
@@ -19,6 +22,7 @@ from cigri.adapters.oar import (
     exit_status,
     job_of,
     job_wrapper,
+    kill_cause,
     param_line,
     resubmitted_as,
     translate,
@@ -28,7 +32,7 @@ from cigri.adapters.oar_ssh import OarSsh
 from cigri.adapters.transport import LocalRunner, Result
 from cigri.clock import RealClock
 from cigri.errors import AdapterError, ConfigError, SubmitError, TransportError
-from cigri.model import Cluster, JobSpec, RemoteState
+from cigri.model import Cluster, JobSpec, KillCause, RemoteState
 from tests.oar.contract import OarState, unwrapped
 from tests.oar.fake_commands import execute, install_fake_commands
 from tests.oar.server import OarServer
@@ -38,6 +42,7 @@ from .conftest import write_jdl
 TOKEN = "oar3.secret-token.XYZ"  # must never show in a message
 NASTY = ["a b; echo hacked", "$(touch pwned)", "`id`", "it's", '"quoted" \\ *', "-n", "", "~", "x*"]
 LOGIN = "cigritest"
+CHECKPOINT = {"checkpoint_signal": "USR2", "checkpoint_grace": 300}  # a JDL's checkpointing_type: signal
 
 
 def spec(i: int, *params: str, directory: str = "~", best_effort: bool = False, **fields) -> JobSpec:
@@ -95,6 +100,33 @@ def test_the_state_and_event_table(state, exit_code, events, expected):
         assert reason  # an event the user can read, never a silent success
     if events and events[0].startswith("WORKING_DIRECTORY"):
         assert reason == "working directory problem: Bad job working directory: /nope"
+
+
+@pytest.mark.parametrize(
+    ("events", "cause"),
+    [
+        (["BESTEFFORT_KILL"], KillCause.PREEMPTED),
+        (["WALLTIME"], KillCause.WALLTIME),
+        (["EXTERMINATE_JOB"], KillCause.ADMIN),
+        (["FRAG_JOB_REQUEST"], KillCause.ADMIN),
+        (["SWITCH_INTO_TERMINATE_STATE", "BESTEFFORT_KILL"], KillCause.PREEMPTED),
+        (["FRAG_JOB_REQUEST", "WALLTIME"], KillCause.WALLTIME),  # the last kill event says it
+        (["SOMETHING_ELSE"], None),  # not a kill: an error for the user
+    ],
+)
+def test_why_oar_killed_a_job(events, cause):
+    assert kill_cause(job_of(record(5, "Error", None, *events))) == cause
+
+
+@given(
+    state=st.sampled_from(["Error", "Terminated", "Running", "Odd"]),
+    kinds=st.lists(st.text(string.ascii_uppercase + "_:", max_size=20), max_size=4),
+)
+def test_any_events_give_a_cause_exactly_when_oar_killed_the_job(state, kinds):
+    job = job_of(record(5, state, None, *kinds))
+    cause = kill_cause(job)
+    assert (cause is not None) == (translate(job)[0] == RemoteState.KILLED)
+    assert cause is None or isinstance(cause, KillCause)
 
 
 def test_exit_status_reads_wait_statuses():
@@ -224,8 +256,8 @@ def test_submission_fields_and_mapping_by_array_index(tmp_path):
 
     adapter = mocked(tmp_path, handler)
     specs = [
-        spec(1, "job1", directory="~/out", best_effort=True, properties="host != 'n3'", project="p1"),
-        spec(2, "job10"),
+        spec(1, "job1", directory="~/out", best_effort=True, properties="host != 'n3'", project="p1", **CHECKPOINT),
+        spec(2, "job10", **CHECKPOINT),
         spec(3, "job1", "0"),
     ]
     assert adapter.submit("cigri.x.7.b.1", specs) == ["100", "117", "131"]
@@ -239,6 +271,8 @@ def test_submission_fields_and_mapping_by_array_index(tmp_path):
         "property": "host != 'n3'",
         "project": "p1",
         "type": ["besteffort"],
+        "checkpoint": 300,  # oarsub --checkpoint: seconds before the walltime
+        "signal": 12,  # oarsub --signal: SIGUSR2, by its number
     }
 
 
@@ -379,6 +413,12 @@ def test_oar_kills_are_resubmitted_and_the_workdir_error_is_the_users(oar, tmp_p
     assert [got[i].state for i in (*normal, *best)] == [RemoteState.KILLED] * 3
     assert "WALLTIME" in got[normal[0]].reason and "BESTEFFORT_KILL" in got[best[0]].reason
     assert "FRAG_JOB_REQUEST" in got[normal[1]].reason
+    assert [got[i].cause for i in (*normal, *best, *lost)] == [
+        KillCause.WALLTIME,
+        KillCause.ADMIN,
+        KillCause.PREEMPTED,
+        None,
+    ]
     assert got[lost[0]].state == RemoteState.EXITED and got[lost[0]].exit_code is None
     assert got[lost[0]].reason.startswith("working directory problem: Bad job working directory")
     adapter.cancel(normal)  # already over: nothing to refuse
@@ -489,7 +529,7 @@ def test_ssh_submission_stages_the_param_file_and_maps_by_index(tmp_path):
         }
     )
     adapter = ssh_adapter(tmp_path, runner, bin_dir="/opt/oar/bin")
-    specs = [spec(1, "a", *NASTY, best_effort=True, project="p"), spec(2, "a1")]
+    specs = [spec(1, "a", *NASTY, best_effort=True, project="p", **CHECKPOINT), spec(2, "a1", **CHECKPOINT)]
     assert adapter.submit("cigri.x.7.b.1", specs) == ["20", "21"]
     (script, staged) = next((argv, stdin) for argv, stdin in runner.calls if "oarsub" in " ".join(argv))
     assert [shlex.split(line) for line in staged.splitlines()] == [["1", "a", "a", *NASTY], ["2", "a1", "a1"]]
@@ -506,6 +546,10 @@ def test_ssh_submission_stages_the_param_file_and_maps_by_index(tmp_path):
         "p",
         "-t",
         "besteffort",
+        "--checkpoint",
+        "300",
+        "--signal",
+        "12",
         "--array-param-file",
         "/home/alice/.cigri/cigri.x.7.b.1.params",
         f"{job_wrapper(specs[0])} /home/alice/bin/run",

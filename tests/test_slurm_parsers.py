@@ -21,12 +21,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cigri.adapters import AdapterContext
-from cigri.adapters.slurm import STATES, SlurmSsh, exit_status, translate
+from cigri.adapters.slurm import STATES, SlurmSsh, exit_status, kill_cause, translate
 from cigri.adapters.slurm_rest import SlurmRest
 from cigri.adapters.transport import Result
 from cigri.clock import RealClock
 from cigri.errors import AdapterError
-from cigri.model import Capacity, Cluster, RemoteState, RemoteStatus
+from cigri.model import Capacity, Cluster, KillCause, RemoteState, RemoteStatus
 
 FIXTURES = Path(__file__).parent / "fixtures" / "slurm"
 # the command the fixtures were recorded with, which must stay the one SlurmSsh._our_jobs runs: if either
@@ -368,6 +368,23 @@ def test_sacct_refused_without_slurmdbd_leaves_tasks_unknown(tmp_path):
     assert adapter.states(["5_1"]) == {"5_1": RemoteStatus("5_1", UNKNOWN)}
 
 
+@pytest.mark.parametrize("moment", MOMENTS)
+def test_why_slurm_ended_the_recorded_tasks(tmp_path, moment):
+    """The recorded TIMEOUT is a walltime kill, the recorded scancels are admin kills; a task that ran to its
+    end, failed on its own, or is not over has no kill cause."""
+    ids = all_ids(moment)
+    for adapter in (recorded_ssh(tmp_path, moment), recorded_rest(tmp_path, moment)):
+        causes = {rid: s.cause for rid, s in adapter.states(ids).items()}
+        for scenario in ("ok", "fail", "signal"):
+            assert [causes[rid] for rid in tasks_of(scenario)] == [None] * len(tasks_of(scenario))
+        assert causes[task("run", 1)] == KillCause.ADMIN
+        if moment == "ended":
+            assert causes[task("timeout", 1)] == KillCause.WALLTIME
+            assert {causes[rid] for rid in tasks_of("filler")} == {KillCause.ADMIN}
+        else:
+            assert {causes[rid] for rid in (*tasks_of("timeout"), *PREEMPTED, *tasks_of("wait"))} == {None}
+
+
 # ---- states this Slurm cannot provoke: synthetic lines in the recorded formats --------------------------------
 
 SYNTHETIC = [
@@ -390,6 +407,32 @@ SYNTHETIC = [
     (("CONFIGURING", 0, "Resources"), (PENDING, None, "Resources")),
     (("WEIRD_NEW_STATE", 0, "Resources"), (UNKNOWN, None, "Resources")),
 ]
+
+
+CAUSES = [
+    ("PREEMPTED", KillCause.PREEMPTED),
+    ("TIMEOUT", KillCause.WALLTIME),
+    ("DEADLINE", KillCause.WALLTIME),
+    ("OUT_OF_MEMORY", KillCause.MEMORY),
+    ("CANCELLED by 0", KillCause.ADMIN),
+    ("CANCELLED+", KillCause.ADMIN),
+    ("NODE_FAIL", KillCause.OTHER),
+    ("BOOT_FAIL", KillCause.OTHER),
+    ("REVOKED", KillCause.OTHER),
+]
+
+
+@pytest.mark.parametrize(("state", "cause"), CAUSES, ids=[c[0] for c in CAUSES])
+def test_why_slurm_killed_a_task(tmp_path, state, cause):
+    ssh = ssh_adapter(tmp_path, {SQUEUE: squeue_line("42_1", state, 15, "None") + "\n"})
+    rest = rest_adapter(tmp_path, {"meta": {}, "errors": [], "jobs": [rest_job("42_1", state, 15, "None")]})
+    assert [adapter.states(["42_1"])["42_1"].cause for adapter in (ssh, rest)] == [cause, cause]
+
+
+@given(word=st.text(string.ascii_uppercase + "_ +", min_size=0, max_size=20))
+def test_a_kill_word_slurm_did_not_have_is_other_never_an_error(word):
+    name = word.split()[0].rstrip("+") if word.split() else ""
+    assert kill_cause(word) == (dict((s.split()[0].rstrip("+"), c) for s, c in CAUSES).get(name, KillCause.OTHER))
 
 
 def squeue_line(remote_id: str, state: str, raw: int, reason: str, name: str = "cigri.synthetic") -> str:
@@ -499,3 +542,14 @@ def test_ssh_hold_and_release_ignore_tasks_gone_and_report_other_errors(tmp_path
     adapter.hold(["7_1", "8_1"])
     with pytest.raises(AdapterError, match="Access/permission denied"):
         adapter.release(["7_1"])
+
+
+def test_sacct_says_why_slurm_killed_a_task(tmp_path):
+    """slurmdbd's recorded words for jobs slurmctld forgot: TIMEOUT, the preempted filler, an scancel."""
+    recorded = text("sacct-accounting.ended.txt").splitlines()
+    lines = [next(line for line in recorded if f"|{state}|" in line) for state in ("TIMEOUT", "PREEMPTED", "CANCELLED")]
+    ids = [line.split("|")[0] for line in lines]
+    sacct = ("sacct", "-n", "-P", "-X", "-o", "JobID,State,ExitCode,Start,End", "-j", ",".join(ids))
+    adapter = ssh_adapter(tmp_path, {SQUEUE: "", sacct: "\n".join(lines) + "\n"}, accounting="sacct")
+    statuses = adapter.states(ids)
+    assert [statuses[rid].cause for rid in ids] == [KillCause.WALLTIME, KillCause.PREEMPTED, KillCause.ADMIN]

@@ -99,6 +99,7 @@ def batch_environment(spec: JobSpec, workdir: str) -> dict[str, str]:
         "CIGRI_RESOURCES": spec.resources,
         "CIGRI_WALLTIME": format_walltime(spec.walltime),
         "CIGRI_WALLTIME_SECONDS": str(spec.walltime),
+        "CIGRI_RESUME": "1" if spec.resume else "0",  # 1: resume from your checkpoint
     }
     return {**spec.env, **values}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import JdlError, TransportError
 from ..jdl import parse_resources, resource_slots
-from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
+from ..model import Capacity, Cluster, JobSpec, KillCause, RemoteState, RemoteStatus
 from ..private import write_private
 from . import AdapterContext, Option, expand_home, job_environment
 from .local_rm import Spool
@@ -28,6 +28,21 @@ STATES = {
     "cancelled": RemoteState.KILLED,
     "lost": RemoteState.KILLED,
 }
+
+# why the local RM ended a job, from its reason; a killed, cancelled or lost job with any other reason (the
+# daemon stopped while it ran) is OTHER
+CAUSES = {
+    "walltime": KillCause.WALLTIME,
+    "cancelled": KillCause.ADMIN,
+    "cancelled before start": KillCause.ADMIN,
+}
+
+
+def kill_cause(state: str, reason: str | None) -> KillCause | None:
+    """Why the local RM ended a job in ``state`` with ``reason`` (None: it exited on its own)."""
+    if STATES.get(state) != RemoteState.KILLED:
+        return None
+    return CAUSES.get(reason or "", KillCause.OTHER)
 
 
 def login_environment(home: str) -> dict[str, str]:
@@ -100,7 +115,10 @@ class LocalAdapter:
             cwd = expand_home(spec.directory, self.home)
             argv = [expand_home(spec.argv[0], self.home), *spec.argv[1:]]
             env = {**login_environment(self.home), **job_environment(spec, cwd, self._nodefile(spec.slots))}
-            jobs.append({"argv": argv, "cwd": cwd, "env": env, "walltime": spec.walltime, "slots": spec.slots})
+            job = {"argv": argv, "cwd": cwd, "env": env, "walltime": spec.walltime, "slots": spec.slots}
+            if spec.checkpoint_signal:  # the daemon sends it a grace before the walltime
+                job |= {"signal": spec.checkpoint_signal, "grace": spec.checkpoint_grace}
+            jobs.append(job)
         ids = self.spool.submit(batch_key, jobs, self.clock.now())
         self.spool.ensure_daemon()
         return [str(i) for i in ids]
@@ -113,7 +131,8 @@ class LocalAdapter:
         self.spool.ensure_daemon()  # a daemon that died is restarted by the next pass
         out = {rid: RemoteStatus(rid, RemoteState.UNKNOWN) for rid in remote_ids}
         for job_id, state, code, started, ended, reason in self.spool.rows([int(r) for r in remote_ids]):
-            out[str(job_id)] = RemoteStatus(str(job_id), STATES[state], code, started, ended, reason or "")
+            cause = kill_cause(state, reason)
+            out[str(job_id)] = RemoteStatus(str(job_id), STATES[state], code, started, ended, reason or "", cause=cause)
         return out
 
     def cancel(self, remote_ids: Sequence[str]) -> None:

@@ -6,6 +6,10 @@ exit statuses for the next almighty pass to collect. The daemon is woken through
 queued or cancelled and through SIGCHLD when a job ends, so it never polls; it exits after a while
 without work and is started again on demand.
 
+A job that checkpoints by signal gets its signal (its ``ckpt_signal``, ``ckpt_grace`` seconds before its
+walltime) from the daemon itself, to its process group, as Slurm's ``--signal`` and OAR's ``--checkpoint``
+do; at the walltime it is killed (SIGTERM, then SIGKILL) as any job.
+
 Lost wake-ups are impossible: a client commits its rows, then writes to the FIFO; finding no reader
 (ENXIO) it starts a daemon, which waits for the lock. A daemon that goes idle first closes the FIFO,
 then looks for work once more before it releases the lock.
@@ -50,6 +54,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     started_at REAL,
     ended_at REAL
 );
+-- and the COLUMNS below
 CREATE INDEX IF NOT EXISTS jobs_live ON jobs(state, id) WHERE state IN ('queued', 'running');
 -- queries on live jobs repeat this IN term (LIVE below) so that SQLite uses the index: their cost
 -- then follows the jobs queued and running, not the jobs the spool ever held
@@ -57,6 +62,9 @@ CREATE INDEX IF NOT EXISTS jobs_batch ON jobs(batch);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
+# columns added to SCHEMA's jobs since its first version (a spool of an earlier version gets them on opening):
+# the checkpoint signal (a name, "" for none) and how many seconds before the walltime it is sent
+COLUMNS = {"ckpt_signal": "TEXT NOT NULL DEFAULT ''", "ckpt_grace": "INTEGER NOT NULL DEFAULT 0"}
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
 LIVE = "state IN ('queued', 'running')"
 
@@ -82,6 +90,10 @@ class Spool:
         for statement in SCHEMA.split(";"):
             if statement.strip():
                 self.conn.execute(statement)
+        present = {row[1] for row in self.conn.execute("PRAGMA table_info(jobs)")}
+        for name, kind in COLUMNS.items():
+            if name not in present:
+                self.conn.execute(f"ALTER TABLE jobs ADD COLUMN {name} {kind}")
         self.conn.execute("COMMIT")
 
     lock_path = property(lambda self: self.dir / "daemon.lock")
@@ -112,8 +124,8 @@ class Spool:
             if existing is None:
                 first = self.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM jobs").fetchone()[0]
                 self.conn.executemany(
-                    "INSERT INTO jobs (id, batch, argv, cwd, env, walltime, slots, state, queued_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?)",
+                    "INSERT INTO jobs (id, batch, argv, cwd, env, walltime, slots, state, queued_at, ckpt_signal, "
+                    "ckpt_grace) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
                     [
                         (
                             first + i,
@@ -124,6 +136,8 @@ class Spool:
                             j["walltime"],
                             j["slots"],
                             now,
+                            j.get("signal", ""),
+                            j.get("grace", 0),
                         )
                         for i, j in enumerate(jobs)
                     ],
@@ -273,13 +287,14 @@ class Spool:
     # daemon side
     def live(self) -> list[tuple]:
         return self.conn.execute(
-            "SELECT id, argv, cwd, env, walltime, slots, state, cancel, pid, pid_start, started_at FROM jobs "
-            f"WHERE {LIVE} ORDER BY id"
+            "SELECT id, argv, cwd, env, walltime, slots, state, cancel, pid, pid_start, started_at, ckpt_signal, "
+            f"ckpt_grace FROM jobs WHERE {LIVE} ORDER BY id"
         ).fetchall()
 
     def queued(self, limit: int) -> list[tuple]:
         return self.conn.execute(
-            f"SELECT id, argv, cwd, env, walltime, slots FROM jobs WHERE {LIVE} AND state = 'queued' "
+            f"SELECT id, argv, cwd, env, walltime, slots, ckpt_signal, ckpt_grace FROM jobs WHERE {LIVE} "
+            "AND state = 'queued' "
             "ORDER BY id LIMIT ?",
             (limit,),
         ).fetchall()
@@ -329,6 +344,15 @@ class _Running:
     deadline: float
     kill_reason: str | None = None
     kill_at: float | None = None
+    checkpoint_at: float | None = None  # when its checkpoint signal is due (None: none, or sent)
+    checkpoint_signal: int = 0
+
+
+def _checkpoint(name: str, grace: int, deadline: float) -> tuple[float | None, int]:
+    """(when, which signal) a job checkpointing by signal gets it: ``grace`` seconds before its deadline."""
+    if not name:
+        return None, 0
+    return deadline - grace, int(signal.Signals[f"SIG{name}"])
 
 
 class Daemon:
@@ -340,11 +364,14 @@ class Daemon:
     def adopt(self) -> None:
         """Jobs a dead daemon left running: watched until they end, then reported lost (no exit status)."""
         ended = []
-        for job_id, _a, _c, _e, walltime, slots, state, _cancel, pid, pid_start, started in self.spool.live():
+        for row in self.spool.live():
+            job_id, _a, _c, _e, walltime, slots, state, _cancel, pid, pid_start, started, name, grace = row
             if state != "running":
                 continue
             if pid and _proc_start(pid) == pid_start:
-                self.running[job_id] = _Running(job_id, None, pid, slots, (started or time.time()) + walltime)
+                deadline = (started or time.time()) + walltime
+                at, number = _checkpoint(name, grace, deadline)
+                self.running[job_id] = _Running(job_id, None, pid, slots, deadline, None, None, at, number)
             else:
                 ended.append(
                     ("lost", None, "the local resource manager stopped while the job ran", time.time(), job_id)
@@ -352,7 +379,7 @@ class Daemon:
         self.spool.record([], ended)
 
     def _start(self, row: tuple, meta: dict, now: float) -> tuple | None:
-        job_id, argv, cwd, env, walltime, slots = row
+        job_id, argv, cwd, env, walltime, slots, name, grace = row
         argv = json.loads(argv)
         out = self.spool.out_path(job_id, "stdout")
         err = self.spool.out_path(job_id, "stderr")
@@ -373,7 +400,8 @@ class Daemon:
                 what = exc.filename or argv[0]
                 err_file.write(f"cigri: cannot start {argv[0]!r} in {cwd!r}: {exc.strerror}: {what}\n".encode())
                 return ("exited", code, f"cannot start: {exc.strerror}", now, job_id)
-        self.running[job_id] = _Running(job_id, proc, proc.pid, slots, now + walltime)
+        at, number = _checkpoint(name, grace, now + walltime)
+        self.running[job_id] = _Running(job_id, proc, proc.pid, slots, now + walltime, None, None, at, number)
         return (proc.pid, _proc_start(proc.pid), now, job_id)
 
     def step(self) -> float:
@@ -407,6 +435,9 @@ class Daemon:
             elif run.kill_at is not None and now >= run.kill_at:
                 self._signal(run, signal.SIGKILL)
                 run.kill_at = None
+            elif run.checkpoint_at is not None and now >= run.checkpoint_at and not run.kill_reason:
+                self._signal(run, run.checkpoint_signal)
+                run.checkpoint_at = None
         used = sum(run.slots for run in self.running.values())
         if not self.stopping and used < total:
             for row in self.spool.queued(max(1, total - used)):
@@ -423,6 +454,7 @@ class Daemon:
         self.spool.record(started, ended)
         waits = [run.deadline - now for run in self.running.values() if not run.kill_reason]
         waits += [run.kill_at - now for run in self.running.values() if run.kill_at is not None]
+        waits += [run.checkpoint_at - now for run in self.running.values() if run.checkpoint_at is not None]
         if any(run.proc is None for run in self.running.values()):
             waits.append(1.0)
         return max(0.0, min(waits, default=5.0))

@@ -14,7 +14,8 @@ States (:func:`translate`): Waiting, Hold, toLaunch, Launching ... are PENDING; 
 Suspended, Resuming are RUNNING; Terminated is EXITED with the exit status read from OAR's wait status;
 Error depends on the job's events:
 
-- BESTEFFORT_KILL, WALLTIME, EXTERMINATE*, FRAG_JOB_REQUEST: KILLED (cigri resubmits the job);
+- BESTEFFORT_KILL, WALLTIME, EXTERMINATE*, FRAG_JOB_REQUEST: KILLED (cigri resubmits the job), the last
+  such event giving the cause (:func:`kill_cause`): preempted, walltime, admin and admin (oardel);
 - RESUBMIT_JOB_AUTOMATICALLY: OAR resubmitted the job itself under a new id. The adapters follow it:
   the old id keeps being the job's remote id in cigri, and is reported with the state of the newest job
   of the chain (PENDING, RUNNING, EXITED...), found by one more bulk query per hop, only when there are
@@ -32,13 +33,14 @@ from __future__ import annotations
 
 import re
 import shlex
+import signal
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from ..errors import JdlError, SubmitError
 from ..jdl import format_walltime, parse_resources
-from ..model import JobSpec, RemoteState, RemoteStatus
+from ..model import JobSpec, KillCause, RemoteState, RemoteStatus
 from . import Option, batch_environment, expand_home, exports
 
 STATES: dict[str, RemoteState] = {
@@ -57,6 +59,13 @@ STATES: dict[str, RemoteState] = {
 }
 # OAR events after which the job was ended by OAR itself: cigri runs it again
 KILL_EVENTS = ("BESTEFFORT_KILL", "WALLTIME", "EXTERMINATE", "FRAG_JOB_REQUEST")
+# why OAR killed a job, from its kill event (EXTERMINATE_JOB and the like by their prefix)
+CAUSES: dict[str, KillCause] = {
+    "BESTEFFORT_KILL": KillCause.PREEMPTED,
+    "WALLTIME": KillCause.WALLTIME,
+    "EXTERMINATE": KillCause.ADMIN,  # oardel --force, or an administrator's
+    "FRAG_JOB_REQUEST": KillCause.ADMIN,  # oardel
+}
 RESUBMIT_EVENT = "RESUBMIT_JOB_AUTOMATICALLY"
 WORKDIR_EVENT = "WORKING_DIRECTORY"
 # the states of the jobs OAR lists when asked for all of them (the default lists only current jobs)
@@ -217,6 +226,25 @@ def translate(job: OarJob) -> tuple[RemoteState, int | None, str]:
     return RemoteState.EXITED, None, f"OAR error ({', '.join(kinds) or 'no event recorded'})"
 
 
+def kill_cause(job: OarJob) -> KillCause | None:
+    """Why OAR killed the job: the cause of its last kill event (see :data:`CAUSES`); None when OAR did
+    not kill it (it is not in Error, or no kill event is recorded)."""
+    if job.state != "Error":
+        return None
+    killed = [kind for kind in job.event_types if kind.startswith(KILL_EVENTS)]
+    if not killed:
+        return None
+    return next((cause for word, cause in CAUSES.items() if killed[-1].startswith(word)), KillCause.OTHER)
+
+
+def checkpoint_request(spec: JobSpec) -> tuple[int, int] | None:
+    """(seconds before the walltime, signal number) of oarsub's ``--checkpoint`` and ``--signal`` for a job
+    that checkpoints by signal (OAR sends it to the job's processes), None for the others."""
+    if not spec.checkpoint_signal:
+        return None
+    return spec.checkpoint_grace, int(signal.Signals[f"SIG{spec.checkpoint_signal}"])
+
+
 def statuses(
     remote_ids: Sequence[str], fetch: Callable[[Sequence[str]], dict[str, OarJob]]
 ) -> tuple[dict[str, RemoteStatus], dict[str, str]]:
@@ -241,7 +269,8 @@ def statuses(
         if rid in followed:
             why = f"resubmitted by OAR as job {followed[rid]}" + (f"; {why}" if why else "")
         ended = remote in (RemoteState.EXITED, RemoteState.KILLED)
-        out[rid] = RemoteStatus(rid, remote, code, job.started, job.ended if ended else None, why)
+        cause = kill_cause(job)
+        out[rid] = RemoteStatus(rid, remote, code, job.started, job.ended if ended else None, why, cause=cause)
     return out, followed
 
 

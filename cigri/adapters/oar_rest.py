@@ -37,6 +37,7 @@ from .oar import (
     array_command,
     capacity_of_resources,
     check_settings,
+    checkpoint_request,
     cigri_job,
     ids_by_index,
     job_of,
@@ -342,6 +343,8 @@ class OarRest:
             payload["project"] = spec.project
         if spec.best_effort:
             payload["type"] = ["besteffort"]
+        if (checkpoint := checkpoint_request(spec)) is not None:
+            payload["checkpoint"], payload["signal"] = checkpoint
         answer = self._json("POST", "jobs", payload=payload, submitting=True) or {}
         array_id = str(answer.get("id") or "")
         if not array_id.isdigit():

@@ -29,6 +29,7 @@ from .oar import (
     array_command,
     capacity_of_resources,
     check_settings,
+    checkpoint_request,
     cigri_job,
     ids_by_index,
     job_of,
@@ -155,6 +156,8 @@ class OarSsh(RemoteCommands):
             oarsub += ["--project", spec.project]
         if spec.best_effort:
             oarsub += ["-t", "besteffort"]
+        if (checkpoint := checkpoint_request(spec)) is not None:
+            oarsub += ["--checkpoint", str(checkpoint[0]), "--signal", str(checkpoint[1])]
         if params is not None:
             oarsub += ["--array-param-file", params_file]
         oarsub.append(command)

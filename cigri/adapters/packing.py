@@ -36,7 +36,7 @@ from typing import Protocol
 
 from ..errors import AdapterError, JdlError, SubmitError
 from ..jdl import parse_resources, resource_slots
-from ..model import JobSpec, RemoteState, RemoteStatus
+from ..model import JobSpec, KillCause, RemoteState, RemoteStatus
 
 SEPARATOR = "+"
 PACK_MARGIN = 0.2  # a pack plans at most 80 % of its walltime: durations vary around their mean
@@ -194,7 +194,9 @@ def job_status(remote: str, pack: RemoteStatus, lines: dict[int, tuple]) -> Remo
     if not over:
         return RemoteStatus(remote, RemoteState.RUNNING, started_at=line[1])
     why = f"its pack {pack.remote_id} ended while it ran" + (f" ({pack.reason})" if pack.reason else "")
-    return RemoteStatus(remote, RemoteState.KILLED, started_at=line[1], ended_at=pack.ended_at, reason=why)
+    # the pack's walltime is not the job's: a job cut by it did not outgrow its own
+    cause = KillCause.OTHER if pack.cause in (None, KillCause.WALLTIME) else pack.cause
+    return RemoteStatus(remote, RemoteState.KILLED, started_at=line[1], ended_at=pack.ended_at, reason=why, cause=cause)
 
 
 def check(adapter: object, cluster: str, settings: dict, path: str) -> None:

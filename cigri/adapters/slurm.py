@@ -20,7 +20,7 @@ from datetime import datetime
 
 from ..errors import AdapterError, ConfigError, JdlError, SubmitError
 from ..jdl import format_walltime, parse_resources, property_terms
-from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
+from ..model import Capacity, Cluster, JobSpec, KillCause, RemoteState, RemoteStatus
 from . import AdapterContext, Option, batch_environment, expand_home, exports
 from .packing import RemotePackFiles
 from .transport import CommandRunner, RemoteCommands, read_load, runner_for, shell
@@ -53,6 +53,15 @@ STATES: dict[str, RemoteState] = {
     "REVOKED": RemoteState.KILLED,
 }
 
+# why Slurm ended a job, from its state's name; any other name (a state Slurm adds later) is OTHER
+CAUSES: dict[str, KillCause] = {
+    "PREEMPTED": KillCause.PREEMPTED,  # a partition with PreemptMode=CANCEL (REQUEUE shows PENDING again)
+    "TIMEOUT": KillCause.WALLTIME,
+    "DEADLINE": KillCause.WALLTIME,  # --deadline reached: the time it was given is over
+    "OUT_OF_MEMORY": KillCause.MEMORY,
+    "CANCELLED": KillCause.ADMIN,  # scancel, by an administrator or the user (cigri's own are known to it)
+}
+
 # sbatch and squeue messages that mean "the controller is not there", not "your job is wrong"
 UNREACHABLE = re.compile(
     r"Unable to contact slurm controller|Socket timed out|Connection refused|"
@@ -79,6 +88,21 @@ def translate(state: str, raw_exit: int | None = None, reason: str = "") -> tupl
     if remote == RemoteState.EXITED and code is None and not reason:
         reason = f"{name.lower()} without an exit status"
     return remote, code, (name.lower() if remote == RemoteState.KILLED else reason)
+
+
+def kill_cause(state: str) -> KillCause:
+    """Why Slurm ended a job in ``state`` (squeue %T, sacct State, REST job_state; ``CANCELLED by 0``,
+    ``CANCELLED+`` lose their suffix): see :data:`CAUSES`, OTHER for any other word."""
+    name = state.split()[0].rstrip("+").upper() if state.split() else ""
+    return CAUSES.get(name, KillCause.OTHER)
+
+
+def ended_by_slurm(state: str, remote: RemoteState) -> KillCause | None:
+    """The kill cause of a task Slurm killed, or that ran out of memory (EXITED: the job's own doing, but
+    the cause says so); None for the others."""
+    if remote == RemoteState.KILLED or state.upper().startswith("OUT_OF_MEMORY"):
+        return kill_cause(state)
+    return None
 
 
 def resource_options(resources: str, path: str) -> list[str]:
@@ -108,6 +132,8 @@ def batch_options(spec: JobSpec, config: dict, home: str, path: str) -> list[str
     ]
     if spec.project:
         options.append(f"--account={spec.project}")
+    if spec.checkpoint_signal:  # to the batch shell, which the job script turns into the job (exec)
+        options.append(f"--signal=B:{spec.checkpoint_signal}@{spec.checkpoint_grace}")
     features = constraint(spec.properties, f"{path}.properties")
     if features:
         options.append(f"--constraint={features}")
@@ -155,8 +181,26 @@ export CIGRI_NODE_FILE CIGRI_NODEFILE="$CIGRI_NODE_FILE"
 # removed however the job ends: on its own, or cancelled, preempted or out of walltime (Slurm's SIGTERM)
 trap 'rm -f "$CIGRI_NODE_FILE"' EXIT
 trap 'exit 143' TERM
-"$@"
+{_run_job(spec.checkpoint_signal)}
 """
+
+
+def _run_job(checkpoint_signal: str) -> str:
+    """The job script's last lines: run the job; a job checkpointing by signal runs in the background, and
+    the checkpoint signal Slurm sends the batch shell (``--signal=B:...``) is passed on to it; the script
+    then waits for the job's own end and exits with its status."""
+    if not checkpoint_signal:
+        return '"$@"'
+    return "\n".join(
+        [
+            # a wait the trap interrupts returns 128 + the signal: wait again for the job's own status
+            f"trap 'kill -{checkpoint_signal} \"$child\"; signalled=1' {checkpoint_signal}",
+            '"$@" &',
+            "child=$!",
+            'while :; do signalled=; wait "$child"; status=$?; [ -z "$signalled" ] && break; done',
+            'exit "$status"',
+        ]
+    )
 
 
 LISTING_TTL = 0.5  # seconds a read of the cluster serves again: the stages of one pass share one read
@@ -396,7 +440,8 @@ class SlurmSsh(RemotePackFiles, RemoteCommands):
             if task_id in out:
                 why = "" if reason in ("None", "(null)") else reason  # squeue's placeholders
                 remote, code, why = translate(state, int(raw_exit) if raw_exit.isdigit() else None, why)
-                out[task_id] = RemoteStatus(task_id, remote, code, epoch(start), epoch(end), why)
+                cause = ended_by_slurm(state, remote)
+                out[task_id] = RemoteStatus(task_id, remote, code, epoch(start), epoch(end), why, cause=cause)
         unknown = [rid for rid, status in out.items() if status.state == RemoteState.UNKNOWN]
         if unknown and self.config.get("accounting", "sacct") == "sacct":
             out.update(self._accounting(unknown))
@@ -427,7 +472,8 @@ class SlurmSsh(RemotePackFiles, RemoteCommands):
             raw = (int(code) << 8 | int(signal)) if code.isdigit() and signal.isdigit() else None
             remote, exit_code, why = translate(fields[1], raw)
             if remote in (RemoteState.EXITED, RemoteState.KILLED):
-                out[fields[0]] = RemoteStatus(fields[0], remote, exit_code, epoch(fields[3]), epoch(fields[4]), why)
+                start, end, cause = epoch(fields[3]), epoch(fields[4]), ended_by_slurm(fields[1], remote)
+                out[fields[0]] = RemoteStatus(fields[0], remote, exit_code, start, end, why, cause=cause)
         return out
 
     def cancel(self, remote_ids: Sequence[str]) -> None:

@@ -57,6 +57,7 @@ from .slurm import (
     batch_options,
     check_batch,
     constraint,
+    ended_by_slurm,
     job_script,
     live,
     resource_options,
@@ -696,8 +697,9 @@ class SlurmRest(RemotePackFiles):
                 remote, code, why = translate(task.state, task.raw_exit, task.reason)
                 ended = remote in (RemoteState.EXITED, RemoteState.KILLED)
                 started = task.started if remote == RemoteState.RUNNING or ended else None
+                cause = ended_by_slurm(task.state, remote)
                 out[task.remote_id] = RemoteStatus(
-                    task.remote_id, remote, code, started, task.ended if ended else None, why
+                    task.remote_id, remote, code, started, task.ended if ended else None, why, cause=cause
                 )
         self._activity.reported(out.values())
         return out

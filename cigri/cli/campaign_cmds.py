@@ -317,6 +317,8 @@ def _show_job(store, job_id: int, stream: str | None, as_json: bool) -> None:
         "ended_at": job.ended_at,
         "resubmits": job.resubmits,
         "preemptions": job.preemptions,
+        "resumes": job.resumes,
+        "checkpoint_cluster": job.checkpoint_cluster,
         "held": store.is_held(job.id),
     }
     if as_json:
@@ -480,7 +482,7 @@ def griddel(ids, campaigns, pause, resume, job):
                 ops.pause(a.store, campaign_id)
                 done.append(f"campaign {campaign_id} paused")
             elif resume:
-                ops.resume(a.store, campaign_id)
+                ops.resume(a.store, campaign_id, clock=a.clock)
                 done.append(f"campaign {campaign_id} resumed")
             else:
                 to_kill = ops.cancel(a.store, campaign_id, a.clock)

@@ -20,7 +20,6 @@ from ..store import Store
 
 log = logging.getLogger("cigri.cycle")
 
-MAX_RESUBMITS = 5  # a job killed or asking for resubmission more often opens an event
 STDERR_LINES = 5  # the end of a failed job's stderr quoted in its event
 RETRY = "retry:"  # a stage to run again keeps "retry:<attempt>:<previous remote id>": the next key derives from it
 
@@ -97,6 +96,7 @@ class Context:
         self.seen: dict[str, object] = {}  # each cluster's activity token when cigri last looked
         self.fresh: set[int] = set()  # batches recorded by this pass: no RM can hold them yet
         self.avoided: dict[tuple[int, str], int] = {}  # this pass: jobs of (campaign, cluster) avoiding it
+        self.checkpointed: dict[tuple[int, str], int] = {}  # this pass: jobs of (campaign, cluster) resuming there
         self.choosy: set[int] = set()  # campaigns with more than one place: their jobs avoid clusters
         self.flow = flow  # None: the configured flow strategies (cigri.config), read each pass
         # this pass: slots of cigri's jobs each cluster's flow lets wait there, the free slots included (jobs
@@ -108,6 +108,7 @@ class Context:
         self.started: dict[str, int] = defaultdict(int)  # this pass: slots of cigri's queued jobs seen starting
         self._settings: dict[int, dict[str, dict]] = {}
         self._users: dict[int, str] = {}
+        self._attempts: dict[int, int | None] = {}
 
     def begin(self) -> None:
         """A new pass: a new report, no batch recorded yet, every cluster open again."""
@@ -156,6 +157,14 @@ class Context:
                 value["_slots"] = job_slots(value["resources"])
             self._settings[campaign_id] = settings
         return self._settings[campaign_id]
+
+    def max_attempts(self, campaign_id: int) -> int:
+        """How often a job (or a prologue or epilogue) of the campaign may run: its JDL's ``max_attempts``,
+        else the configured ``resubmit.max_attempts``."""
+        if campaign_id not in self._attempts:
+            self._attempts[campaign_id] = self.store.campaign(campaign_id).jdl.get("max_attempts")
+        given = self._attempts[campaign_id]
+        return given if given is not None else int(config.resubmit_value(self.store.settings(), config.MAX_ATTEMPTS))
 
     def user(self, campaign_id: int) -> str:
         """The campaign's user (it never changes: read once per cycle)."""

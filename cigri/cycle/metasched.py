@@ -28,6 +28,7 @@ def run(ctx: Context) -> None:
     _take_back(ctx, campaigns, clusters)
     _recall(ctx)
     ctx.avoided = ctx.store.avoided(ctx.clock.now())
+    ctx.checkpointed = ctx.store.checkpointed()
     snapshot = _snapshot(ctx, campaigns, clusters)
     launches, stops, states = _decide(ctx, snapshot)
     _record(ctx, launches, stops, states)
@@ -245,9 +246,11 @@ def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) ->
         else:
             ctx.choosy.discard(campaign.id)
         on_clusters = None
+        resuming = {name: n for (c, name), n in ctx.checkpointed.items() if c == campaign.id}
         for name, info in places.items():
             settings = ctx.settings(campaign.id)[name]
-            limit = waiting
+            # a job resuming from a checkpoint waits for the cluster holding it
+            limit = waiting - sum(n for there, n in resuming.items() if there != name)
             if campaign.id in ctx.choosy:
                 limit -= ctx.avoided.get((campaign.id, name), 0)
             if campaign.type == CampaignType.TEST:
@@ -296,11 +299,17 @@ def _record(ctx: Context, plan: Sequence[Assignment], stops: Sequence[Stop], sta
     with ctx.store.transaction():
         for assignment in plan:
             avoiding = (assignment.cluster, now) if assignment.campaign_id in ctx.choosy else None
-            jobs = ctx.store.next_jobs(assignment.campaign_id, assignment.jobs, avoiding)
+            jobs = ctx.store.next_jobs(assignment.campaign_id, assignment.jobs, avoiding, assignment.cluster)
+            # a batch's jobs share their environment and walltime: those resuming from a checkpoint, and
+            # those with a walltime raised by retry_resources, go in batches of their own
+            kinds: dict[tuple[bool, float | None], list[int]] = defaultdict(list)
+            for job_id, _name, _params, resumes, scale in jobs:
+                kinds[resumes, scale].append(job_id)
             size = getattr(ctx.adapter(assignment.cluster), "max_batch", None) or len(jobs) or 1
-            for start in range(0, len(jobs), size):  # RMs cap array sizes
-                chunk = [j[0] for j in jobs[start : start + size]]
-                ctx.fresh.add(ctx.store.create_batch(assignment.cluster, assignment.campaign_id, chunk, now))
+            for ids in kinds.values():
+                for start in range(0, len(ids), size):  # RMs cap array sizes
+                    chunk = ids[start : start + size]
+                    ctx.fresh.add(ctx.store.create_batch(assignment.cluster, assignment.campaign_id, chunk, now))
             if jobs:
                 ctx.report.add("scheduled", len(jobs))
                 log.info(

@@ -8,7 +8,7 @@ What it kills, each job once and for one reason:
   counted as its campaign's waste, shown by ``gridstat -c``), and the replicas that lost (:mod:`.replicas`);
 - **walltime**: a job running longer than its walltime plus ``walltime_grace`` (an RM that does not enforce
   walltimes, or missed one; CiGri's nikita gives 30 minutes) is killed and counted as its RM's walltime kill
-  would be: resubmitted, not sent back to that cluster for a while, an event after MAX_RESUBMITS;
+  would be: resubmitted, not sent back to that cluster for a while, an event after its max_attempts;
 - **timeout**: a job waiting in a cluster's queue longer than ``queue_timeout`` is killed and returned to its
   bag, neither a failure nor a resubmission, no event, and avoids that cluster for a while (earlier, after
   ``queue_wait``, the metascheduler takes back a pending job another cluster can start now);
@@ -39,7 +39,7 @@ from enum import StrEnum
 from .. import config
 from ..adapters import packing
 from ..errors import AdapterError
-from ..model import JobState
+from ..model import JobState, KillCause
 from ..store import Store
 from . import replicas, updator
 from .context import Context, log
@@ -261,11 +261,11 @@ def _own_killed(ctx: Context, cluster: str, own: dict[int, Own]) -> None:
     overran = [(job_id, own[job_id]) for job_id in by_reason[Reason.WALLTIME]]
     ctx.charge(cluster, [(k.campaign_id, max(0.0, now - k.started_at)) for _, k in overran if k.started_at is not None])
     ctx.store.add_failures([(job_id, k.campaign_id, cluster) for job_id, k in overran])
+    why = "killed by nikita: past its walltime and the grace"
     updator.resubmit(
         ctx,
         cluster,
-        [(job_id, k.campaign_id, "killed by nikita: past its walltime and the grace") for job_id, k in overran],
-        {job_id for job_id, _ in overran},
+        [updator.Again(job_id, k.campaign_id, why, KillCause.WALLTIME, ended=now) for job_id, k in overran],
     )
     ctx.store.clear_kills(list(own))
     for reason, ids in by_reason.items():

@@ -66,8 +66,10 @@ def _spec(
     name: str,
     argv: list[str],
     walltime: int | None = None,
+    resume: bool = False,
 ) -> JobSpec:
-    """A job's description for its RM, from its campaign's settings on the cluster."""
+    """A job's description for its RM, from its campaign's settings on the cluster (with its checkpoint
+    signal when the campaign checkpoints by signal there)."""
     macros = {"{CAMPAIGN_ID}": str(campaign.id)}
 
     def expand(text: str) -> str:
@@ -90,7 +92,19 @@ def _spec(
         best_effort=settings.get("type") == "best-effort",
         user=campaign.user,
         env=settings.get("environment") or {},
+        resume=resume,
+        checkpoint_signal=settings.get("checkpointing_signal") or "",
+        checkpoint_grace=settings.get("checkpointing_grace") or 0,
     )
+
+
+def scaled_walltime(settings: dict, scale: float | None) -> int:
+    """The walltime of a job whose walltime kills raised it ``scale`` times (retry_resources), up to the cap
+    of the cluster's retry_resources (its plain walltime on a cluster without them)."""
+    retry = settings.get("retry_resources")
+    if not scale or not retry:
+        return settings["walltime"]
+    return min(int(settings["walltime"] * scale), retry["max_walltime"])
 
 
 def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign) -> None:
@@ -100,7 +114,9 @@ def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign)
             ctx.store.finish_batch(batch_id, {}, ctx.clock.now())
         return
     settings = ctx.settings(campaign.id)[cluster]
-    base = _spec(campaign, settings, 0, "", [settings["exec_file"]])  # what the batch's jobs share
+    resume, scale = ctx.store.batch_kind(batch_id)
+    # what the batch's jobs share
+    base = _spec(campaign, settings, 0, "", [settings["exec_file"]], scaled_walltime(settings, scale), resume)
     shared = {f.name: getattr(base, f.name) for f in fields(JobSpec) if f.name not in ("job_id", "name", "argv")}
     specs = [
         JobSpec(job_id=job_id, name=name, argv=(*base.argv, *split_params(params, f"job {job_id}")), **shared)
@@ -184,6 +200,7 @@ def _submit_stage(ctx: Context, campaign: Campaign, cluster: str, stage: str, pr
     spec = replace(
         _spec(campaign, settings, 0, stage, ["/bin/sh", "-c", script], settings[f"{stage}_walltime"]),
         directory="{HOME}",
+        checkpoint_signal="",  # a stage is not checkpointed
     )
     try:
         ctx.watch(cluster)

@@ -1,19 +1,33 @@
-"""The updator: collect job states from each cluster (one bulk query each), requeue what must run again,
-open events for failures, blacklist black holes (:mod:`.blackhole`), and settle campaigns (tests done,
-epilogues due, campaigns terminated)."""
+"""The updator: collect job states from each cluster (one bulk query each), requeue what must run again
+(:func:`resubmit`: attempts, preemptions and checkpoints, each bounded), open events for failures, pause the
+campaigns whose jobs fail too often (:func:`watch_failures`), blacklist black holes (:mod:`.blackhole`), and
+settle campaigns (tests done, epilogues due, campaigns terminated)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from .. import config, events
 from ..errors import AdapterError
-from ..model import CampaignState, CampaignType, EventClass, EventCode, JobState, RemoteState
+from ..model import (
+    CampaignState,
+    CampaignType,
+    EventClass,
+    EventCode,
+    JobState,
+    KillCause,
+    RemoteState,
+    RemoteStatus,
+)
 from . import blackhole, replicas
-from .context import MAX_RESUBMITS, RETRY, STDERR_LINES, Context, log, stage_remote
+from .context import RETRY, STDERR_LINES, Context, log, stage_remote
 from .health import cluster_failed, usable
 
-RESUBMIT_EXIT = (66, 67)  # CiGri: 66 resubmit, 67 resubmit at the end (both resubmitted here)
+RESUBMIT, RESUBMIT_AT_END = 66, 67  # CiGri's exit statuses: run me again, run me again after the others
+RESUBMIT_EXIT = (RESUBMIT, RESUBMIT_AT_END)
 LOST_AFTER = 3600  # seconds a job may stay unknown to its RM (and accounting) before it is run again
 
 
@@ -75,7 +89,9 @@ def collect(ctx: Context, cluster: str) -> None:
     now = ctx.clock.now()
     started, ended, requeue, failed, durations = [], [], [], [], []
     exited = []  # (job, campaign, started, ended) of the jobs that exited, whatever their status
-    unknown, known_again, avoid = [], [], set()
+    unknown, known_again = [], []
+    outcomes: dict[int, str] = defaultdict(str)  # each campaign's ends: 1 failed, 0 succeeded
+    checkpoint_exit = config.resubmit_value(ctx.store.settings(), config.CHECKPOINT_EXIT)
     held = []  # (campaign, seconds) of each job that ended after holding its slots there
     stopping = ctx.store.stopping(cluster)  # killed: the runner's cancel, its pass died before recording it
     preempted = []
@@ -86,8 +102,8 @@ def collect(ctx: Context, cluster: str) -> None:
             if unknown_since is None:
                 unknown.append(job_id)
             elif now - unknown_since > LOST_AFTER:  # never assumed done: taken as lost, run again
-                requeue.append((job_id, campaign_id, f"unknown to {cluster} for {LOST_AFTER // 60} minutes"))
-                avoid.add(job_id)
+                why = f"unknown to {cluster} for {LOST_AFTER // 60} minutes"
+                requeue.append(Again(job_id, campaign_id, why, KillCause.OTHER, remote=remote, ended=now))
             continue
         if unknown_since is not None and status is not None:
             known_again.append(job_id)
@@ -106,19 +122,28 @@ def collect(ctx: Context, cluster: str) -> None:
             held.append((campaign_id, max(0.0, end - start)))
         if status.state == RemoteState.KILLED and (job_id in stopping or status.returned):
             preempted.append(job_id)
-        elif status.state == RemoteState.KILLED or status.exit_code in RESUBMIT_EXIT:
-            requeue.append((job_id, campaign_id, status.reason or f"exit status {status.exit_code}"))
-            if status.state == RemoteState.KILLED:  # preempted, walltime: not straight back there
-                avoid.add(job_id)
+        elif (
+            status.state == RemoteState.KILLED
+            or status.exit_code in RESUBMIT_EXIT
+            or checkpointed(ctx.settings(campaign_id)[cluster], status, checkpoint_exit)
+        ):
+            why = status.reason or f"exit status {status.exit_code}"
+            # a kill its adapter gives no cause for is a kill all the same
+            cause = (status.cause or KillCause.OTHER) if status.state == RemoteState.KILLED else None
+            requeue.append(Again(job_id, campaign_id, why, cause, status.exit_code, remote, end))
         elif status.exit_code == 0:
             exited.append((job_id, campaign_id, start, end))
             ended.append((job_id, JobState.TERMINATED, 0, start, end))
             durations.append((campaign_id, cluster, max(0.0, end - (end if start is None else start)), end))
+            outcomes[campaign_id] += "0"
         else:
             if status.state == RemoteState.EXITED:
                 exited.append((job_id, campaign_id, start, end))
+            outcomes[campaign_id] += "1"
             ended.append((job_id, JobState.EVENT, status.exit_code, start, end))
             how = f"exited with status {status.exit_code}" if status.exit_code is not None else status.reason
+            if status.cause == KillCause.MEMORY:  # the JDL asks no memory: an event for the user, not a retry
+                how += " (out of memory)"
             failed.append((job_id, campaign_id, remote, how))
     tails = {job_id: adapter.tail(remote, "stderr", STDERR_LINES) for job_id, _, remote, _ in failed}
     with ctx.store.transaction():
@@ -132,14 +157,16 @@ def collect(ctx: Context, cluster: str) -> None:
         blackhole.note(ctx, cluster, exited)
         ctx.store.requeue(preempted, count_resubmit=False, preempted=True)
         ctx.charge(cluster, held)
-        ctx.store.add_failures([(job_id, campaign_id, cluster) for job_id, campaign_id, *_ in (*requeue, *failed)])
+        ctx.store.add_failures([(again.job_id, again.campaign_id, cluster) for again in requeue])
+        ctx.store.add_failures([(job_id, campaign_id, cluster) for job_id, campaign_id, *_ in failed])
         for job_id, campaign_id, _remote, how in failed:
             tail = tails[job_id]
             message = f"job {job_id} {how}" + (f"; stderr ends with:\n{tail}" if tail else "")
             events.job_error(
                 ctx.store, EventCode.EXIT_ERROR, message, now, cluster=cluster, campaign_id=campaign_id, job_id=job_id
             )
-        again = resubmit(ctx, cluster, requeue, avoid)
+        again = resubmit(ctx, cluster, requeue)
+        watch_failures(ctx, outcomes)
     ctx.report.add("started", len(started))
     ctx.report.add("terminated", len(durations))
     ctx.report.add("failed", len(failed))
@@ -155,32 +182,157 @@ def collect(ctx: Context, cluster: str) -> None:
         )
 
 
-def resubmit(ctx: Context, cluster: str, requeue: Sequence[tuple[int, int, str]], avoid: Set[int]) -> int:
-    """Send back to their bags, as resubmissions, jobs that must run again ((job, campaign, reason) each: killed
-    by their RM or by nikita, or asking for it by their exit status); those in ``avoid`` are not sent back to
-    the cluster for a while. A job resubmitted MAX_RESUBMITS times ends with an event instead. In the
-    caller's transaction; returns how many were resubmitted."""
-    if not requeue:
+@dataclass(frozen=True)
+class Again:
+    """A job that ended on a cluster asking to run again: killed by its RM (``cause`` says why) or by nikita,
+    exit 66 or 67, or checkpointed."""
+
+    job_id: int
+    campaign_id: int
+    reason: str
+    cause: KillCause | None = None  # None: it ended by its exit status
+    exit_code: int | None = None
+    remote: str | None = None
+    ended: float | None = None
+
+
+def checkpointed(settings: Mapping, status: RemoteStatus, default_exit: int) -> bool:
+    """Did the job end checkpointed, to be resumed where its checkpoint is? It exited with its campaign's
+    checkpoint code there (``checkpointing_exit_code``, else the configured one), or, checkpointing by signal,
+    it was killed at its walltime (its signal came a grace before it: it had the time to checkpoint)."""
+    kind = settings.get("checkpointing_type")
+    if not kind:
+        return False
+    if status.state == RemoteState.EXITED:
+        return status.exit_code == (settings.get("checkpointing_exit_code") or default_exit)
+    return kind == "signal" and status.state == RemoteState.KILLED and status.cause == KillCause.WALLTIME
+
+
+def resubmit(ctx: Context, cluster: str, ends: Sequence[Again]) -> int:
+    """Send back to their bags jobs that must run again (in the caller's transaction); returns how many.
+
+    - A checkpointed job goes back to resume on this cluster (its checkpoint is there), before the fresh
+      jobs of its campaign: no failure, no attempt.
+    - A job its RM preempted (a best-effort kill) is no failure of the job: not an attempt either, and it
+      avoids the cluster for a while. Checkpoints and preemptions are bounded together, apart from attempts
+      (``resubmit.max_resumes``, 20 by default): a job preempted for ever on a busy best-effort cluster does
+      not become an event the user must fix after 3 tries, nor loop for ever.
+    - Any other end is an attempt: exit 66, exit 67 (run again once no other job of the campaign waits),
+      a kill by the RM at the walltime (with more walltime when the campaign's retry_resources say so), by
+      an administrator, by nikita; a kill also avoids the cluster for a while and counts as a
+      failure in the campaign's failure rate. A job's ``max_attempts`` (the JDL's, else
+      ``resubmit.max_attempts``, 3 by default) replace CiGri's unbounded resubmissions.
+
+    A job past its limit is a RESUBMIT_LIMIT event quoting each of its ends."""
+    if not ends:
         return 0
     now = ctx.clock.now()
-    counts = ctx.store.resubmit_counts([job_id for job_id, _, _ in requeue])
-    again = [job_id for job_id, _, _ in requeue if counts.get(job_id, 0) < MAX_RESUBMITS]
-    ctx.store.requeue([job_id for job_id in again if job_id not in avoid])
-    ctx.store.requeue([job_id for job_id in again if job_id in avoid], avoid=ctx.avoiding(cluster))
-    for job_id, campaign_id, reason in requeue:
-        if counts.get(job_id, 0) >= MAX_RESUBMITS:
-            ctx.store.mark_ended([(job_id, JobState.EVENT, None, None, now)])
-            events.job_error(
-                ctx.store,
-                EventCode.RESUBMIT_LIMIT,
-                f"job {job_id} was resubmitted {MAX_RESUBMITS} times; last end: {reason}",
-                now,
-                cluster=cluster,
-                campaign_id=campaign_id,
-                job_id=job_id,
-            )
-    ctx.report.add("resubmitted", len(again))
-    return len(again)
+    settings = ctx.store.settings()
+    max_resumes = config.resubmit_value(settings, config.MAX_RESUMES)
+    checkpoint_exit = config.resubmit_value(settings, config.CHECKPOINT_EXIT)
+    counts = ctx.store.attempts([again.job_id for again in ends])
+    ctx.store.add_ends(
+        (a.job_id, cluster, a.remote, now if a.ended is None else a.ended, a.exit_code, a.cause, a.reason) for a in ends
+    )
+    groups: dict[str, list[int]] = defaultdict(list)
+    longer: dict[float, list[int]] = defaultdict(list)  # walltime kills to retry with more walltime
+    outcomes: dict[int, str] = defaultdict(str)
+    over: list[tuple[Again, str]] = []
+    allowed_of: dict[int, int] = {}  # each campaign's max_attempts, read once
+    for again in ends:
+        resubmits, resumes = counts.get(again.job_id, (0, 0))
+        there = ctx.settings(again.campaign_id)[cluster]
+        status = RemoteStatus(
+            "", RemoteState.KILLED if again.cause else RemoteState.EXITED, again.exit_code, cause=again.cause
+        )
+        if checkpointed(there, status, checkpoint_exit) or again.cause == KillCause.PREEMPTED:
+            kind = "checkpointed" if again.cause != KillCause.PREEMPTED else "preempted"
+            if resumes >= max_resumes:
+                over.append(
+                    (
+                        again,
+                        f"went back {resumes + 1} times without failing, last {kind} (the limit is "
+                        f"{max_resumes}, resubmit.max_resumes)",
+                    )
+                )
+            else:
+                groups[kind].append(again.job_id)
+            continue
+        if again.cause is not None:
+            outcomes[again.campaign_id] += "1"
+        if again.campaign_id not in allowed_of:
+            allowed_of[again.campaign_id] = ctx.max_attempts(again.campaign_id)
+        allowed = allowed_of[again.campaign_id]
+        if resubmits + 1 >= allowed:
+            over.append((again, f"used its {allowed} attempts"))
+        elif again.exit_code == RESUBMIT_AT_END and again.cause is None:
+            groups["deferred"].append(again.job_id)
+        else:
+            groups["killed" if again.cause else "again"].append(again.job_id)
+            retry = there.get("retry_resources")
+            if again.cause == KillCause.WALLTIME and retry:
+                longer[retry["walltime"]].append(again.job_id)
+    for factor, ids in longer.items():
+        ctx.store.scale_walltime(ids, factor)
+    ctx.store.requeue(groups["again"])
+    ctx.store.requeue(groups["deferred"], deferred=True)
+    ctx.store.requeue(groups["killed"], avoid=ctx.avoiding(cluster))  # not straight back where it was killed
+    ctx.store.requeue(groups["preempted"], count_resubmit=False, resumed=True, avoid=ctx.avoiding(cluster))
+    ctx.store.requeue(groups["checkpointed"], count_resubmit=False, resumed=True, checkpoint=cluster)
+    for again, why in over:
+        ctx.store.mark_ended([(again.job_id, JobState.EVENT, again.exit_code, None, now)])
+        events.job_error(
+            ctx.store,
+            EventCode.RESUBMIT_LIMIT,
+            f"job {again.job_id} {why}; its ends:\n{_history(ctx, again.job_id)}",
+            now,
+            cluster=cluster,
+            campaign_id=again.campaign_id,
+            job_id=again.job_id,
+        )
+    watch_failures(ctx, outcomes)
+    again = sum(map(len, groups.values()))
+    ctx.report.add("resubmitted", again)
+    return again
+
+
+def _history(ctx: Context, job_id: int) -> str:
+    """One line per recorded end of a job: when, where, why."""
+    lines = []
+    for number, (cluster, remote, ended, _code, cause, reason) in enumerate(ctx.store.job_ends(job_id), 1):
+        when = datetime.fromtimestamp(ended, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        why = reason + (f" ({cause})" if cause and cause not in reason else "")
+        lines.append(f"  {number}. {when} on {cluster}" + (f" (job {remote})" if remote else "") + f": {why}")
+    return "\n".join(lines)
+
+
+def watch_failures(ctx: Context, outcomes: Mapping[int, str]) -> None:
+    """Add the ends of this pass to each campaign's failure window; a running campaign more than
+    ``resubmit.failure_rate`` of whose last ``resubmit.failure_window`` ends failed is paused with a
+    FAILURE_RATE event (fixing it, or griddel -r, resumes it). In the caller's transaction."""
+    if not outcomes:
+        return
+    settings = ctx.store.settings()
+    window = int(config.resubmit_value(settings, config.FAILURE_WINDOW))
+    rate = config.resubmit_value(settings, config.FAILURE_RATE)
+    for campaign_id, ends in outcomes.items():
+        recent = ctx.store.note_ends(campaign_id, ends, window)
+        failed = recent.count("1")
+        if len(recent) < window or failed <= rate * window:
+            continue
+        if ctx.store.campaign(campaign_id).state != CampaignState.IN_TREATMENT:
+            continue
+        ctx.store.set_campaign_state(campaign_id, CampaignState.PAUSED)
+        ctx.store.forget_ends(campaign_id)
+        ctx.store.open_event(
+            EventClass.CAMPAIGN,
+            EventCode.FAILURE_RATE,
+            f"campaign {campaign_id} paused: {failed} of its last {window} ends failed (more than {rate:.0%}); "
+            "fix this event (gridevents -f) or resume it (griddel -r) once the cause is fixed",
+            ctx.clock.now(),
+            campaign_id=campaign_id,
+        )
+        log.warning("updator: campaign %d paused: %d of its last %d ends failed", campaign_id, failed, window)
 
 
 def _collect_stages(ctx: Context, cluster: str) -> None:
@@ -198,7 +350,8 @@ def _collect_stages(ctx: Context, cluster: str) -> None:
             status = statuses.get(remote)
             if status is None or status.state in (RemoteState.PENDING, RemoteState.RUNNING, RemoteState.UNKNOWN):
                 continue
-            if status.state == RemoteState.KILLED and attempt < MAX_RESUBMITS:  # again, under a key of its own
+            allowed = ctx.max_attempts(campaign_id)
+            if status.state == RemoteState.KILLED and attempt + 1 < allowed:  # again, under a key of its own
                 again = "due" if stage == "epilogue" else "todo"
                 ctx.store.set_stage(campaign_id, cluster, stage, again, f"{RETRY}{attempt + 1}:{remote}")
             elif status.state == RemoteState.EXITED and status.exit_code == 0:
@@ -213,7 +366,7 @@ def _collect_stages(ctx: Context, cluster: str) -> None:
                     (
                         f"{stage} exited with status {status.exit_code}"
                         if status.state == RemoteState.EXITED
-                        else f"{stage} killed {MAX_RESUBMITS + 1} times, last: {status.reason}"
+                        else f"{stage} killed {allowed} times, last: {status.reason}"
                     )
                     + (f"; stderr ends with:\n{tail}" if tail else ""),
                     now,

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from ..errors import JdlError, SubmitError, TransportError
 from ..jdl import parse_resources, property_terms, resource_slots
-from ..model import Capacity, JobSpec, RemoteState, RemoteStatus
+from ..model import Capacity, JobSpec, KillCause, RemoteState, RemoteStatus
 from .fileserver import FileServer
 
 BLACK_HOLE_DURATION = 0.01
@@ -52,6 +52,10 @@ def request(resources: str, properties: str, path: str) -> tuple[int, int, dict[
 def valid_property(name: str, value: str) -> bool:
     """Can a job ask for this node property (``name='value'``)?"""
     return property_terms(f"{name}='{value}'") == [(name, value)]
+
+
+# why the simulated RM killed a job, from its reason (an outage's jobs are lost: OTHER)
+KILL_CAUSES = {"walltime": KillCause.WALLTIME, "preempted": KillCause.PREEMPTED, "cancelled": KillCause.ADMIN}
 
 
 @dataclass(frozen=True)
@@ -546,7 +550,10 @@ class SimCluster:
         out = {}
         for remote_id in asked:
             job = self.jobs[remote_id]
-            out[remote_id] = RemoteStatus(remote_id, job.state, job.exit_code, job.started, job.ended, job.reason)
+            cause = KILL_CAUSES.get(job.reason, KillCause.OTHER) if job.state == RemoteState.KILLED else None
+            out[remote_id] = RemoteStatus(
+                remote_id, job.state, job.exit_code, job.started, job.ended, job.reason, cause=cause
+            )
             if job.state in (RemoteState.EXITED, RemoteState.KILLED):
                 del self.jobs[remote_id]  # reported: a week of millions of jobs need not stay in memory
         return out

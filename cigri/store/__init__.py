@@ -389,7 +389,7 @@ class Store:
 
     _JOB_COLUMNS = (
         "id, campaign_id, name, params, state, cluster, remote_id, exit_code, submitted_at, started_at, "
-        "ended_at, resubmits, preemptions"
+        "ended_at, resubmits, preemptions, resumes, checkpoint_cluster"
     )
 
     @staticmethod
@@ -413,20 +413,59 @@ class Store:
             yield self._job(row)
 
     def next_jobs(
-        self, campaign_id: int, limit: int, avoiding: tuple[str, float] | None = None
-    ) -> list[tuple[int, str, str]]:
-        """(id, name, params) of the first ``limit`` to_launch jobs of a campaign; with ``avoiding`` (cluster,
-        now), only those that do not avoid that cluster."""
-        if avoiding is None:
-            return self.conn.execute(
-                "SELECT id, name, params FROM jobs WHERE campaign_id = ? AND state = 'to_launch' ORDER BY id LIMIT ?",
-                (campaign_id, limit),
+        self,
+        campaign_id: int,
+        limit: int,
+        avoiding: tuple[str, float] | None = None,
+        cluster: str | None = None,
+    ) -> list[tuple[int, str, str, bool, float | None]]:
+        """(id, name, params, resumes, walltime scale) of the next ``limit`` to_launch jobs of a campaign for
+        ``cluster``: first those resuming from a checkpoint held there (no other cluster gets them), then the
+        others in id order, and the deferred ones (exit 67) only once no other job of the campaign waits.
+        With ``avoiding`` (cluster, now), only jobs that do not avoid that cluster."""
+        rows: list[tuple] = []
+        if cluster is not None:
+            rows += self.conn.execute(
+                "SELECT id, name, params, 1, walltime_scale FROM jobs WHERE campaign_id = ? "
+                "AND checkpoint_cluster = ? AND state = 'to_launch' ORDER BY id LIMIT ?",
+                (campaign_id, cluster, limit),
             ).fetchall()
-        return self.conn.execute(
-            "SELECT id, name, params FROM jobs WHERE campaign_id = ? AND state = 'to_launch' "
-            "AND (avoid_cluster IS NULL OR avoid_cluster != ? OR avoid_until <= ?) ORDER BY id LIMIT ?",
-            (campaign_id, *avoiding, limit),
-        ).fetchall()
+        avoid, args = "", ()
+        if avoiding is not None:
+            avoid, args = " AND (avoid_cluster IS NULL OR avoid_cluster != ? OR avoid_until <= ?)", avoiding
+        for deferred in (0, 1):
+            wanted = limit - len(rows)
+            if wanted <= 0:
+                break
+            if deferred and self._fresh_left(campaign_id, avoiding):
+                break
+            rows += self.conn.execute(
+                "SELECT id, name, params, 0, walltime_scale FROM jobs WHERE campaign_id = ? AND state = 'to_launch' "
+                f"AND checkpoint_cluster IS NULL AND deferred = ?{avoid} ORDER BY id LIMIT ?",
+                (campaign_id, deferred, *args, wanted),
+            ).fetchall()
+        return [(job_id, name, params, bool(resumes), scale) for job_id, name, params, resumes, scale in rows]
+
+    def _fresh_left(self, campaign_id: int, avoiding: tuple[str, float] | None) -> bool:
+        """Called once the fresh jobs a cluster may take are all taken: do some wait for another cluster?"""
+        if avoiding is None:
+            return False
+        return (
+            self._one(
+                "SELECT 1 FROM jobs WHERE avoid_cluster = ? AND campaign_id = ? AND avoid_until > ? "
+                "AND state = 'to_launch' AND deferred = 0 AND checkpoint_cluster IS NULL LIMIT 1",
+                (avoiding[0], campaign_id, avoiding[1]),
+            )
+            is not None
+        )
+
+    def checkpointed(self) -> dict[tuple[int, str], int]:
+        """How many to_launch jobs of each (campaign, cluster) resume from a checkpoint held there."""
+        rows = self.conn.execute(
+            "SELECT campaign_id, checkpoint_cluster, count(*) FROM jobs WHERE checkpoint_cluster IS NOT NULL "
+            "AND state = 'to_launch' GROUP BY campaign_id, checkpoint_cluster"
+        )
+        return {(campaign_id, cluster): n for campaign_id, cluster, n in rows}
 
     def avoided(self, now: float) -> dict[tuple[int, str], int]:
         """How many to_launch jobs of each (campaign, cluster) may not go to that cluster yet."""
@@ -469,6 +508,13 @@ class Store:
         return self.conn.execute(
             "SELECT id, name, params FROM jobs WHERE batch_id = ? AND state = 'launching' ORDER BY id", (batch_id,)
         ).fetchall()
+
+    def batch_kind(self, batch_id: int) -> tuple[bool, float | None]:
+        """(resumes from a checkpoint, walltime scale) its jobs share (the metascheduler groups them so)."""
+        row = self._one(
+            "SELECT checkpoint_cluster IS NOT NULL, walltime_scale FROM jobs WHERE batch_id = ? LIMIT 1", (batch_id,)
+        )
+        return (bool(row[0]), row[1]) if row else (False, None)
 
     def finish_batch(self, batch_id: int, remote_ids: dict[int, str], now: float) -> None:
         self.conn.executemany(
@@ -625,9 +671,15 @@ class Store:
         count_resubmit: bool = True,
         avoid: tuple[str, float] | None = None,
         preempted: bool = False,
+        resumed: bool = False,
+        deferred: bool = False,
+        checkpoint: str | None = None,
     ) -> None:
         """Put jobs back to to_launch (resubmission, or a preemption with ``preempted``); with ``avoid``
-        (cluster, until), not to be sent back to that cluster before then."""
+        (cluster, until), not to be sent back to that cluster before then. ``resumed`` counts a return that
+        is no failure (an RM's preemption, a checkpoint); ``deferred`` (exit 67) makes it wait until no other
+        job of its campaign does; ``checkpoint`` names the cluster holding its checkpoint, where it resumes
+        from then on."""
         inc = 1 if count_resubmit else 0
         preemption = 1 if preempted else 0
         for chunk in _chunks(list(job_ids)):
@@ -646,16 +698,56 @@ class Store:
                 "UPDATE jobs SET state = 'to_launch', cluster = NULL, remote_id = NULL, batch_id = NULL, "
                 "exit_code = NULL, started_at = NULL, ended_at = NULL, unknown_since = NULL, hold = 0, stop = 0, "
                 "nikita = NULL, "
-                f"resubmits = resubmits + {inc}, preemptions = preemptions + {preemption} "
+                f"resubmits = resubmits + {inc}, preemptions = preemptions + {preemption}, "
+                f"resumes = resumes + {int(resumed)}, deferred = {int(deferred)}, "
+                "checkpoint_cluster = coalesce(?, checkpoint_cluster) "
                 f"WHERE id IN ({_marks(len(chunk))}) AND kill_requested = 0",
-                chunk,
+                [checkpoint, *chunk],
             )
 
-    def resubmit_counts(self, job_ids: Sequence[int]) -> dict[int, int]:
-        out: dict[int, int] = {}
+    def attempts(self, job_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
+        """(resubmissions, resumes) of each job."""
+        out: dict[int, tuple[int, int]] = {}
         for chunk in _chunks(list(job_ids)):
-            out.update(self.conn.execute(f"SELECT id, resubmits FROM jobs WHERE id IN ({_marks(len(chunk))})", chunk))
+            rows = self.conn.execute(
+                f"SELECT id, resubmits, resumes FROM jobs WHERE id IN ({_marks(len(chunk))})", chunk
+            )
+            out.update((job_id, (resubmits, resumes)) for job_id, resubmits, resumes in rows)
         return out
+
+    def scale_walltime(self, job_ids: Sequence[int], factor: float) -> None:
+        """Multiply the jobs' walltime scale (retry_resources, after a walltime kill)."""
+        self.conn.executemany(
+            "UPDATE jobs SET walltime_scale = coalesce(walltime_scale, 1) * ? WHERE id = ?",
+            [(factor, job_id) for job_id in job_ids],
+        )
+
+    def add_ends(self, rows: Iterable[tuple[int, str, str | None, float, int | None, str | None, str]]) -> None:
+        """(job, cluster, remote id, ended at, exit code, kill cause, reason) of ends that did not succeed."""
+        self.conn.executemany(
+            "INSERT INTO job_ends (job_id, cluster, remote_id, ended_at, exit_code, cause, reason) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            list(rows),
+        )
+
+    def job_ends(self, job_id: int) -> list[tuple[str, str | None, float, int | None, str | None, str]]:
+        """(cluster, remote id, ended at, exit code, kill cause, reason) of the job's recorded ends, in order."""
+        return self.conn.execute(
+            "SELECT cluster, remote_id, ended_at, exit_code, cause, reason FROM job_ends WHERE job_id = ? ORDER BY id",
+            (job_id,),
+        ).fetchall()
+
+    def note_ends(self, campaign_id: int, outcomes: str, window: int) -> str:
+        """Append a campaign's latest ends ("1" failed, "0" succeeded) to its window of the last ``window``
+        ones; return the window."""
+        row = self._one("SELECT recent_ends FROM campaigns WHERE id = ?", (campaign_id,))
+        recent = ((row[0] if row else "") + outcomes)[-window:]
+        self.conn.execute("UPDATE campaigns SET recent_ends = ? WHERE id = ?", (recent, campaign_id))
+        return recent
+
+    def forget_ends(self, campaign_id: int) -> None:
+        """A paused campaign starts a new window when it resumes."""
+        self.conn.execute("UPDATE campaigns SET recent_ends = '' WHERE id = ?", (campaign_id,))
 
     def set_job_state(self, job_ids: Sequence[int], state: JobState, *, only_from: Sequence[JobState] = ()) -> int:
         changed = 0

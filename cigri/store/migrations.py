@@ -322,6 +322,40 @@ def _m011_events(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m012_resubmit(conn: sqlite3.Connection) -> None:
+    _run_script(
+        conn,
+        """
+        -- deferred: exit 67, run again once every other job of its campaign was launched
+        ALTER TABLE jobs ADD COLUMN deferred INTEGER NOT NULL DEFAULT 0;
+        -- resumes: times it went back without a failure (preempted by its RM, checkpointed), bounded apart
+        ALTER TABLE jobs ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
+        -- the cluster holding its checkpoint: it resumes there, before the fresh jobs of its campaign
+        ALTER TABLE jobs ADD COLUMN checkpoint_cluster TEXT;
+        -- retry_resources: its walltime is its campaign's times this (after walltime kills), up to the cap
+        ALTER TABLE jobs ADD COLUMN walltime_scale REAL;
+        CREATE INDEX jobs_deferred ON jobs(campaign_id, id) WHERE deferred = 1;
+        -- the jobs waiting to resume, found without reading those that resumed already
+        CREATE INDEX jobs_checkpoint ON jobs(state, campaign_id, checkpoint_cluster, id)
+            WHERE checkpoint_cluster IS NOT NULL;
+        -- every end of a job that did not succeed, quoted in its RESUBMIT_LIMIT event
+        CREATE TABLE job_ends (
+            id INTEGER PRIMARY KEY,
+            job_id INTEGER NOT NULL,
+            cluster TEXT NOT NULL,
+            remote_id TEXT,
+            ended_at REAL NOT NULL,
+            exit_code INTEGER,
+            cause TEXT,
+            reason TEXT NOT NULL
+        );
+        CREATE INDEX job_ends_job ON job_ends(job_id, id);
+        -- the campaign's last ends, oldest first: 1 failed, 0 succeeded (its failure rate's window)
+        ALTER TABLE campaigns ADD COLUMN recent_ends TEXT NOT NULL DEFAULT '';
+        """,
+    )
+
+
 def _m013_blackhole(conn: sqlite3.Connection) -> None:
     _run_script(
         conn,
@@ -359,6 +393,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("009_spritz", _m009_spritz),
     ("010_nikita", _m010_nikita),
     ("011_events", _m011_events),
+    ("012_resubmit", _m012_resubmit),
     ("013_blackhole", _m013_blackhole),
 ]
 

@@ -1,0 +1,112 @@
+"""Resubmission and checkpoints on the real local Slurm (slurm-ssh): a walltime kill retried with the walltime
+retry_resources ask (the submitted job's TimeLimit), and a job checkpointing on Slurm's --signal."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import uuid
+
+import pytest
+
+from cigri.adapters import AdapterContext
+from cigri.adapters.slurm import SlurmSsh
+from cigri.clock import RealClock
+from cigri.model import Cluster, JobSpec, KillCause, RemoteState
+from cigri.store import Store
+
+from .conftest import wait_for, write_jdl
+from .slurm import job_script, runs, ssh_cluster_options, ssh_config
+
+pytestmark = pytest.mark.slurm
+
+# checkpoints on USR2 (saves, then exits with the checkpoint code 68); resumed (CIGRI_RESUME=1), it finishes
+CHECKPOINTING = """#!/bin/sh
+here=$(dirname "$0")
+name=$1
+echo "$name resume=$CIGRI_RESUME" >> "$here/runs.log"
+if [ "$CIGRI_RESUME" = 1 ]; then
+  echo "$name from $(cat "$here/$name.ckpt")" >> "$here/resumed.log"
+  exit 0
+fi
+trap 'kill "$nap"; echo half > "$here/$name.ckpt"; exit 68' USR2
+sleep 600 & nap=$!; wait "$nap"
+"""
+
+
+@pytest.fixture
+def cluster(cli, slurm, shared_dir):
+    cli("gridclusters", "add", "slurm", "--adapter", "slurm-ssh", *ssh_cluster_options(slurm, shared_dir / "cigri"))
+    return "slurm"
+
+
+def time_limit(remote_id: str) -> str:
+    """The TimeLimit slurmctld gave the job (it keeps ended jobs MinJobAge, 300 s here)."""
+    shown = subprocess.run(["scontrol", "-o", "show", "job", remote_id], capture_output=True, text=True, check=True)
+    return re.search(r"\bTimeLimit=(\S+)", shown.stdout).group(1)
+
+
+def test_a_walltime_kill_is_retried_with_the_walltime_retry_resources_ask(cli, cluster, shared_dir, state):
+    script = job_script(shared_dir)
+    retry = {"walltime": 2, "max_walltime": "00:03:00"}
+    jdl = write_jdl(
+        shared_dir,
+        exec_file=str(script),
+        exec_directory=str(shared_dir),
+        params=["long slow-once 150"],
+        walltime="00:01:00",
+        retry_resources=retry,
+        clusters={"slurm": {}},
+    )
+    cid = cli.submit(jdl)
+    cli.until_done(timeout=300)
+    assert runs(shared_dir) == ["long [slow-once] [150]"] * 2
+    assert cli.json("gridstat", "-c", str(cid))["state"] == "terminated"
+    store = Store(state)
+    try:
+        [(cluster_name, killed, _at, _code, cause, _why)] = store.job_ends(1)
+        last = store.job(1).remote_id
+    finally:
+        store.close()
+    assert (cluster_name, cause) == ("slurm", "walltime")
+    assert (time_limit(killed), time_limit(last)) == ("00:01:00", "00:02:00")
+
+
+def test_a_job_checkpoints_on_slurms_signal_and_resumes(cli, cluster, shared_dir):
+    script = shared_dir / "ckpt.sh"
+    script.write_text(CHECKPOINTING)
+    script.chmod(0o755)
+    jdl = write_jdl(
+        shared_dir,
+        exec_file=str(script),
+        exec_directory=str(shared_dir),
+        params=["c"],
+        walltime="00:02:00",
+        checkpointing_type="signal",
+        checkpointing_grace=90,  # Slurm signals within a minute of the time asked: from 30 s to 90 s in
+        clusters={"slurm": {}},
+    )
+    cid = cli.submit(jdl)
+    cli.until_done(timeout=240)
+    assert runs(shared_dir) == ["c resume=0", "c resume=1"]
+    assert (shared_dir / "resumed.log").read_text() == "c from half\n"
+    job = cli.json("gridstat", "-j", "1")
+    assert (job["state"], job["resubmits"], job["resumes"], job["checkpoint_cluster"]) == ("terminated", 0, 1, "slurm")
+    assert cli.json("gridevents", "-c", str(cid), "-a") == []
+
+
+def test_an_administrators_scancel_is_an_admin_kill(slurm, shared_dir, tmp_path):
+    config = ssh_config(slurm, shared_dir / "spool")
+    adapter = SlurmSsh(Cluster("slurm", "slurm-ssh", config), AdapterContext(tmp_path, RealClock()))
+    job = JobSpec(1, 1, "j1", ("sleep", "60"), str(shared_dir), 120, resources="core=1")
+    ids = adapter.submit(f"cigri.causetest-{uuid.uuid4().hex[:8]}.b.1", [job])
+    try:
+        wait_for(lambda: adapter.states(ids)[ids[0]].state == RemoteState.RUNNING, timeout=30, interval=0.2)
+        subprocess.run(["scancel", ids[0]], check=True)  # root, not cigri
+        status = wait_for(
+            lambda: (s := adapter.states(ids)[ids[0]]).state == RemoteState.KILLED and s, timeout=30, interval=0.2
+        )
+        assert (status.reason, status.cause) == ("cancelled", KillCause.ADMIN)
+    finally:
+        adapter.cancel(ids)
+        adapter.close()
