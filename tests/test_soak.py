@@ -10,6 +10,7 @@ while a batch is recorded or submitted, while the updator collects, while nikita
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -23,10 +24,14 @@ from pathlib import Path
 
 import pytest
 
+from cigri.adapters import AdapterContext
+from cigri.adapters.slurm import SlurmSsh
 from cigri.adapters.transport import SshRunner
+from cigri.clock import RealClock
+from cigri.model import Cluster, JobSpec
 from cigri.store import Store
 
-from .conftest import PYTHON, write_jdl
+from .conftest import PYTHON, wait_for, write_jdl
 from .slurm import job_script, rest_cluster_options, ssh_cluster_options
 
 KILLS = 100  # per adapter and per run of the suite
@@ -166,3 +171,70 @@ def test_slurm_over_rest_survives_a_hundred_kills_of_a_looping_almighty(
         shared_dir, exec_file=str(script), exec_directory=str(shared_dir), params=jobs, clusters={"rest": {}}
     )
     soak(cli, state, jdl, [p.split()[0] for p in jobs], cluster_records(slurm, shared_dir), SLURM_DELAY)
+
+
+# ---- a kill point the random delays seldom reach ----------------------------------------------------
+
+SLOW_SBATCH = """#!/bin/sh
+# sbatch, once the test lets it go; each call leaves "start" then "end" in calls.log
+here=$(dirname "$0")
+echo start >> "$here/calls.log"
+while [ ! -e "$here/go" ]; do sleep 0.05; done
+/usr/bin/sbatch "$@"; code=$?
+echo end >> "$here/calls.log"
+exit $code
+"""
+
+SUBMIT = """
+import json, sys
+from pathlib import Path
+from cigri.adapters import AdapterContext
+from cigri.adapters.slurm import SlurmSsh
+from cigri.clock import RealClock
+from cigri.model import Cluster, JobSpec
+config, key, folder = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+adapter = SlurmSsh(Cluster("slurm", "slurm-ssh", config), AdapterContext(Path(folder), RealClock()))
+print(adapter.submit(key, [JobSpec(1, 1, "once", ("true",), folder, 60, user="cigri")]))
+"""
+
+
+@pytest.mark.slurm
+def test_a_submission_whose_almighty_died_in_a_slow_sbatch_is_not_made_twice(slurm, shared_dir, tmp_path):
+    """SIGKILL does not reach the ssh client the killed almighty ran: its sbatch goes on on the cluster. The
+    next pass, which did not find the batch there yet, must not submit it a second time."""
+    bin_dir = shared_dir / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text(SLOW_SBATCH)
+    (bin_dir / "sbatch").chmod(0o755)
+    for command in ("squeue", "scancel", "sinfo", "scontrol", "sacct"):
+        (bin_dir / command).symlink_to(f"/usr/bin/{command}")
+    bin_dir.chmod(0o777)
+    config = {
+        "host": slurm["SSH_HOST"],
+        "port": int(slurm["SSH_PORT"]),
+        "user": slurm["SLURM_TEST_USER"],
+        "identity_file": slurm["SSH_KEY"],
+        "partition": slurm["SLURM_PARTITION"],
+        "remote_dir": str(shared_dir / "cigri"),
+        "bin_dir": str(bin_dir),
+        "accounting": "none",
+    }
+    key = f"cigri.soaktest-{os.getpid()}.1.b.1"
+    calls = bin_dir / "calls.log"
+    dying = subprocess.Popen([PYTHON, "-c", SUBMIT, json.dumps(config), key, str(shared_dir)])
+    try:
+        wait_for(lambda: calls.exists(), timeout=30)  # its sbatch waits on the cluster
+    finally:
+        dying.send_signal(signal.SIGKILL)
+        dying.wait()
+    adapter = SlurmSsh(Cluster("slurm", "slurm-ssh", config), AdapterContext(tmp_path, RealClock()))
+    try:
+        assert adapter.find_batch(key) is None  # not submitted yet: the next pass submits it
+        (bin_dir / "go").touch()
+        ids = adapter.submit(key, [JobSpec(1, 1, "once", ("true",), str(shared_dir), 60, user="cigri")])
+        wait_for(lambda: calls.read_text().count("end") == calls.read_text().count("start"), timeout=30)
+        assert calls.read_text().split() == ["start", "end"]  # one sbatch: the one of the killed pass
+        assert adapter.find_batch(key) == ids
+    finally:
+        subprocess.run(["scancel", "--name", key], check=False)  # however many arrays were submitted
+        adapter.close()

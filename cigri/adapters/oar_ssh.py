@@ -39,7 +39,7 @@ from .oar import (
     walltime_request,
 )
 from .slurm import check_batch
-from .transport import CommandRunner, RemoteCommands, read_load, runner_for, shell
+from .transport import CommandRunner, RemoteCommands, at_most_once, read_load, runner_for, shell
 
 # what OAR's commands say when the server or its database is not there (not "your job is wrong")
 UNREACHABLE = re.compile(
@@ -159,11 +159,13 @@ class OarSsh(RemoteCommands):
             oarsub += ["--array-param-file", params_file]
         oarsub.append(command)
         # one round trip: stage the param file, submit, and record the answer on the cluster itself (HUP
-        # ignored), so that find_batch knows it even if cigri dies before reading it
-        steps = (
-            f"umask 077 && mkdir -p {shlex.quote(folder)} && cat > {shlex.quote(params_file)} && trap '' HUP && "
-            f"{shlex.join(oarsub)} > {shlex.quote(ids_file)}.tmp && "
-            f"mv {shlex.quote(ids_file)}.tmp {shlex.quote(ids_file)} && cat {shlex.quote(ids_file)}"
+        # ignored), so that find_batch knows it even if cigri dies before reading it; at most once per batch
+        # key, should the submission of a killed pass still be running
+        steps = f"umask 077 && mkdir -p {shlex.quote(folder)} && " + at_most_once(
+            params_file,
+            ids_file,
+            f"cat > {shlex.quote(params_file)} && trap '' HUP && {shlex.join(oarsub)} > {shlex.quote(ids_file)}.tmp && "
+            f"mv {shlex.quote(ids_file)}.tmp {shlex.quote(ids_file)} && cat {shlex.quote(ids_file)}",
         )
         result = self._run(shell(steps), input=params or "")
         if not result.ok:
