@@ -111,7 +111,7 @@ def params(prefix: str, n: int, seconds: float) -> list[str]:
 
 def test_the_local_cluster_survives_a_hundred_kills_of_a_looping_almighty(cli, state, tmp_path):
     cli("gridclusters", "set", "local", "--slots", "4")
-    jobs = params("l", 200, 0.5)
+    jobs = params("l", 240, 0.5)
     script = job_script(tmp_path)
     jdl = write_jdl(tmp_path, exec_file=str(script), params=jobs)
     names = [p.split()[0] for p in jobs]
@@ -151,7 +151,7 @@ def cancel_leftovers(state):
 @pytest.mark.slurm
 def test_slurm_over_ssh_survives_a_hundred_kills_of_a_looping_almighty(cli, state, slurm, shared_dir, cancel_leftovers):
     cli("gridclusters", "add", "slurm", "--adapter", "slurm-ssh", *ssh_cluster_options(slurm, shared_dir / "cigri"))
-    jobs = params("s", 160, 1)
+    jobs = params("s", 200, 1)
     script = job_script(shared_dir)
     jdl = write_jdl(
         shared_dir, exec_file=str(script), exec_directory=str(shared_dir), params=jobs, clusters={"slurm": {}}
@@ -165,7 +165,7 @@ def test_slurm_over_rest_survives_a_hundred_kills_of_a_looping_almighty(
 ):
     options = rest_cluster_options(slurm, tmp_path / "token")
     cli("gridclusters", "add", "rest", "--adapter", "slurm-rest", *options, "--output-dir", str(shared_dir))
-    jobs = params("r", 160, 1)
+    jobs = params("r", 200, 1)
     script = job_script(shared_dir)
     jdl = write_jdl(
         shared_dir, exec_file=str(script), exec_directory=str(shared_dir), params=jobs, clusters={"rest": {}}
