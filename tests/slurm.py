@@ -82,6 +82,20 @@ def rest_cluster_options(env: dict[str, str], token_file: Path) -> list[str]:
     ]
 
 
+def ssh_config(env: dict[str, str], remote_dir: Path, **extra) -> dict:
+    """A slurm-ssh cluster's config as cigritest, its staged scripts and outputs in ``remote_dir``."""
+    return {
+        "host": env["SSH_HOST"],
+        "port": int(env["SSH_PORT"]),
+        "user": env["SLURM_TEST_USER"],
+        "identity_file": env["SSH_KEY"],
+        "partition": env["SLURM_PARTITION"],
+        "accounting": "none",
+        "remote_dir": str(remote_dir),
+        **extra,
+    }
+
+
 def ssh_cluster_options(env: dict[str, str], remote_dir: Path) -> list[str]:
     """slurm-ssh as cigritest; its staged scripts and outputs in ``remote_dir`` (a shared_dir), not in its home."""
     return [

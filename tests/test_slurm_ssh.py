@@ -19,7 +19,7 @@ from cigri.errors import TransportError
 from cigri.model import Cluster, JobSpec, RemoteState
 
 from .conftest import wait_for, write_jdl
-from .slurm import job_script, runs, ssh_cluster_options
+from .slurm import job_script, runs, ssh_cluster_options, ssh_config
 
 pytestmark = pytest.mark.slurm
 
@@ -197,15 +197,7 @@ def test_without_a_host_slurm_ssh_runs_the_commands_here(cli, slurm, shared_dir)
 
 
 def test_activity_changes_once_a_job_ends(slurm, shared_dir, tmp_path):
-    config = {
-        "host": slurm["SSH_HOST"],
-        "port": int(slurm["SSH_PORT"]),
-        "user": slurm["SLURM_TEST_USER"],
-        "identity_file": slurm["SSH_KEY"],
-        "partition": slurm["SLURM_PARTITION"],
-        "accounting": "none",
-        "remote_dir": str(shared_dir / "spool"),
-    }
+    config = ssh_config(slurm, shared_dir / "spool")
     adapter = SlurmSsh(Cluster("slurm", "slurm-ssh", config), AdapterContext(tmp_path, RealClock()))
     job = JobSpec(1, 1, "j1", ("sleep", "2"), str(shared_dir), 60, resources="core=1")
     ids = adapter.submit(f"cigri.activitytest-{uuid.uuid4().hex[:8]}.b.1", [job])

@@ -32,7 +32,7 @@ from cigri.model import Cluster, JobSpec
 from cigri.store import Store
 
 from .conftest import PYTHON, wait_for, write_jdl
-from .slurm import job_script, rest_cluster_options, ssh_cluster_options
+from .slurm import job_script, rest_cluster_options, ssh_cluster_options, ssh_config
 
 KILLS = 100  # per adapter and per run of the suite
 # Seconds from the almighty's start to its SIGKILL, drawn uniformly. Measured: a ``grid`` process starts its
@@ -209,16 +209,7 @@ def test_a_submission_whose_almighty_died_in_a_slow_sbatch_is_not_made_twice(slu
     for command in ("squeue", "scancel", "sinfo", "scontrol", "sacct"):
         (bin_dir / command).symlink_to(f"/usr/bin/{command}")
     bin_dir.chmod(0o777)
-    config = {
-        "host": slurm["SSH_HOST"],
-        "port": int(slurm["SSH_PORT"]),
-        "user": slurm["SLURM_TEST_USER"],
-        "identity_file": slurm["SSH_KEY"],
-        "partition": slurm["SLURM_PARTITION"],
-        "remote_dir": str(shared_dir / "cigri"),
-        "bin_dir": str(bin_dir),
-        "accounting": "none",
-    }
+    config = ssh_config(slurm, shared_dir / "cigri", bin_dir=str(bin_dir))
     key = f"cigri.soaktest-{os.getpid()}.1.b.1"
     calls = bin_dir / "calls.log"
     dying = subprocess.Popen([PYTHON, "-c", SUBMIT, json.dumps(config), key, str(shared_dir)])
