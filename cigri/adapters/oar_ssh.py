@@ -5,9 +5,10 @@ It shares with ``oar-rest`` the translation table and the array job (:mod:`cigri
 param file is staged on the cluster through the transport (``<remote_dir>/<batch key>.params``, sent on
 stdin, never through a shell's words) and ``oarsub``'s answer is recorded there too
 (``<batch key>.ids``) in the same round trip, so ``find_batch`` knows a batch even when cigri died
-before reading the answer. The remote ids are then ordered by the ``array_index`` ``oarstat`` reports
-(falling back on the order ``oarsub`` printed them in, which is the index order, for jobs ``oarstat``
-no longer lists).
+before reading the answer; a submission whose answer is there already, or still being made by a killed
+pass's ssh client, answers it instead of submitting again (:func:`~.transport.at_most_once`). The
+remote ids are then ordered by the ``array_index`` ``oarstat`` reports (falling back on the order
+``oarsub`` printed them in, which is the index order, for jobs ``oarstat`` no longer lists).
 
 The cluster's size comes from the ``slots`` option, or from ``oarnodes -J`` when it is not set.
 """

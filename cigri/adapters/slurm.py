@@ -4,7 +4,9 @@
 A batch is one ``sbatch --array=1-N`` job named after the batch key. Task *i* runs spec *i*: the job
 script reads line *i* of the batch's args file (staged on the cluster), whose words were quoted here,
 and ``exec``\\ s them, so nothing in a param line is ever expanded by a shell. Remote ids are
-``<array job id>_<i>``, recorded at submission: they map to jobs exactly.
+``<array job id>_<i>``, recorded at submission: they map to jobs exactly. slurm-ssh records the array id
+on the cluster in the submission's round trip, and submits a batch key at most once, even when a killed
+pass's ssh client is still submitting it (:func:`~.transport.at_most_once`).
 
 Both adapters give ``activity()`` a token (:class:`Activity`) that changes when one of cigri's tasks that
 was pending or running has ended, so that a looping almighty wakes as soon as a job ends instead of at
