@@ -11,6 +11,7 @@ stderr and the class's ``exit_code``; nothing else in the library prints or exit
     ├── NotFound               5   no such campaign, job, event or cluster
     ├── PermissionDenied       6   the campaign belongs to another user
     ├── StoreError             7   the state file cannot be opened or migrated
+    ├── Inconsistent          11   grid admin check found the state's invariants broken
     ├── TimedOut              12   almighty --until-done --timeout ran out before the campaigns ended
     ├── Busy                  75   another almighty pass holds the lock (EX_TEMPFAIL: retry later)
     └── AdapterError           8   a resource manager answered with an error
@@ -49,6 +50,10 @@ class PermissionDenied(CigriError):
 
 class StoreError(CigriError):
     exit_code = 7
+
+
+class Inconsistent(CigriError):
+    exit_code = 11
 
 
 class TimedOut(CigriError):

@@ -82,7 +82,7 @@ def rest_cluster_options(env: dict[str, str], token_file: Path) -> list[str]:
     ]
 
 
-def ssh_config(env: dict[str, str], remote_dir: Path) -> dict:
+def ssh_config(env: dict[str, str], remote_dir: Path, **extra) -> dict:
     """A slurm-ssh cluster's configuration as cigritest, without accounting, staging in ``remote_dir``."""
     return {
         "host": env["SSH_HOST"],
@@ -92,6 +92,7 @@ def ssh_config(env: dict[str, str], remote_dir: Path) -> dict:
         "partition": env["SLURM_PARTITION"],
         "accounting": "none",
         "remote_dir": str(remote_dir),
+        **extra,
     }
 
 

@@ -533,7 +533,8 @@ def test_ssh_submission_stages_the_param_file_and_maps_by_index(tmp_path):
     assert adapter.submit("cigri.x.7.b.1", specs) == ["20", "21"]
     (script, staged) = next((argv, stdin) for argv, stdin in runner.calls if "oarsub" in " ".join(argv))
     assert [shlex.split(line) for line in staged.splitlines()] == [["1", "a", "a", *NASTY], ["2", "a1", "a1"]]
-    oarsub = shlex.split(script[2].split(" && ")[4].split(" > ")[0])
+    [command] = [step for step in script[2].split(" && ") if step.startswith("/opt/oar/bin/oarsub ")]
+    oarsub = shlex.split(command.split(" > ")[0])
     assert oarsub == [
         "/opt/oar/bin/oarsub",
         "-l",

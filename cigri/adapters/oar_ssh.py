@@ -5,9 +5,10 @@ It shares with ``oar-rest`` the translation table and the array job (:mod:`cigri
 param file is staged on the cluster through the transport (``<remote_dir>/<batch key>.params``, sent on
 stdin, never through a shell's words) and ``oarsub``'s answer is recorded there too
 (``<batch key>.ids``) in the same round trip, so ``find_batch`` knows a batch even when cigri died
-before reading the answer. The remote ids are then ordered by the ``array_index`` ``oarstat`` reports
-(falling back on the order ``oarsub`` printed them in, which is the index order, for jobs ``oarstat``
-no longer lists).
+before reading the answer; a submission whose answer is there already, or still being made by a killed
+pass's ssh client, answers it instead of submitting again (:func:`~.transport.at_most_once`). The
+remote ids are then ordered by the ``array_index`` ``oarstat`` reports (falling back on the order
+``oarsub`` printed them in, which is the index order, for jobs ``oarstat`` no longer lists).
 
 The cluster's size comes from the ``slots`` option, or from ``oarnodes -J`` when it is not set.
 """
@@ -40,7 +41,7 @@ from .oar import (
     walltime_request,
 )
 from .slurm import check_batch
-from .transport import CommandRunner, RemoteCommands, read_load, runner_for, shell
+from .transport import CommandRunner, RemoteCommands, at_most_once, read_load, runner_for, shell
 
 # what OAR's commands say when the server or its database is not there (not "your job is wrong")
 UNREACHABLE = re.compile(
@@ -162,11 +163,13 @@ class OarSsh(RemoteCommands):
             oarsub += ["--array-param-file", params_file]
         oarsub.append(command)
         # one round trip: stage the param file, submit, and record the answer on the cluster itself (HUP
-        # ignored), so that find_batch knows it even if cigri dies before reading it
-        steps = (
-            f"umask 077 && mkdir -p {shlex.quote(folder)} && cat > {shlex.quote(params_file)} && trap '' HUP && "
-            f"{shlex.join(oarsub)} > {shlex.quote(ids_file)}.tmp && "
-            f"mv {shlex.quote(ids_file)}.tmp {shlex.quote(ids_file)} && cat {shlex.quote(ids_file)}"
+        # ignored), so that find_batch knows it even if cigri dies before reading it; at most once per batch
+        # key, should the submission of a killed pass still be running
+        steps = f"umask 077 && mkdir -p {shlex.quote(folder)} && " + at_most_once(
+            params_file,
+            ids_file,
+            f"cat > {shlex.quote(params_file)} && trap '' HUP && {shlex.join(oarsub)} > {shlex.quote(ids_file)}.tmp && "
+            f"mv {shlex.quote(ids_file)}.tmp {shlex.quote(ids_file)} && cat {shlex.quote(ids_file)}",
         )
         result = self._run(shell(steps), input=params or "")
         if not result.ok:

@@ -4,7 +4,9 @@
 A batch is one ``sbatch --array=1-N`` job named after the batch key. Task *i* runs spec *i*: the job
 script reads line *i* of the batch's args file (staged on the cluster), whose words were quoted here,
 and ``exec``\\ s them, so nothing in a param line is ever expanded by a shell. Remote ids are
-``<array job id>_<i>``, recorded at submission: they map to jobs exactly.
+``<array job id>_<i>``, recorded at submission: they map to jobs exactly. slurm-ssh records the array id
+on the cluster in the submission's round trip, and submits a batch key at most once, even when a killed
+pass's ssh client is still submitting it (:func:`~.transport.at_most_once`).
 
 Both adapters give ``activity()`` a token (:class:`Activity`) that changes when one of cigri's tasks that
 was pending or running has ended, so that a looping almighty wakes as soon as a job ends instead of at
@@ -23,7 +25,7 @@ from ..jdl import format_walltime, parse_resources, property_terms
 from ..model import Capacity, Cluster, JobSpec, KillCause, RemoteState, RemoteStatus
 from . import AdapterContext, Option, batch_environment, expand_home, exports
 from .packing import RemotePackFiles
-from .transport import CommandRunner, RemoteCommands, read_load, runner_for, shell
+from .transport import CommandRunner, RemoteCommands, at_most_once, read_load, runner_for, shell
 
 # Slurm job states (squeue %T / sacct State / REST job_state), translated. Anything else is UNKNOWN.
 STATES: dict[str, RemoteState] = {
@@ -407,12 +409,14 @@ class SlurmSsh(RemotePackFiles, RemoteCommands):
             script_file,
         ]
         # one round trip: stage the args and the script, submit, and record the array id on the cluster
-        # itself (HUP ignored), so that find_batch knows it even if cigri dies before reading the answer
-        steps = (
-            f"umask 077 && mkdir -p {shlex.quote(folder)}/out && cat > {shlex.quote(args_file)} && "
-            f"printf %s {shlex.quote(script)} > {shlex.quote(script_file)} && trap '' HUP && "
-            f"{shlex.join(sbatch)} > {shlex.quote(ids_file)}.tmp && "
-            f"mv {shlex.quote(ids_file)}.tmp {shlex.quote(ids_file)} && cat {shlex.quote(ids_file)}"
+        # itself (HUP ignored), so that find_batch knows it even if cigri dies before reading the answer;
+        # at most once per batch key, should the submission of a killed pass still be running
+        steps = f"umask 077 && mkdir -p {shlex.quote(folder)}/out && " + at_most_once(
+            args_file,
+            ids_file,
+            f"cat > {shlex.quote(args_file)} && printf %s {shlex.quote(script)} > {shlex.quote(script_file)} && "
+            f"trap '' HUP && {shlex.join(sbatch)} > {shlex.quote(ids_file)}.tmp && "
+            f"mv {shlex.quote(ids_file)}.tmp {shlex.quote(ids_file)} && cat {shlex.quote(ids_file)}",
         )
         self._listing.drop()
         result = self._run(shell(steps), input=args_lines(specs, self.home))

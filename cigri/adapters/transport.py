@@ -198,6 +198,19 @@ def remote_command(argv: Sequence[str]) -> str:
     return f"sh -c 'eval \"$(printf %s {script} | base64 -d)\"'"
 
 
+def at_most_once(lock_file: str, answer_file: str, submit: str) -> str:
+    """A shell script that runs ``submit`` (which ends by writing ``answer_file`` and printing it) unless
+    ``answer_file`` exists, which it prints instead; both under an exclusive lock on ``lock_file`` (flock(1),
+    when the cluster has it). A killed almighty's ssh client goes on: its submission may still run on the
+    cluster when the next pass, which did not find the batch yet, submits it again; this waits for it and
+    answers its ids instead of submitting the batch twice."""
+    lock, answer = shlex.quote(lock_file), shlex.quote(answer_file)
+    return (
+        f"exec 9>>{lock} && {{ ! command -v flock >/dev/null || flock 9; }} && "
+        f"if [ -e {answer} ]; then cat {answer}; else {submit}; fi"
+    )
+
+
 def runtime_dir() -> Path:
     """cigri's private folder for sockets: $XDG_RUNTIME_DIR/cigri (a per-user tmpfs), else ~/.cache/cigri."""
     base = os.environ.get("XDG_RUNTIME_DIR")

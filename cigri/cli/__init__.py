@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .admin_cmds import admin
 from .app import GridGroup, common
 from .campaign_cmds import griddel, gridevents, gridstat, gridsub
 from .cluster_cmds import gridclusters
@@ -38,6 +39,7 @@ for command in (
     simulate,
     config,
     policy,
+    admin,
 ):
     grid.add_command(command)
 

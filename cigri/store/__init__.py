@@ -35,6 +35,7 @@ from ..model import (
 from ..private import open_private, private_dir
 from ..secrets import mask_text
 from . import migrations
+from .integrity import Integrity
 
 CHUNK = 900  # stays under SQLite's default limit of host parameters per statement
 ROWS_PER_INSERT = 4096
@@ -105,25 +106,36 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-class Store:
-    def __init__(self, path: str | os.PathLike, *, clock_now=None):
+class Store(Integrity):
+    def __init__(self, path: str | os.PathLike, *, clock_now=None, readonly: bool = False):
+        """Open (creating it when missing) and migrate the state file; ``readonly`` opens an existing one as
+        it is, for reading only (``grid admin check``)."""
         self.path = Path(path)
         self.memory = str(path) == ":memory:"
         try:
-            if not self.memory:
-                self._create_file()
-            conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=30, check_same_thread=False)
+            if readonly:
+                conn = self._open_readonly()
+            else:
+                if not self.memory:
+                    self._create_file()
+                conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=30, check_same_thread=False)
             conn.execute("PRAGMA busy_timeout = 30000")
-            if not self.memory:
+            if not self.memory and not readonly:
                 conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             self.conn = conn
-            self.applied = migrations.apply(conn)
+            self.applied = [] if readonly else migrations.apply(conn)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open state file {self.path}: {exc}") from exc
         except OSError as exc:
             raise StoreError(f"cannot create state file {self.path}: {exc.strerror}") from exc
         self._depth = 0
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        if not self.path.is_file():
+            raise NotFound(f"no state file {self.path}")
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30, check_same_thread=False)
 
     @cached_property
     def db(self):
