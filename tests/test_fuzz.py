@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +34,7 @@ from cigri.adapters.reading import LAST_EPOCH
 from cigri.adapters.slurm import SlurmSsh
 from cigri.adapters.slurm_rest import SlurmRest
 from cigri.adapters.transport import LocalRunner, Result
+from cigri.cli import grid
 from cigri.errors import CigriError, JdlError
 from cigri.model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
 
@@ -162,46 +164,55 @@ SCALAR = st.one_of(
     st.sampled_from([0, 1, -1, 256, 2**31, 2**63, 10**30, 1e300, -1e300]),
     WORD,
 )
-JUNK = st.recursive(
-    SCALAR, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(WORD, inner, max_size=3), max_leaves=6
-)
+JUNK = st.one_of(SCALAR, SCALAR, st.lists(SCALAR, max_size=3), st.dictionaries(WORD, SCALAR, max_size=2))
+
+
+def _nodes(value: object, path: tuple = ()) -> list[tuple]:
+    """The path of every part of a JSON document (the document itself first)."""
+    out = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += _nodes(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            out += _nodes(item, (*path, index))
+    return out
 
 
 @st.composite
-def mutated(draw, value: object, depth: int = 0) -> object:
-    """``value`` (a JSON document) with some of its parts dropped, duplicated, retyped or replaced."""
-    if draw(st.integers(0, 15)) == 0:
-        return draw(JUNK)
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            action = draw(st.sampled_from(("keep", "keep", "mutate", "mutate", "drop", "junk")))
-            if action == "keep":
-                out[key] = item
-            elif action == "mutate":
-                out[key] = draw(mutated(item, depth + 1))
-            elif action == "junk":
-                out[key] = draw(JUNK)
-        if draw(st.integers(0, 5)) == 0:
-            out[draw(WORD)] = draw(JUNK)
-        return out
-    if isinstance(value, list):
-        out = []
-        for item in value:
-            action = draw(st.sampled_from(("keep", "mutate", "mutate", "drop", "twice")))
-            if action == "keep":
-                out.append(item)
-            elif action in ("mutate", "twice"):
-                out.append(draw(mutated(item, depth + 1)))
-                if action == "twice":
-                    out.append(draw(mutated(item, depth + 1)))
-        if draw(st.integers(0, 5)) == 0:
-            out.append(draw(JUNK))
-        return out
-    return draw(st.one_of(st.just(value), SCALAR)) if draw(st.booleans()) else value
+def mutated(draw, document: object) -> object:
+    """``document`` (JSON) after a few mutations, each at a part drawn at random: replaced by another type
+    or an odd value, dropped, repeated, or given a stray key or item."""
+    value = json.loads(json.dumps(document))  # a copy
+    for _ in range(draw(st.integers(0, 6))):
+        path = draw(st.sampled_from(_nodes(value)))
+        action = draw(st.sampled_from(("retype", "odd", "drop", "twice", "add")))
+        if not path:
+            value = draw(JUNK) if action in ("retype", "odd") else value
+            continue
+        parent = value
+        for step in path[:-1]:
+            parent = parent[step]
+        key, node = path[-1], parent[path[-1]]
+        if action == "retype":
+            parent[key] = draw(JUNK)
+        elif action == "odd":
+            parent[key] = draw(ODD)
+        elif action == "drop":
+            del parent[key]
+        elif action == "twice":
+            if isinstance(parent, list):
+                parent.insert(key, json.loads(json.dumps(node)))
+            else:
+                parent[key] = [node, node]
+        elif isinstance(node, dict):
+            node[draw(WORD)] = draw(JUNK)
+        elif isinstance(node, list):
+            node.append(draw(JUNK))
+    return value
 
 
-def json_text(document: object, junk_keys: bool = True) -> st.SearchStrategy[str]:
+def json_text(document: object) -> st.SearchStrategy[str]:
     """The JSON text of a mutated ``document``, sometimes cut short, sometimes plain random text."""
 
     def dumped(value: object) -> str:
@@ -214,33 +225,36 @@ def json_text(document: object, junk_keys: bool = True) -> st.SearchStrategy[str
 
 @st.composite
 def mutated_lines(draw, text: str, separator: str) -> str:
-    """The lines of a recorded command output with fields dropped, duplicated or replaced, lines cut,
-    dropped or repeated, separators swapped."""
-    lines = []
-    for line in text.splitlines():
-        action = draw(st.sampled_from(("keep", "fields", "fields", "fields", "cut", "drop", "twice", "junk")))
-        if action == "keep":
-            lines.append(line)
-        elif action == "cut":
-            lines.append(line[: draw(st.integers(0, len(line)))])
-        elif action == "twice":
-            lines += [line, line]
-        elif action == "junk":
+    """A recorded command output after a few mutations, each on a line drawn at random: a field dropped,
+    repeated or replaced by an odd value, the line cut, dropped, repeated or replaced, its separators
+    swapped; then the line ends changed."""
+    lines = text.splitlines()
+    for _ in range(draw(st.integers(0, 6))):
+        if not lines:
             lines.append(draw(st.text(max_size=40)))
-        elif action == "fields":
-            fields = []
-            for field in line.split(separator):
-                change = draw(st.sampled_from(("keep", "keep", "keep", "drop", "twice", "odd")))
-                if change == "keep":
-                    fields.append(field)
-                elif change == "twice":
-                    fields += [field, field]
-                elif change == "odd":
-                    fields.append(draw(WORD))
-            joiner = draw(st.sampled_from((separator, separator, separator, ",", " ", "||", "\t", ":")))
-            lines.append(joiner.join(fields))
-    if draw(st.integers(0, 4)) == 0:
-        lines.append(draw(st.text(max_size=40)))
+            continue
+        at = draw(st.integers(0, len(lines) - 1))
+        line, fields = lines[at], lines[at].split(separator)
+        action = draw(st.sampled_from(("field", "field", "field", "cut", "drop", "twice", "junk", "swap")))
+        if action in ("field", "swap"):
+            where = draw(st.integers(0, len(fields) - 1))
+            change = draw(st.sampled_from(("drop", "twice", "odd", "odd")))
+            if change == "drop":
+                del fields[where]
+            elif change == "twice":
+                fields.insert(where, fields[where])
+            else:
+                fields[where] = draw(WORD)
+            joiner = draw(st.sampled_from((",", " ", "||", "\t", ":"))) if action == "swap" else separator
+            lines[at] = joiner.join(fields)
+        elif action == "cut":
+            lines[at] = line[: draw(st.integers(0, len(line)))]
+        elif action == "drop":
+            del lines[at]
+        elif action == "twice":
+            lines.insert(at, line)
+        else:
+            lines[at] = draw(st.text(max_size=40))
     end = draw(st.sampled_from(("\n", "\n", "\r\n", "\n\n", "")))
     return end.join(lines) + draw(st.sampled_from(("\n", "")))
 
@@ -910,3 +924,63 @@ def test_found_command_output_that_is_not_utf8():
     """A command printing bytes that are not UTF-8 (a job name in Latin-1) raised UnicodeDecodeError."""
     result = LocalRunner().run(["printf", "caf\\351\\n"])
     assert result.ok and result.stdout.startswith("caf")
+
+
+# ---- through the CLI: one line and an exit status, never a traceback -----------------------------------------
+
+CLI_EXAMPLES = max(20, EXAMPLES // 20)  # each runs a command on a state file (and gridclusters, processes)
+
+
+@pytest.fixture(scope="module")
+def cli_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cli")
+
+
+def run_grid(folder: Path, *args: str):
+    """``grid --state <folder>/state.db ARGS`` in-process; an exception that is not cigri's fails the test."""
+    result = CliRunner().invoke(grid, ["--state", str(folder / "state.db"), *args], catch_exceptions=False)
+    assert "Traceback" not in result.output
+    return result
+
+
+@settings(fuzz, max_examples=CLI_EXAMPLES)
+@given(text=st.one_of(edited_text(EXAMPLE_JDLS), jdl_mappings().map(json.dumps)))
+@example(text=FOUND_JDL_TEXTS[0])
+@example(text=json.dumps({**BASE_JDL, "clusters": {"a\nb": {"walltime": "x"}}}))
+def test_gridsub_says_what_is_wrong_with_a_jdl_in_one_line(cli_dir, text):
+    (cli_dir / "sweep-params.txt").write_text("a 1\nb 2\n")
+    (cli_dir / "jdl.yaml").write_text(text, encoding="utf-8", errors="surrogatepass")
+    result = run_grid(cli_dir, "gridsub", "--dry-run", str(cli_dir / "jdl.yaml"))
+    if result.exit_code != 0:
+        assert result.exit_code == JdlError.exit_code or result.exit_code in (1, 4, 5), result.output
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("grid gridsub: error: "), result.stderr
+
+
+def fake_slurm(folder: Path) -> Path:
+    """sinfo and squeue that print what the test wrote in their .out files."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name in ("sinfo", "squeue"):
+        (bin_dir / name).write_text(f"#!/bin/sh\ncat {bin_dir / name}.out\n")
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
+@settings(fuzz, max_examples=CLI_EXAMPLES)
+@given(sinfo=command_output(SINFO, "/"), squeue=command_output(SQUEUE, "|"))
+@example(sinfo="8/0/0\n", squeue=SQUEUE)
+@example(sinfo=SINFO, squeue=squeue_row(cpus="x"))
+def test_gridclusters_shows_a_cluster_answering_garbage_as_a_one_line_problem(cli_dir, sinfo, squeue):
+    """What an RM answers reaches the CLI in gridclusters (each cluster's capacity): an answer cigri cannot
+    read is that cluster's problem, in one line, and the listing goes on."""
+    bin_dir = fake_slurm(cli_dir)
+    if run_grid(cli_dir, "gridclusters", "--json").output.count('"fz"') == 0:
+        run_grid(cli_dir, "gridclusters", "add", "fz", "--adapter", "slurm-ssh", "--bin-dir", str(bin_dir))
+    (bin_dir / "sinfo.out").write_text(sinfo, errors="replace")
+    (bin_dir / "squeue.out").write_text(squeue, errors="replace")
+    result = run_grid(cli_dir, "gridclusters", "--json")
+    assert result.exit_code == 0, result.output
+    (row,) = [row for row in json.loads(result.stdout) if row["name"] == "fz"]
+    assert "\n" not in row["problem"]
+    assert row["problem"] or (row["slots"] is not None and row["slots"] >= 0)
