@@ -511,10 +511,15 @@ def rest_answers(draw, document: dict) -> tuple[int, bytes]:
     return status, body.encode("utf-8", "surrogatepass") if draw(st.booleans()) else body.encode("utf-8", "replace")
 
 
-def slurm_rest(folder: Path, answers: dict[str, tuple[int, bytes]]) -> SlurmRest:
+def slurm_rest(folder: Path, answers: dict[str, tuple[int, bytes]], memory: str | None = None) -> SlurmRest:
     """slurm-rest on a MockTransport answering by the path's last part (``job`` for job/<id>), with no memory
-    (each example starts as a new cluster would)."""
-    (folder / "clusters" / "fz" / "slurm-rest.json").unlink(missing_ok=True)
+    (each example starts as a new cluster would) and the API version forced, or with ``memory`` as the text
+    of its memory file and the version found by a ping."""
+    path = folder / "clusters" / "fz" / "slurm-rest.json"
+    path.unlink(missing_ok=True)
+    if memory is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(memory, errors="surrogatepass")
 
     def serve(request: httpx.Request) -> httpx.Response:
         parts = request.url.path.split("/")
@@ -523,7 +528,8 @@ def slurm_rest(folder: Path, answers: dict[str, tuple[int, bytes]]) -> SlurmRest
         return httpx.Response(status, content=body)
 
     config = {"url": "https://rest.example:6820", "user": USER, "token_file": str(folder / "token"), "home": HOME}
-    config["api"] = "v0.0.38"
+    if memory is None:
+        config["api"] = "v0.0.38"
     return SlurmRest(
         Cluster("fz", "slurm-rest", config), AdapterContext(folder, Clock()), transport=httpx.MockTransport(serve)
     )
@@ -564,6 +570,28 @@ def test_slurmrestd_submit_and_update_answers_give_ids_or_an_adapter_error(rest_
         count,
     )
     clean(lambda: slurm_rest(rest_dir, {"job": answer}).hold(["3434_1", "3434_2"]))
+
+
+MEMORY = {
+    "batches": {"5": {"at": 1795351590.0, "key": "cigri.a", "tasks": 2, "live": True}},
+    "api": {"url": "https://rest.example:6820", "version": "v0.0.38"},
+}
+
+
+@fuzz
+@given(memory=json_text(MEMORY))
+@example(memory='{"batches": {"5": {"at": "x", "key": "cigri.a", "tasks": 2}}}')  # float("x"): ValueError
+@example(memory='{"batches": {"5": {"at": 1, "key": "cigri.a", "tasks": "x"}}}')  # int("x"): ValueError
+@example(memory='{"batches": {"²": {"at": 1, "key": "cigri.a", "tasks": 2}}}')  # int("²"): ValueError
+def test_a_damaged_slurm_rest_memory_is_read_as_none(rest_dir, memory):
+    """The memory is cigri's own file, but a damaged one must cost the full listing, not a crash."""
+    jobs = (200, json.dumps({"jobs": [rest_job(), rest_job(array_task_id=2, job_state="RUNNING")]}).encode())
+    answers = {"job": jobs, "jobs": jobs, "ping": (200, b"{}"), "nodes": (200, json.dumps(REST_NODES).encode())}
+    answers["submit"] = (200, json.dumps(REST_SUBMIT).encode())
+    check_ids(clean(lambda: slurm_rest(rest_dir, answers, memory).find_batch("cigri.a")))
+    check_states(clean(lambda: slurm_rest(rest_dir, answers, memory).states(["5_1", "5_2"])), ["5_1", "5_2"])
+    check_capacity(clean(lambda: slurm_rest(rest_dir, answers, memory).capacity()))
+    check_ids(clean(lambda: slurm_rest(rest_dir, answers, memory).submit("cigri.b", [spec(1)])), 1)
 
 
 # ---- oar-ssh: oarstat -J, oarnodes -J, oarsub ---------------------------------------------------------------

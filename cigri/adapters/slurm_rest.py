@@ -272,7 +272,7 @@ class Memory:
         if self.batches is not None or on_disk is not None:
             now = self.clock.now()
             merged = {**(on_disk or {}), **self._changed}
-            batches = {a: e for a, e in merged.items() if e.get("live") or now - float(e.get("at") or 0) < KEEP_ENDED}
+            batches = {a: e for a, e in merged.items() if e.get("live") or now - (epoch(e.get("at")) or 0) < KEEP_ENDED}
         data = {"batches": {str(a): e for a, e in sorted(batches.items())} if batches is not None else None}
         data["api"] = self.api
         try:
