@@ -38,7 +38,7 @@ from cigri.cli import grid
 from cigri.errors import CigriError, JdlError
 from cigri.model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
 
-CI_EXAMPLES = 600
+CI_EXAMPLES = 750
 EXAMPLES = int(os.environ.get("CIGRI_FUZZ_EXAMPLES") or CI_EXAMPLES)
 fuzz = settings(
     max_examples=EXAMPLES,
@@ -335,17 +335,18 @@ def edited_text(draw, texts: list[str]) -> str:
 
 
 def consume(parsed: jdl.Jdl) -> None:
-    """What gridsub does with a parsed JDL: its record is JSON, its jobs are named (small campaigns)."""
+    """What gridsub does with a parsed JDL: its record is JSON, its jobs are named (small campaigns), and
+    nothing a job's command is made of holds a NUL (subprocess refuses it)."""
     json.dumps(parsed.as_record())
+    for settings_ in parsed.clusters.values():
+        assert "\\u0000" not in json.dumps(settings_)  # how JSON writes a NUL
     if parsed.nb_jobs is None or parsed.nb_jobs <= 1000:
         for name, line in jdl.jobs_of(parsed):
-            assert isinstance(name, str) and name and isinstance(line, str)
+            assert isinstance(name, str) and name and isinstance(line, str) and "\0" not in line
 
 
 @fuzz
 @given(text=st.one_of(edited_text(EXAMPLE_JDLS), st.text(max_size=200), jdl_mappings().map(json.dumps)))
-@example(text="name: " + "9" * 5000)
-@example(text='{"name": ' + "9" * 5000 + "}")
 def test_jdl_text_gives_a_jdl_or_a_jdl_error(tmp_path_factory, text):
     folder = tmp_path_factory.getbasetemp() / "jdl"
     folder.mkdir(exist_ok=True)
@@ -377,6 +378,8 @@ def test_param_files_give_jobs_or_a_jdl_error(tmp_path_factory, content):
 
 
 class Clock:
+    """A clock that stands still: nothing here waits."""
+
     def now(self) -> float:
         return 1_800_000_000.0
 
