@@ -121,6 +121,8 @@ ODD = st.sampled_from(
         "9" * 5000,
         "99999999999999999999999",
         "\x00",
+        "\ud800",
+        "?x#y",
         "\n",
         "a\nb",
         "N/A",
@@ -645,7 +647,7 @@ OAR_DOCUMENTS = {
     "jobs": OAR_PAGE,
     "resources": {"items": OAR_RESOURCES, "total": len(OAR_RESOURCES)},
     "stress_factor": json.loads((OAR / "oar3-stress-factor.json").read_text()),
-    "job": OAR_RECORDS[len(OAR_RECORDS) - 2],
+    "job": {**OAR_RECORDS[len(OAR_RECORDS) - 2], "stdout_file": "OAR.%jobid%.out", "launching_directory": "/h"},
     "post": json.loads((OAR / "oar25-post-jobs.json").read_text())["response"],
 }
 
@@ -668,9 +670,11 @@ def oar_rest(flavour: str, answers: dict[str, tuple[int, bytes]]) -> OarRest:
             kind = "resources" if path.startswith("resources") else "jobs"
             if request.url.params.get("offset") not in (None, "0"):
                 return httpx.Response(200, json={"items": []})
+        elif path.startswith("media"):
+            kind = "media"
         else:
             kind = "stress_factor" if path == "stress_factor" else "job"
-        status, body = answers.get(kind, (404, b""))
+        status, body = answers.get(kind, (200, b"the output") if kind == "media" else (404, b""))
         return httpx.Response(status, content=body)
 
     config = {"url": "https://oar.example/oarapi", "login": USER, "api_flavour": flavour}
@@ -885,6 +889,15 @@ def test_found_oar_api_answers(flavour, kind, status, body):
     check_capacity(clean(lambda: oar_rest(flavour, answers).capacity()))
     check_ids(clean(lambda: oar_rest(flavour, answers).submit("cigri.1", [spec(1), spec(2)])), 2)
     clean(lambda: oar_rest(flavour, answers).hold(["7"]))
+
+
+@pytest.mark.parametrize("flavour", ["2.5", "3"])
+@pytest.mark.parametrize("name", ["\x00", "a\nb", "\ud800", "a" * 100_000])
+def test_found_oar_output_file_names(flavour, name):
+    """A job's stdout_file that no URL can carry raised httpx.InvalidURL or UnicodeEncodeError in tail."""
+    job = {"id": 7, "state": "Running", "stdout_file": name, "launching_directory": "/home/u"}
+    answers = {"job": (200, json.dumps(job).encode())}
+    assert clean(lambda: oar_rest(flavour, answers).tail("7", "stdout", 5)) in ("", "the output", None)
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from __future__ import annotations
 import getpass
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 
@@ -419,7 +420,10 @@ class OarRest:
             return ""
         params = {"tail": lines} if lines else {}
         if self.flavour == "2.5":
-            response = self._request("GET", "media/" + path.lstrip("/"), params=params, probing=True)
+            # quoted: a ? or # in a file name must not end the path
+            response = self._request(
+                "GET", "media/" + quote(path.lstrip("/"), errors="replace"), params=params, probing=True
+            )
         else:
             response = self._request("GET", "media/", params={**params, "path_filename": path}, probing=True)
         return response.text.rstrip("\n") if response is not None else ""
