@@ -31,8 +31,8 @@ from cigri.adapters import AdapterContext, packing
 from cigri.adapters.oar_rest import OarRest
 from cigri.adapters.oar_ssh import OarSsh
 from cigri.adapters.reading import LAST_EPOCH
-from cigri.adapters.slurm import SlurmSsh
-from cigri.adapters.slurm_rest import SlurmRest
+from cigri.adapters.slurm import MAX_ARRAY_SIZE, SlurmSsh
+from cigri.adapters.slurm_rest import SlurmRest, task_indices
 from cigri.adapters.transport import LocalRunner, Result
 from cigri.cli import grid
 from cigri.errors import CigriError, JdlError
@@ -92,6 +92,7 @@ def check_ids(found: object, count: int | None = None) -> None:
     if found is None:
         return
     assert isinstance(found, list) and all(isinstance(i, str) and i and i.isascii() for i in found), found
+    assert len(found) <= MAX_ARRAY_SIZE  # no more than a Slurm array holds (a huge count once ate all memory)
     if count is not None:
         assert len(found) == count
 
@@ -588,6 +589,8 @@ MEMORY = {
 @example(memory='{"batches": {"5": {"at": "x", "key": "cigri.a", "tasks": 2}}}')  # float("x"): ValueError
 @example(memory='{"batches": {"5": {"at": 1, "key": "cigri.a", "tasks": "x"}}}')  # int("x"): ValueError
 @example(memory='{"batches": {"²": {"at": 1, "key": "cigri.a", "tasks": 2}}}')  # int("²"): ValueError
+# find_batch listed every id up to "tasks": 10**17 of them took all of the machine's memory (OOM-killed)
+@example(memory=json.dumps({"batches": {"5": {"at": 1, "key": "cigri.a", "tasks": MAX_ARRAY_SIZE + 1}}}))
 def test_a_damaged_slurm_rest_memory_is_read_as_none(rest_dir, memory):
     """The memory is cigri's own file, but a damaged one must cost the full listing, not a crash."""
     jobs = (200, json.dumps({"jobs": [rest_job(), rest_job(array_task_id=2, job_state="RUNNING")]}).encode())
@@ -795,6 +798,12 @@ FOUND_REST_JOBS = [
     json.dumps({"jobs": [rest_job(cpus=-3, job_state="RUNNING")]}),  # negative slots in use
     json.dumps({"jobs": [rest_job(array_job_id=-5)]}),
 ]
+
+
+def test_found_array_task_strings_beyond_any_array():
+    """Ranges repeated in one record made millions of tasks (several gigabytes) before they were counted."""
+    assert task_indices(",".join(["1-4000000"] * 1000)) == []
+    assert task_indices("1-3,5-9:2") == [1, 2, 3, 5, 7, 9]
 
 
 @pytest.mark.parametrize("body", FOUND_REST_JOBS)

@@ -149,8 +149,12 @@ def task_indices(text: str) -> list[int]:
         if not match:
             continue
         low, high, step = (int(group) if group else None for group in match.groups())
-        if step != 0 and (high or low) < MAX_ARRAY_SIZE:
-            out.extend(range(low, (high or low) + 1, step or 1))
+        if step == 0 or (high or low) >= MAX_ARRAY_SIZE:
+            continue
+        indices = range(low, (high or low) + 1, step or 1)
+        if len(out) + len(indices) > MAX_ARRAY_SIZE:  # parts repeated past any array's size: not understood
+            return []
+        out.extend(indices)
     return out
 
 
@@ -235,6 +239,7 @@ class Memory:
         """(array id, tasks) of a batch, the first submission should there be two."""
         self.load()
         found = [(a, count(e.get("tasks")) or 0) for a, e in (self.batches or {}).items() if e.get("key") == batch_key]
+        found = [(a, tasks if tasks <= MAX_ARRAY_SIZE else 0) for a, tasks in found]  # more: damaged, unknown
         return min(found) if found else None
 
     def find_array(self, array_id: int) -> bool:
