@@ -180,17 +180,24 @@ def _priority(value: object, path: str) -> int:
     return value
 
 
+def _no_nul(text: str, path: str) -> str:
+    """``text``, unless it holds a NUL, which no command, argument or path can carry."""
+    if "\0" in text:
+        raise JdlError(path, "holds a NUL character, which no command, argument or path can carry")
+    return text
+
+
 def _str(value: object, path: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise JdlError(path, f"expected a string, not {type(value).__name__}")
-    return str(value)
+    return _no_nul(str(value), path)
 
 
 def _lines(value: object, path: str) -> list[str]:
     if isinstance(value, str):
-        return [value]
+        return [_no_nul(value, path)]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return list(value)
+        return [_no_nul(line, f"{path}[{index}]") for index, line in enumerate(value)]
     raise JdlError(path, "expected a list of shell lines")
 
 
@@ -364,7 +371,9 @@ def _checked_lines(jdl: Jdl, first: int, lines: list[str], seen: set[str], from_
             line = line.rstrip("\r\n")
             if not line or line.isspace():
                 continue
-        _check_text(line, jdl.where(number))
+        else:
+            _check_text(line, jdl.where(number))
+        _no_nul(line, jdl.where(number))
         match = None if quoting(line) else first_word(line)
         name = match.group(1) if match else split_params(line, jdl.where(number))[0]
         if name in seen:
@@ -441,15 +450,12 @@ def load_text(text: str, origin: str = "JDL") -> dict:
 
 
 def _check_text(value: object, path: str) -> None:
-    """Every string must be storable as UTF-8 (JSON can carry lone surrogates, SQLite cannot), and hold no
-    NUL: no command, argument, path or environment can carry one."""
+    """Every string must be storable as UTF-8 (JSON can carry lone surrogates, SQLite cannot)."""
     if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise JdlError(path, "holds characters that are not valid Unicode text") from None
-        if "\0" in value:
-            raise JdlError(path, "holds a NUL character, which no command, path or name can carry")
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_text(key, path or "JDL")
@@ -502,6 +508,7 @@ def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None)
         for index, line in enumerate(raw):
             if isinstance(line, bool) or not isinstance(line, (str, int, float)):
                 raise JdlError(f"params[{index}]", "expected a string")
+            _no_nul(str(line), f"params[{index}]")
         params = tuple(str(line) for line in raw)
     elif "param_file" in top:
         text = _str(top["param_file"], "param_file")
