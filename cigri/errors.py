@@ -33,7 +33,8 @@ class JdlError(CigriError):
 
     def __init__(self, path: str, message: str):
         self.path = path
-        super().__init__(f"{path}: {message}" if path else message)
+        shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in path)
+        super().__init__(f"{shown}: {message}" if path else message)  # keys may hold line breaks: shown escaped
 
 
 class ConfigError(CigriError):

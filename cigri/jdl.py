@@ -82,8 +82,10 @@ MAX_WALLTIME = 366 * 86400
 MAX_NB_JOBS = 100_000_000  # beyond this, a param_file says better what the jobs are
 
 RESOURCE_NAMES = ("nodes", "node", "host", "network_address", "cpu", "core", "resource_id")
-_RESOURCE = re.compile(r"^(?:/?[a-z_]+=\d+)+$")
-_WALLTIME = re.compile(r"^(\d+)(?::(\d+))?(?::(\d+))?$")
+# numbers in ASCII digits, not too many for int(): \d would take other scripts' digits and any length
+_RESOURCE = re.compile(r"^(?:/?[a-z_]+=[0-9]{1,9})+$")
+_WALLTIME = re.compile(r"^([0-9]{1,9})(?::([0-9]{1,9}))?(?::([0-9]{1,9}))?$")
+_WHOLE = re.compile(r"\s*(-?[0-9]{1,18})\s*")
 # param lines: one without quotes or backslashes needs no shell-like parsing, its words are its runs of
 # non-blanks (most sweeps: a million such lines split 90x faster than through shlex)
 _QUOTING = re.compile(r"[\"'\\]")
@@ -91,7 +93,7 @@ _FIRST_WORD = re.compile(r"[ \t\r\n]*([^ \t\r\n]+)")
 _WORDS = re.compile(r"[^ \t\r\n]+")
 # a block whose names one regular expression can take: no quote nor backslash (no shell-like parsing needed)
 # and no \r (CRLF files take the line by line way)
-_PLAIN = re.compile(r"[^\"'\\\r]*")
+_PLAIN = re.compile(r"[^\"'\\\r\0]*")
 _NAMES = re.compile(r"^[ \t]*([^ \t\n]+)", re.MULTILINE)  # the first word of each line that has one
 
 
@@ -192,8 +194,8 @@ def _grouping(value: object, path: str) -> bool | int:
 def _int(value: object, path: str, minimum: int) -> int:
     if isinstance(value, bool):
         raise JdlError(path, f"expected a whole number, not {value!r}")
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
+    if isinstance(value, str) and (m := _WHOLE.fullmatch(value)) and not m.group(1).startswith("-"):
+        value = int(m.group(1))
     if not isinstance(value, int):
         raise JdlError(path, f"expected a whole number, not {value!r}")
     if value < minimum:
@@ -203,24 +205,31 @@ def _int(value: object, path: str, minimum: int) -> int:
 
 def _priority(value: object, path: str) -> int:
     """A whole number, negative ones included (CiGri's strings too: ``"-3"``)."""
-    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+    if isinstance(value, str) and _WHOLE.fullmatch(value):
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise JdlError(path, f"expected a whole number, not {value!r}")
     return value
 
 
+def _no_nul(text: str, path: str) -> str:
+    """``text``, unless it holds a NUL, which no command, argument or path can carry."""
+    if "\0" in text:
+        raise JdlError(path, "holds a NUL character, which no command, argument or path can carry")
+    return text
+
+
 def _str(value: object, path: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise JdlError(path, f"expected a string, not {type(value).__name__}")
-    return str(value)
+    return _no_nul(str(value), path)
 
 
 def _lines(value: object, path: str) -> list[str]:
     if isinstance(value, str):
-        return [value]
+        return [_no_nul(value, path)]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return list(value)
+        return [_no_nul(line, f"{path}[{index}]") for index, line in enumerate(value)]
     raise JdlError(path, "expected a list of shell lines")
 
 
@@ -470,6 +479,7 @@ def _checked_lines(jdl: Jdl, first: int, lines: list[str], seen: set[str], from_
                 continue
         else:
             _check_text(line, jdl.where(number))
+        _no_nul(line, jdl.where(number))
         match = None if quoting(line) else first_word(line)
         name = match.group(1) if match else split_params(line, jdl.where(number))[0]
         if name in seen:
@@ -527,14 +537,19 @@ def _expand_jdl_dir(values: dict, jdl_dir: str) -> dict:
 
 def load_text(text: str, origin: str = "JDL") -> dict:
     stripped = text.lstrip()
+    kind = "JSON" if stripped.startswith("{") else "YAML"
     try:
-        data = json.loads(text) if stripped.startswith("{") else yaml.safe_load(text)
+        data = json.loads(text) if kind == "JSON" else yaml.safe_load(text)
     except json.JSONDecodeError as exc:
         raise JdlError("", f"{origin} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         raise JdlError("", f"{origin} is not valid YAML{where}") from exc
+    except RecursionError:
+        raise JdlError("", f"{origin} nests lists or mappings too deeply") from None
+    except ValueError as exc:  # a number of more than 4300 digits, a date that is none (YAML's 2020-02-30)
+        raise JdlError("", f"{origin} is not valid {kind}: {exc}") from exc
     if not isinstance(data, dict):
         raise JdlError("", f"{origin} must be a mapping of keys to values")
     return data
@@ -599,6 +614,7 @@ def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None)
         for index, line in enumerate(raw):
             if isinstance(line, bool) or not isinstance(line, (str, int, float)):
                 raise JdlError(f"params[{index}]", "expected a string")
+            _no_nul(str(line), f"params[{index}]")
         params = tuple(str(line) for line in raw)
     elif "param_file" in top:
         text = _str(top["param_file"], "param_file")

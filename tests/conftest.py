@@ -27,7 +27,15 @@ LEFTOVERS = pytest.StashKey[set]()
 
 # a busy machine (CI, two cores shared) makes examples slow, not wrong: no per-example wall-clock deadline
 settings.register_profile("cigri", deadline=None)
-settings.load_profile("cigri")
+# CI runs from a temporary clone and must write nothing into it nor into /tmp: no example database (a
+# failure prints the blob that replays it), and Hypothesis's caches (Unicode tables, constants), which it
+# writes only where it can, sent where nothing can be written
+settings.register_profile("cigri-ci", settings.get_profile("cigri"), database=None, print_blob=True)
+if os.environ.get("CI"):
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = "/dev/null/hypothesis"
+    settings.load_profile("cigri-ci")
+else:
+    settings.load_profile("cigri")
 
 
 CLUSTER_HOME = Path("~cigritest").expanduser()  # the cluster user of scripts/slurm-local.sh

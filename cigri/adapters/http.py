@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from ..errors import ConfigError, TransportError
+from ..errors import AdapterError, ConfigError, TransportError
 from . import Option
 from .transport import CONNECT_TIMEOUT
 
@@ -66,9 +66,12 @@ def send(
     cluster: str, service: str, url: str, timeout: float, make: Callable[[], httpx.Client], method: str, path: str, **kw
 ) -> httpx.Response:
     """One request through the client ``make`` gives; a failure to get an answer is a TransportError
-    naming ``service`` (e.g. "slurmrestd") at ``url``."""
+    naming ``service`` (e.g. "slurmrestd") at ``url``, a request no URL can carry (a path built from what
+    the cluster answered, holding a control character, a lone surrogate, or far too long) an AdapterError."""
     try:
         return make().request(method, path, **kw)
+    except (httpx.InvalidURL, UnicodeEncodeError) as exc:
+        raise AdapterError(f"{cluster}: cannot ask {service} for {path[:80]!r}: {exc}") from exc
     except httpx.TimeoutException as exc:
         raise TransportError(f"{cluster}: {service} at {url} gave no answer within {timeout:g} s") from exc
     except httpx.HTTPError as exc:  # refused, unknown host, reset, TLS

@@ -36,12 +36,12 @@ import shlex
 import signal
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from ..errors import JdlError, SubmitError
 from ..jdl import format_walltime, parse_resources
 from ..model import JobSpec, KillCause, RemoteState, RemoteStatus
 from . import Option, batch_environment, expand_home, exports
+from .reading import epoch, whole
 
 STATES: dict[str, RemoteState] = {
     "Waiting": RemoteState.PENDING,
@@ -71,7 +71,7 @@ WORKDIR_EVENT = "WORKING_DIRECTORY"
 # the states of the jobs OAR lists when asked for all of them (the default lists only current jobs)
 ALL_STATES = tuple(STATES)
 FOLLOW_HOPS = 5  # resubmissions of resubmissions followed at most
-_INTEGER = re.compile(r"\d+")
+_INTEGER = re.compile(r"[0-9]{1,18}")
 
 
 @dataclass(frozen=True)
@@ -107,28 +107,22 @@ def _pick(item: dict, *keys: str) -> object:
 
 
 def _int(value: object) -> int | None:
+    """A whole number, given as one or as its ASCII digits (a sign allowed); None for anything else."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
+    if isinstance(value, str):
+        text = value.strip()
+        number = whole(text.removeprefix("-"))
+        return -number if number is not None and text.startswith("-") else number
     return None
 
 
 def _time(value: object) -> float | None:
     """An epoch (OAR's API) or a date (oarstat's ``YYYY-MM-DD HH:MM:SS``); 0 means "not yet"."""
     number = _int(value)
-    if number is not None:
-        return float(number) if number > 0 else None
-    if isinstance(value, float):
-        return value if value > 0 else None
-    if isinstance(value, str) and value.strip():
-        try:
-            return datetime.fromisoformat(value.strip()).timestamp()
-        except ValueError:
-            return None
-    return None
+    return epoch(number if number is not None else value)
 
 
 def _events(value: object) -> tuple[tuple[str, str], ...]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import getpass
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 
@@ -47,6 +48,7 @@ from .oar import (
     tally,
     walltime_request,
 )
+from .reading import listed, one_line, whole
 from .slurm import check_batch
 from .transport import TIMEOUT
 
@@ -241,11 +243,11 @@ class OarRest:
         offset = 0
         for _ in range(MAX_PAGES):
             page = self._json("GET", path, params={**params, "offset": offset, "limit": self.page_size}) or {}
-            batch = [item for item in page.get("items") or [] if isinstance(item, dict)]
+            batch = [item for item in listed(page.get("items")) if isinstance(item, dict)]
             items.extend(batch)
             offset += len(batch)
             total = page.get("total")
-            has_next = any(isinstance(link, dict) and link.get("rel") == "next" for link in page.get("links") or [])
+            has_next = any(isinstance(link, dict) and link.get("rel") == "next" for link in listed(page.get("links")))
             if not batch or (offset >= total if isinstance(total, int) else not has_next):
                 return items
         raise TransportError(f"{self.name}: OAR's API listing {path} does not end after {MAX_PAGES} pages")
@@ -270,7 +272,7 @@ class OarRest:
         """The records of ``ids`` (any state), with the events of those in Error: the login's current jobs
         in one paginated listing, then, by id, only those it no longer lists (ended since the last pass),
         so that the requests follow the pages and the work done, not the number of active jobs."""
-        ids = [i for i in dict.fromkeys(ids) if i.isdigit()]
+        ids = [i for i in dict.fromkeys(ids) if whole(i) is not None]
         wanted = set(ids)
         found = {job.id: job for job in self._details(user=self.login) if job.id in wanted} if ids else {}
         missing = [i for i in ids if i not in found]
@@ -311,7 +313,7 @@ class OarRest:
         value = data.get("GLOBAL_STRESS", data.get("stress_factor", 0))
         try:
             return float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return 0.0
 
     def capacity(self) -> Capacity:
@@ -347,8 +349,9 @@ class OarRest:
             payload["checkpoint"], payload["signal"] = checkpoint
         answer = self._json("POST", "jobs", payload=payload, submitting=True) or {}
         array_id = str(answer.get("id") or "")
-        if not array_id.isdigit():
-            raise SubmitError(f"{self.name} refused the batch: {answer.get('cmd_output') or 'no job id in the answer'}")
+        if whole(array_id) is None:
+            why = one_line(str(answer.get("cmd_output") or "")) or "no job id in the answer"
+            raise SubmitError(f"{self.name} refused the batch: {why}")
         ids = self._array_ids(array_id, len(specs))
         if ids is None:  # the batch is there: find_batch maps it next pass
             raise TransportError(f"{self.name}: OAR does not list every job of array {array_id} yet")
@@ -398,7 +401,7 @@ class OarRest:
                 failed[job_id] = str(exc)
                 continue
             if answer and answer.get("exit_status") not in (None, 0):
-                failed[job_id] = str(answer.get("cmd_output") or "").strip() or f"exit status {answer['exit_status']}"
+                failed[job_id] = one_line(str(answer.get("cmd_output") or "")) or f"exit status {answer['exit_status']}"
         refused = still_unmoved(failed, self._jobs(list(failed)), verb) if failed else []
         if refused:
             raise AdapterError(f"{self.name}: OAR refused to {verb} {len(refused)} jobs: {'; '.join(refused[:3])}")
@@ -420,7 +423,10 @@ class OarRest:
             return ""
         params = {"tail": lines} if lines else {}
         if self.flavour == "2.5":
-            response = self._request("GET", "media/" + path.lstrip("/"), params=params, probing=True)
+            # quoted: a ? or # in a file name must not end the path
+            response = self._request(
+                "GET", "media/" + quote(path.lstrip("/"), errors="replace"), params=params, probing=True
+            )
         else:
             response = self._request("GET", "media/", params={**params, "path_filename": path}, probing=True)
         return response.text.rstrip("\n") if response is not None else ""

@@ -40,6 +40,7 @@ from .oar import (
     tally,
     walltime_request,
 )
+from .reading import whole
 from .slurm import check_batch
 from .transport import CommandRunner, RemoteCommands, at_most_once, read_load, runner_for, shell
 
@@ -48,8 +49,8 @@ UNREACHABLE = re.compile(
     r"can ?not connect|could not connect|connection refused|DBI connect|timed? ?out|OAR server .* not respond",
     re.I,
 )
-_JOB_ID = re.compile(r"^OAR_JOB_ID=(\d+)\s*$", re.M)
-_ARRAY_ID = re.compile(r"^OAR_ARRAY_ID=(\d+)\s*$", re.M)
+_JOB_ID = re.compile(r"^OAR_JOB_ID=([0-9]+)\s*$", re.M)
+_ARRAY_ID = re.compile(r"^OAR_ARRAY_ID=([0-9]+)\s*$", re.M)
 IDS_PER_QUERY = 200  # -j options per oarstat call
 
 
@@ -93,12 +94,14 @@ class OarSsh(RemoteCommands):
             data = json.loads(text)
         except ValueError:
             raise AdapterError(f"{self.name}: oarstat -J answered something not JSON: {text[:200]!r}") from None
-        records = data.items() if isinstance(data, dict) else ((None, item) for item in data or [])
+        if not isinstance(data, dict | list):
+            raise AdapterError(f"{self.name}: oarstat -J answered {text[:80]!r}, not a JSON object of jobs")
+        records = data.items() if isinstance(data, dict) else ((None, item) for item in data)
         return [job for key, item in records if isinstance(item, dict) and (job := job_of(item, key))]
 
     def _jobs(self, ids: Sequence[str]) -> dict[str, OarJob]:
         found: dict[str, OarJob] = {}
-        ids = [i for i in dict.fromkeys(ids) if i.isdigit()]
+        ids = [i for i in dict.fromkeys(ids) if whole(i) is not None]
         for start in range(0, len(ids), IDS_PER_QUERY):
             chunk = ids[start : start + IDS_PER_QUERY]
             options = [word for job_id in chunk for word in ("-j", job_id)]

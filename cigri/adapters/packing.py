@@ -37,6 +37,7 @@ from typing import Protocol
 from ..errors import AdapterError, JdlError, SubmitError
 from ..jdl import parse_resources, resource_slots
 from ..model import JobSpec, KillCause, RemoteState, RemoteStatus
+from .reading import epoch, whole
 
 SEPARATOR = "+"
 PACK_MARGIN = 0.2  # a pack plans at most 80 % of its walltime: durations vary around their mean
@@ -158,21 +159,33 @@ class PackFiles(Protocol):
 
 
 def statuses(text: str) -> dict[int, tuple]:
-    """A pack's status lines: job id -> ("start", time) | ("end", status, time, start) | ("skip",)."""
+    """A pack's status lines: job id -> ("start", time) | ("end", status, time, start) | ("skip",). A line
+    cut short by the pack's end, or holding what the wrapper never writes (an exit status above 255, a
+    time no clock reaches), is left out."""
     out: dict[int, tuple] = {}
     for line in text.splitlines():
         words = line.split()
-        try:
-            if len(words) == 3 and words[0] == "start":
-                out[int(words[1])] = ("start", float(words[2]))
-            elif len(words) == 4 and words[0] == "end":
-                began = out.get(int(words[1]), ("start", None))[1]
-                out[int(words[1])] = ("end", int(words[2]), float(words[3]), began)
-            elif len(words) == 2 and words[0] == "skip":
-                out[int(words[1])] = ("skip",)
-        except ValueError:  # a line cut short by the pack's end
+        job = whole(words[1]) if len(words) > 1 else None
+        if job is None:
             continue
+        if len(words) == 3 and words[0] == "start" and (began := _moment(words[2])):
+            out[job] = ("start", began)
+        elif len(words) == 4 and words[0] == "end":
+            status, ended = whole(words[2]), _moment(words[3])
+            if status is not None and status <= 255 and ended:
+                began = out[job][1] if out.get(job, ("",))[0] == "start" else None
+                out[job] = ("end", status, ended, began)
+        elif len(words) == 2 and words[0] == "skip":
+            out[job] = ("skip",)
     return out
+
+
+def _moment(text: str) -> float | None:
+    """A time of ``date +%s.%N``, or None."""
+    try:
+        return epoch(float(text))
+    except ValueError:
+        return None
 
 
 def job_status(remote: str, pack: RemoteStatus, lines: dict[int, tuple]) -> RemoteStatus:

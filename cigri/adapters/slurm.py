@@ -18,13 +18,13 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
 
 from ..errors import AdapterError, ConfigError, JdlError, SubmitError
 from ..jdl import format_walltime, parse_resources, property_terms
 from ..model import Capacity, Cluster, JobSpec, KillCause, RemoteState, RemoteStatus
 from . import AdapterContext, Option, batch_environment, expand_home, exports
 from .packing import RemotePackFiles
+from .reading import epoch, whole
 from .transport import CommandRunner, RemoteCommands, at_most_once, read_load, runner_for, shell
 
 # Slurm job states (squeue %T / sacct State / REST job_state), translated. Anything else is UNKNOWN.
@@ -64,6 +64,8 @@ CAUSES: dict[str, KillCause] = {
     "CANCELLED": KillCause.ADMIN,  # scancel, by an administrator or the user (cigri's own are known to it)
 }
 
+MAX_ARRAY_SIZE = 4_000_001  # the largest MaxArraySize Slurm takes: no array has more tasks
+
 # sbatch and squeue messages that mean "the controller is not there", not "your job is wrong"
 UNREACHABLE = re.compile(
     r"Unable to contact slurm controller|Socket timed out|Connection refused|"
@@ -74,7 +76,7 @@ UNREACHABLE = re.compile(
 
 def exit_status(raw: int | None) -> int | None:
     """A wait status (squeue exit_code, REST exit_code) as a shell would report it."""
-    if raw is None or raw > 0xFFFF:  # above 16 bits Slurm reports an error number (JobLaunchFailure: 4021)
+    if raw is None or raw < 0 or raw > 0xFFFF:  # above 16 bits Slurm reports an error number (4021: JobLaunchFailure)
         return None
     signal = raw & 0x7F
     return 128 + signal if signal else raw >> 8
@@ -82,7 +84,8 @@ def exit_status(raw: int | None) -> int | None:
 
 def translate(state: str, raw_exit: int | None = None, reason: str = "") -> tuple[RemoteState, int | None, str]:
     """(RemoteState, exit code, reason) of a Slurm state; CANCELLED+ etc. lose their suffix."""
-    name = state.split()[0].rstrip("+").upper() if state else ""
+    words = state.split()
+    name = words[0].rstrip("+").upper() if words else ""
     remote = STATES.get(name, RemoteState.UNKNOWN)
     code = exit_status(raw_exit) if remote == RemoteState.EXITED else None
     if name == "OUT_OF_MEMORY":  # Slurm records 0:125 or 0:0 here: report it as the kernel's kill would
@@ -299,15 +302,6 @@ def check_batch(cluster: str, specs: Sequence[JobSpec], max_batch: int) -> bool:
     return bool(specs)
 
 
-def epoch(text: str | None) -> float | None:
-    if not text or text in ("N/A", "Unknown", "None"):
-        return None
-    try:
-        return datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        return None
-
-
 SLURM_OPTIONS = (
     Option("partition", str, "Slurm partition for normal jobs (default: the cluster's default)"),
     Option("besteffort_partition", str, "Slurm partition for best-effort (preemptible) jobs"),
@@ -362,7 +356,8 @@ class SlurmSsh(RemotePackFiles, RemoteCommands):
         if not result.ok:
             raise AdapterError(f"{self.name}: {result.describe()}")
         rows = [line.split("|") for line in result.stdout.splitlines() if line.strip()]
-        ours = [[c.strip() for c in row] for row in rows if len(row) >= 9 and row[8].strip().startswith("cigri.")]
+        # a line of other than the nine fields asked is not understood: its task stays UNKNOWN
+        ours = [[c.strip() for c in row] for row in rows if len(row) == 9 and row[8].strip().startswith("cigri.")]
         self._activity.seen(row[0] for row in ours if live(row[2]))
         return ours
 
@@ -381,13 +376,16 @@ class SlurmSsh(RemotePackFiles, RemoteCommands):
             raise AdapterError(f"{self.name}: {result.describe()}")
         total = used = 0
         for line in result.stdout.split():
-            allocated, _idle, other, all_cpus = (int(x) for x in line.split("/"))
+            counts = [whole(x) for x in line.split("/")]
+            if len(counts) != 4 or None in counts or counts[2] > counts[3]:
+                raise AdapterError(f"{self.name}: sinfo -o %C answered {line[:80]!r}, not allocated/idle/other/total")
+            allocated, _idle, other, all_cpus = counts
             total += all_cpus - other
             used += allocated
         grid_used = queued = 0
         for row in self._our_jobs():
             if row[2] == "RUNNING":
-                grid_used += int(row[7] or 1)
+                grid_used += whole(row[7]) or 1
             elif row[2] == "PENDING":
                 queued += 1
         return Capacity(total=total, used=used, grid_used=grid_used, queued=queued)
@@ -423,7 +421,7 @@ class SlurmSsh(RemotePackFiles, RemoteCommands):
         if not result.ok:
             raise SubmitError(f"{self.name} refused the batch: {result.describe()}")
         array_id = result.stdout.strip().split(";")[0]
-        if not array_id.isdigit():
+        if whole(array_id) is None:
             raise AdapterError(f"{self.name}: sbatch answered {result.stdout.strip()!r}")
         remote_ids = [f"{array_id}_{i}" for i in range(1, len(specs) + 1)]
         self._activity.submitted(remote_ids)
@@ -434,16 +432,17 @@ class SlurmSsh(RemotePackFiles, RemoteCommands):
         quoted = shlex.quote(f"{folder}/{batch_key}")
         result = self._run(shell(f"[ -e {quoted}.ids ] && cat {quoted}.ids && wc -l < {quoted}.args || true"))
         words = result.stdout.split()
-        if len(words) < 2 or not words[0].split(";")[0].isdigit():
+        array_id, tasks = (whole(words[0].split(";")[0]), whole(words[1])) if len(words) >= 2 else (None, None)
+        if array_id is None or tasks is None or tasks > MAX_ARRAY_SIZE:
             return None
-        return [f"{words[0].split(';')[0]}_{i}" for i in range(1, int(words[1]) + 1)]
+        return [f"{array_id}_{i}" for i in range(1, tasks + 1)]
 
     def states(self, remote_ids: Sequence[str]) -> dict[str, RemoteStatus]:
         out = {rid: RemoteStatus(rid, RemoteState.UNKNOWN) for rid in remote_ids}
         for task_id, _array, state, reason, raw_exit, start, end, _cpus, _name in self._our_jobs():
             if task_id in out:
                 why = "" if reason in ("None", "(null)") else reason  # squeue's placeholders
-                remote, code, why = translate(state, int(raw_exit) if raw_exit.isdigit() else None, why)
+                remote, code, why = translate(state, whole(raw_exit), why)
                 cause = ended_by_slurm(state, remote)
                 out[task_id] = RemoteStatus(task_id, remote, code, epoch(start), epoch(end), why, cause=cause)
         unknown = [rid for rid, status in out.items() if status.state == RemoteState.UNKNOWN]
@@ -472,8 +471,8 @@ class SlurmSsh(RemotePackFiles, RemoteCommands):
             fields = line.split("|")
             if len(fields) < 5 or fields[0] not in remote_ids:
                 continue
-            code, _, signal = fields[2].partition(":")
-            raw = (int(code) << 8 | int(signal)) if code.isdigit() and signal.isdigit() else None
+            code, _, signal = (whole(part) for part in fields[2].partition(":"))
+            raw = (code << 8 | signal) if code is not None and signal is not None else None
             remote, exit_code, why = translate(fields[1], raw)
             if remote in (RemoteState.EXITED, RemoteState.KILLED):
                 start, end, cause = epoch(fields[3]), epoch(fields[4]), ended_by_slurm(fields[1], remote)
@@ -526,7 +525,7 @@ class SlurmSsh(RemotePackFiles, RemoteCommands):
         if self.config.get("partition"):
             argv += ["-p", self.config["partition"]]
         result = self._run(argv)
-        cores = [int(word.rstrip("+")) for word in result.stdout.split() if word.rstrip("+").isdigit()]
+        cores = [cores for word in result.stdout.split() if (cores := whole(word.rstrip("+")))]
         if not result.ok or not cores:
             raise AdapterError(f"{self.name}: cannot read the cores of its nodes: {result.describe()}")
         return min(cores)

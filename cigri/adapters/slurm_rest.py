@@ -48,8 +48,10 @@ from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
 from ..private import write_private
 from . import AdapterContext, Option, expand_home, http
 from .packing import RemotePackFiles
+from .reading import count, epoch, listed, one_line, whole
 from .slurm import (
     LISTING_TTL,
+    MAX_ARRAY_SIZE,
     SLURM_OPTIONS,
     UNREACHABLE,
     Activity,
@@ -86,7 +88,7 @@ INVALID_JOB = 2017  # "Invalid job id specified": the job is gone, which a cance
 # without a number; then the task gone, already done (2021) or finished (2084)
 UPDATED_OR_GONE = {None, INVALID_JOB, 2021, 2084}
 KEEP_ENDED = 86400  # seconds the memory keeps a batch whose tasks all ended (find_batch still knows it)
-_COMMENT = re.compile(r"cigri batch of (\d+) tasks")
+_COMMENT = re.compile(r"cigri batch of ([0-9]{1,7}) tasks")
 _UNAVAILABLE = "({stream} tail unavailable: slurmrestd cannot read files; configure ssh for this cluster)"
 
 
@@ -117,15 +119,16 @@ class Task:
     def count(self) -> int:
         """The number of tasks of its batch: from the comment cigri gave the array, else its own index."""
         match = _COMMENT.search(self.comment)
-        return int(match.group(1)) if match else self.index
+        return int(match.group(1)) if match and int(match.group(1)) <= MAX_ARRAY_SIZE else self.index
 
 
 def number(value: object) -> int | None:
-    """An integer field: plain in v0.0.37/38, ``{"set": ..., "number": ...}`` in v0.0.39."""
+    """An integer field: plain in v0.0.37/38, ``{"set": ..., "number": ...}`` in v0.0.39; None for what is
+    not a whole number (see :func:`cigri.adapters.reading.count`)."""
     if isinstance(value, dict):
         settled = value.get("set", True) and not value.get("infinite")
-        return int(value["number"]) if settled and isinstance(value.get("number"), int) else None
-    return int(value) if isinstance(value, int | float) else None
+        return count(value.get("number")) if settled else None
+    return count(value)
 
 
 def first_word(value: object) -> str:
@@ -135,14 +138,24 @@ def first_word(value: object) -> str:
     return str(value or "")
 
 
+_TASK_RANGE = re.compile(r"([0-9]{1,7})(?:-([0-9]{1,7})(?::([0-9]{1,7}))?)?")
+
+
 def task_indices(text: str) -> list[int]:
-    """The indices of a pending array record's ``array_task_string``: ``9-12``, ``1,3,5-9:2``, ``2-7%4``."""
+    """The indices of a pending array record's ``array_task_string``: ``9-12``, ``1,3,5-9:2``, ``2-7%4``.
+    A part that is no such range (a step of 0, an index beyond any array) is not understood: left out."""
     out: list[int] = []
     for part in text.split("%")[0].split(","):
-        bounds, _, step = part.partition(":")
-        low, _, high = bounds.partition("-")
-        if low.strip().isdigit():
-            out.extend(range(int(low), int(high or low) + 1, int(step or 1)))
+        match = _TASK_RANGE.fullmatch(part.strip())
+        if not match:
+            continue
+        low, high, step = (int(group) if group else None for group in match.groups())
+        if step == 0 or (high or low) >= MAX_ARRAY_SIZE:
+            continue
+        indices = range(low, (high or low) + 1, step or 1)
+        if len(out) + len(indices) > MAX_ARRAY_SIZE:  # parts repeated past any array's size: not understood
+            return []
+        out.extend(indices)
     return out
 
 
@@ -150,20 +163,24 @@ def tasks_of(jobs: Iterable[dict], user: str) -> list[Task]:
     """The array tasks of ``user``'s cigri jobs among slurmrestd's job records."""
     tasks = []
     for job in jobs:
+        if not isinstance(job, dict):
+            continue
         name, owner = str(job.get("name") or ""), str(job.get("user_name") or "")
         array_id = number(job.get("array_job_id"))
-        if not array_id or owner != user or not name.startswith("cigri."):
+        if not array_id or array_id < 0 or owner != user or not name.startswith("cigri."):
             continue
         index = number(job.get("array_task_id"))
+        if index is not None and not 0 <= index < MAX_ARRAY_SIZE:
+            continue
         # a pending array not yet split is one record for all its waiting tasks
         indices = [index] if index is not None else task_indices(str(job.get("array_task_string") or ""))
         reason = str(job.get("state_reason") or "")
         common = {
             "state": first_word(job.get("job_state")),
             "raw_exit": number(job.get("exit_code")),
-            "started": number(job.get("start_time")) or None,
-            "ended": number(job.get("end_time")) or None,
-            "cpus": number(job.get("cpus")) or 1,
+            "started": epoch(number(job.get("start_time"))),
+            "ended": epoch(number(job.get("end_time"))),
+            "cpus": max(1, number(job.get("cpus")) or 1),
             "name": name,
             "comment": str(job.get("comment") or ""),
             "reason": "" if reason == "None" else reason,
@@ -174,7 +191,7 @@ def tasks_of(jobs: Iterable[dict], user: str) -> list[Task]:
 
 def array_of(remote_id: str) -> int | None:
     array_id, _, index = remote_id.partition("_")
-    return int(array_id) if array_id.isdigit() and index.isdigit() else None
+    return whole(array_id) if whole(index) is not None else None
 
 
 class Memory:
@@ -205,7 +222,7 @@ class Memory:
         data = data if isinstance(data, dict) else {}
         batches, api = data.get("batches"), data.get("api")
         if isinstance(batches, dict):
-            batches = {int(a): e for a, e in batches.items() if a.isdigit() and isinstance(e, dict)}
+            batches = {whole(a): e for a, e in batches.items() if whole(a) is not None and isinstance(e, dict)}
         return (batches if isinstance(batches, dict) else None), (api if isinstance(api, dict) else None)
 
     def load(self) -> bool:
@@ -222,7 +239,8 @@ class Memory:
     def find(self, batch_key: str) -> tuple[int, int] | None:
         """(array id, tasks) of a batch, the first submission should there be two."""
         self.load()
-        found = [(a, int(e.get("tasks") or 0)) for a, e in (self.batches or {}).items() if e.get("key") == batch_key]
+        found = [(a, count(e.get("tasks")) or 0) for a, e in (self.batches or {}).items() if e.get("key") == batch_key]
+        found = [(a, tasks if tasks <= MAX_ARRAY_SIZE else 0) for a, tasks in found]  # more: damaged, unknown
         return min(found) if found else None
 
     def find_array(self, array_id: int) -> bool:
@@ -260,7 +278,7 @@ class Memory:
         if self.batches is not None or on_disk is not None:
             now = self.clock.now()
             merged = {**(on_disk or {}), **self._changed}
-            batches = {a: e for a, e in merged.items() if e.get("live") or now - float(e.get("at") or 0) < KEEP_ENDED}
+            batches = {a: e for a, e in merged.items() if e.get("live") or now - (epoch(e.get("at")) or 0) < KEEP_ENDED}
         data = {"batches": {str(a): e for a, e in sorted(batches.items())} if batches is not None else None}
         data["api"] = self.api
         try:
@@ -308,19 +326,21 @@ def token_expiry(token: str) -> float | None:
 def error_text(data: dict) -> str:
     """The ``errors`` of a slurmrestd answer, as one line."""
     texts = []
-    for item in data.get("errors") or []:
+    for item in listed(data.get("errors")):
         if isinstance(item, dict):
-            error, description = str(item.get("error") or ""), str(item.get("description") or "")
+            error, description = one_line(str(item.get("error") or "")), one_line(str(item.get("description") or ""))
             texts.append(f"{error} ({description})" if description and description != error else error)
     return "; ".join(t for t in texts if t)
 
 
-def error_numbers(data: dict) -> set[int]:
-    return {
-        item.get("error_number", item.get("error_code", item.get("errno")))
-        for item in data.get("errors") or []
-        if isinstance(item, dict)
-    }
+def error_numbers(data: dict) -> set[int | None]:
+    """The error numbers of a slurmrestd answer (None for an error without one, or with no number)."""
+    numbers = set()
+    for item in listed(data.get("errors")):
+        if isinstance(item, dict):
+            value = item.get("error_number", item.get("error_code", item.get("errno")))
+            numbers.add(value if type(value) is int else None)
+    return numbers
 
 
 class SlurmRest(RemotePackFiles):
@@ -453,7 +473,7 @@ class SlurmRest(RemotePackFiles):
         except ValueError:
             data = {}
         data = data if isinstance(data, dict) else {}
-        status, text = response.status_code, error_text(data) or response.text.strip()[:200]
+        status, text = response.status_code, error_text(data) or one_line(response.text)[:200]
         if status < 400:
             return data
         if status == 401:
@@ -559,7 +579,7 @@ class SlurmRest(RemotePackFiles):
         """Every task of this user's cigri arrays that slurmctld still holds, from the full listing (every
         job of every user, ended ones included): only what the memory cannot answer comes here. The
         memory learns every array it shows."""
-        tasks = tasks_of(self._slurm("GET", "jobs").get("jobs") or [], self.user)
+        tasks = tasks_of(listed(self._slurm("GET", "jobs").get("jobs")), self.user)
         arrays: dict[int, list[Task]] = {}
         for task in tasks:
             arrays.setdefault(task.array_id, []).append(task)
@@ -581,7 +601,7 @@ class SlurmRest(RemotePackFiles):
             cached = self._reads.get(array_id)
             if fresh or cached is None or now - cached[0] > LISTING_TTL:
                 answer = self._slurm("GET", f"job/{array_id}", gone_ok=True)
-                tasks = [t for t in tasks_of(answer.get("jobs") or [], self.user) if t.array_id == array_id]
+                tasks = [t for t in tasks_of(listed(answer.get("jobs")), self.user) if t.array_id == array_id]
                 cached = self._reads[array_id] = (now, tasks)
                 self._learn(array_id, tasks)
                 self._activity.seen((t.remote_id for t in tasks if t.live), within=f"{array_id}_")
@@ -637,14 +657,11 @@ class SlurmRest(RemotePackFiles):
             raise JdlError(f"{path}.{grouping}", f"packed jobs on {self.name!r} need ssh (host) to read their status")
 
     def capacity(self) -> Capacity:
-        partition = self.config.get("partition")
         total = used = 0
-        for node in self._slurm("GET", "nodes").get("nodes") or []:
-            if partition and partition not in (node.get("partitions") or []):
-                continue
-            cpus, allocated = number(node.get("cpus")) or 0, number(node.get("alloc_cpus")) or 0
+        for node in self._nodes():
+            cpus, allocated = max(0, number(node.get("cpus")) or 0), max(0, number(node.get("alloc_cpus")) or 0)
             state = first_word(node.get("state")).lower()
-            flags = {str(f).upper() for f in node.get("state_flags") or []}
+            flags = {str(f).upper() for f in listed(node.get("state_flags"))}
             if isinstance(node.get("state"), list):
                 flags |= {str(f).upper() for f in node["state"][1:]}
             usable = state not in ("down", "error", "future", "unknown") and not flags & {"DRAIN", "FAIL"}
@@ -670,7 +687,7 @@ class SlurmRest(RemotePackFiles):
 
         answer = self._slurm("POST", "job/submit", payload, refused=SubmitError, what="the batch")
         array_id = answer.get("job_id")
-        if not isinstance(array_id, int):
+        if type(array_id) is not int or array_id < 1:
             raise SubmitError(f"{self.name} refused the batch: {error_text(answer) or 'the answer holds no job id'}")
         self._memory.note(array_id, key=batch_key, tasks=len(specs), at=self.clock.now(), live=True)
         self._memory.save()
@@ -756,15 +773,19 @@ class SlurmRest(RemotePackFiles):
         return self.runner.run(argv)
 
     def node_cores(self) -> int:
-        partition = self.config.get("partition")
-        cores = [
-            number(node.get("cpus")) or 0
-            for node in self._slurm("GET", "nodes").get("nodes") or []
-            if not partition or partition in (node.get("partitions") or [])
-        ]
-        if not any(cores):
+        cores = [cpus for node in self._nodes() if (cpus := number(node.get("cpus")) or 0) > 0]
+        if not cores:
             raise AdapterError(f"{self.name}: slurmrestd lists no node with cores")
-        return min(c for c in cores if c)
+        return min(cores)
+
+    def _nodes(self) -> list[dict]:
+        """The nodes slurmrestd lists (of the configured partition), each a JSON object."""
+        partition = self.config.get("partition")
+        return [
+            node
+            for node in listed(self._slurm("GET", "nodes").get("nodes"))
+            if isinstance(node, dict) and (not partition or partition in listed(node.get("partitions")))
+        ]
 
     def tail(self, remote_id: str, stream: str, lines: int) -> str:
         if self.runner is None:

@@ -48,9 +48,12 @@ class Result:
 
 
 def _run(argv: list[str], input: str | None, timeout: float) -> subprocess.CompletedProcess:
-    """A command's exit status and outputs; nothing on stdin unless ``input`` is given."""
+    """A command's exit status and outputs; nothing on stdin unless ``input`` is given. Outputs are read as
+    UTF-8, a byte that is not (a name in Latin-1) becoming U+FFFD, so that no answer is unreadable."""
     stdin = None if input is not None else subprocess.DEVNULL
-    return subprocess.run(argv, input=input, capture_output=True, text=True, timeout=timeout, stdin=stdin)
+    return subprocess.run(
+        argv, input=input, capture_output=True, encoding="utf-8", errors="replace", timeout=timeout, stdin=stdin
+    )
 
 
 class CommandRunner(Protocol):
