@@ -134,10 +134,26 @@ def test_a_normal_end_there_breaks_the_streak():
     grid.at(600)
     swallow(grid, hole, 612, 9)
     (slow,) = hole.holds(RemoteState.RUNNING)[:1]
-    hole.end(slow, 700, started=100)
+    hole.end(slow, 700, started=650)  # started after the streak began: the cluster runs jobs again
     grid.at(701)
     swallow(grid, hole, 712, 9)
     assert not black_holes(grid, cid)
+
+
+def test_a_normal_end_of_a_job_started_before_the_streak_does_not_break_it():
+    """A cluster turns into a black hole while jobs it started earlier still run: their normal ends say nothing
+    of the cluster since, so they do not save the streak's suspects from running again."""
+    grid, hole, good, cid = running_everywhere(60)
+    ten_minute_ends(grid, good, 600, 5)
+    grid.at(600)
+    first = swallow(grid, hole, 612, 9)
+    (slow,) = hole.holds(RemoteState.RUNNING)[:1]
+    hole.end(slow, 700, started=100)
+    grid.at(701)
+    swallow(grid, hole, 712, 1)
+    assert [e.cluster for e in black_holes(grid, cid)] == ["hole"]
+    assert all(grid.job(j).state == JobState.TO_LAUNCH for j in first), "the first nine run again too"
+    assert grid.job(slow).state == JobState.TERMINATED
 
 
 def test_a_campaign_fast_everywhere_is_never_flagged_while_a_slow_one_is():

@@ -4,7 +4,8 @@ it counts what a black hole swallows as done.
 
 As the updator collects a cluster's ends (:func:`note`, in the transaction that records them), each job of a
 campaign that ended there within ``blackhole.seconds`` lengthens the campaign's streak on that cluster; a
-longer end breaks it. The streak and the jobs that made it are stored with the ends: a pass killed half-way
+longer end breaks it, unless its job started before the streak's first end (it began before the cluster
+turned bad). The streak and the jobs that made it are stored with the ends: a pass killed half-way
 loses nothing, and the cost follows the pass's ends, not the state's size.
 
 Once every cluster is collected (:func:`judge`, in the same pass), a streak of at least ``blackhole.streak``
@@ -48,21 +49,27 @@ BY = "a black hole's end: run again elsewhere"  # why their job events were clos
 def note(ctx: Context, cluster: str, ends: Sequence[tuple[int, int, float | None, float]]) -> None:
     """(job, campaign, started, ended) of the jobs that exited on the cluster (any status), in the caller's
     transaction: each campaign's streak there grows by its short ends after its last longer one, in the
-    order of their ends."""
+    order of their ends. A longer end of a job that started before the streak's first end does not break
+    it: a cluster that turns into a black hole still ends normally the jobs it began before."""
     if not ends:
         return
     limit = config.black_holes(ctx.store.settings()).seconds
     grown: dict[int, list[tuple[int, str, int, float, float]]] = {}
     broken = set()
+    since = ctx.store.streak_starts(cluster)  # each streak's first end there, stored or of this pass
     for job_id, campaign_id, started, ended in sorted(ends, key=lambda end: end[3]):
         if started is None:  # never seen running: how long it ran is unknown
             continue
         seconds = max(0.0, ended - started)
         if seconds < limit:
             grown.setdefault(campaign_id, []).append((campaign_id, cluster, job_id, seconds, ended))
+            since.setdefault(campaign_id, ended)
+        elif campaign_id in since and started < since[campaign_id]:
+            continue  # it began before the streak did: its end says nothing of the cluster since
         else:
             broken.add(campaign_id)
             grown.pop(campaign_id, None)
+            since.pop(campaign_id, None)
     ctx.store.break_streaks((campaign_id, cluster) for campaign_id in sorted(broken))
     ctx.store.lengthen_streaks([row for rows in grown.values() for row in rows])
 

@@ -994,6 +994,11 @@ class Store(Integrity):
                 (campaign_id, cluster, job_id),
             )
 
+    def streak_starts(self, cluster: str) -> dict[int, float]:
+        """Campaign -> the first end of its streak going on on ``cluster``."""
+        rows = self.conn.execute("SELECT campaign_id, since FROM blackhole_streaks WHERE cluster = ?", (cluster,))
+        return dict(rows.fetchall())
+
     def break_streaks(self, pairs: Iterable[tuple[int, str]]) -> None:
         """Forget the streaks (and their suspects) of these (campaign, cluster)."""
         pairs = list(pairs)
