@@ -293,6 +293,14 @@ GOOD_VALUES = {
     "priority": st.sampled_from([0, "-3", 5]),
     "class": st.sampled_from(["physics", ""]),
     "finalize": st.sampled_from([True, "false"]),
+    "max_attempts": st.sampled_from([3, "1", 0, "-2", 2.5, "²"]),
+    "retry_resources": st.sampled_from(
+        [{"walltime": 2}, {"walltime": 2, "max_walltime": "08:00:00"}, {"walltime": 0.5}, {"memory": 2}, {"x": 1}, 2]
+    ),
+    "checkpointing_type": st.sampled_from(["signal", "exit-code", "Signal", "blcr", ""]),
+    "checkpointing_signal": st.sampled_from(["USR2", "SIGUSR1", "KILL", 12, "usr1"]),
+    "checkpointing_grace": st.sampled_from([300, "60", 0, -1, "00:05:00", 10**12]),
+    "checkpointing_exit_code": st.sampled_from([68, "99", 0, 66, 256, -1]),
 }
 KEYS = sorted({*jdl.GLOBAL_ONLY, *jdl.CLUSTER_DEFAULTS, *jdl.NOT_SUPPORTED, "output_file", "exec_fil", "Name"})
 

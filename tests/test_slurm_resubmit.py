@@ -46,22 +46,41 @@ def time_limit(remote_id: str) -> str:
     return re.search(r"\bTimeLimit=(\S+)", shown.stdout).group(1)
 
 
-def test_a_walltime_kill_is_retried_with_the_walltime_retry_resources_ask(cli, cluster, shared_dir, state):
-    script = job_script(shared_dir)
-    retry = {"walltime": 2, "max_walltime": "00:03:00"}
-    jdl = write_jdl(
-        shared_dir,
-        exec_file=str(script),
-        exec_directory=str(shared_dir),
+def test_a_walltime_kill_is_retried_with_more_walltime_and_a_signal_checkpoint_resumes(cli, cluster, shared_dir, state):
+    """Two campaigns at once, since each waits on Slurm's clock for a minute or two: a job killed at its
+    walltime, retried with the walltime its retry_resources ask; and a job checkpointing on Slurm's --signal,
+    resumed with CIGRI_RESUME=1."""
+    longer, ckpt = shared_dir / "walltime", shared_dir / "checkpoint"
+    for folder in (longer, ckpt):
+        folder.mkdir()
+        folder.chmod(0o777)
+    slow = write_jdl(
+        longer,
+        exec_file=str(job_script(longer)),
+        exec_directory=str(longer),
         params=["long slow-once 150"],
         walltime="00:01:00",
-        retry_resources=retry,
+        retry_resources={"walltime": 2, "max_walltime": "00:03:00"},
         clusters={"slurm": {}},
     )
-    cid = cli.submit(jdl)
+    script = ckpt / "ckpt.sh"
+    script.write_text(CHECKPOINTING)
+    script.chmod(0o755)
+    checkpointing = write_jdl(
+        ckpt,
+        exec_file=str(script),
+        exec_directory=str(ckpt),
+        params=["c"],
+        walltime="00:02:00",
+        checkpointing_type="signal",
+        checkpointing_grace=90,  # Slurm signals within a minute of the time asked: from 30 s to 90 s in
+        clusters={"slurm": {}},
+    )
+    slow_id, ckpt_id = cli.submit(slow), cli.submit(checkpointing)
     cli.until_done(timeout=300)
-    assert runs(shared_dir) == ["long [slow-once] [150]"] * 2
-    assert cli.json("gridstat", "-c", str(cid))["state"] == "terminated"
+
+    assert runs(longer) == ["long [slow-once] [150]"] * 2
+    assert cli.json("gridstat", "-c", str(slow_id))["state"] == "terminated"
     store = Store(state)
     try:
         [(cluster_name, killed, _at, _code, cause, _why)] = store.job_ends(1)
@@ -71,28 +90,11 @@ def test_a_walltime_kill_is_retried_with_the_walltime_retry_resources_ask(cli, c
     assert (cluster_name, cause) == ("slurm", "walltime")
     assert (time_limit(killed), time_limit(last)) == ("00:01:00", "00:02:00")
 
-
-def test_a_job_checkpoints_on_slurms_signal_and_resumes(cli, cluster, shared_dir):
-    script = shared_dir / "ckpt.sh"
-    script.write_text(CHECKPOINTING)
-    script.chmod(0o755)
-    jdl = write_jdl(
-        shared_dir,
-        exec_file=str(script),
-        exec_directory=str(shared_dir),
-        params=["c"],
-        walltime="00:02:00",
-        checkpointing_type="signal",
-        checkpointing_grace=90,  # Slurm signals within a minute of the time asked: from 30 s to 90 s in
-        clusters={"slurm": {}},
-    )
-    cid = cli.submit(jdl)
-    cli.until_done(timeout=240)
-    assert runs(shared_dir) == ["c resume=0", "c resume=1"]
-    assert (shared_dir / "resumed.log").read_text() == "c from half\n"
-    job = cli.json("gridstat", "-j", "1")
+    assert runs(ckpt) == ["c resume=0", "c resume=1"]
+    assert (ckpt / "resumed.log").read_text() == "c from half\n"
+    job = cli.json("gridstat", "-j", "2")
     assert (job["state"], job["resubmits"], job["resumes"], job["checkpoint_cluster"]) == ("terminated", 0, 1, "slurm")
-    assert cli.json("gridevents", "-c", str(cid), "-a") == []
+    assert cli.json("gridevents", "-c", str(ckpt_id), "-a") == []
 
 
 def test_an_administrators_scancel_is_an_admin_kill(slurm, shared_dir, tmp_path):
