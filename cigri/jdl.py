@@ -295,6 +295,8 @@ def _cluster_settings(raw: dict, path: str) -> dict:
             out[key] = exit_code(value, kpath)
     if not out.get("exec_file"):
         raise JdlError(f"{path}.exec_file", "required (globally or for this cluster)")
+    if out.get("walltime") is None:  # written as null: the default, as when it is not given
+        out["walltime"] = parse_walltime(CLUSTER_DEFAULTS["walltime"], f"{path}.walltime")
     for stage in ("prologue", "epilogue"):
         if out.get(f"{stage}_walltime") is None:
             out[f"{stage}_walltime"] = out["walltime"]

@@ -291,3 +291,16 @@ def test_checkpointing_and_retry_resources_defaults():
     assert (a["checkpointing_type"], a["checkpointing_signal"], a["checkpointing_grace"]) == ("signal", "USR2", 300)
     assert a["retry_resources"] == {"walltime": 2.0, "max_walltime": 4 * 3600}
     assert (b["checkpointing_type"], b["checkpointing_exit_code"], b["checkpointing_signal"]) == ("exit-code", 99, None)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"checkpointing_type": "signal"}, {"retry_resources": {"walltime": 2, "max_walltime": "04:00:00"}}],
+)
+def test_a_walltime_given_as_null_is_the_default_walltime(extra):
+    """Found by fuzzing: ``walltime: null`` reached the checkpoint grace check (and the runner) as None."""
+    parsed = jdl.parse(
+        {"name": "n", "exec_file": "/bin/true", "params": ["a"], "walltime": None, **extra, "clusters": {"c": {}}}
+    )
+    settings = parsed.clusters["c"]
+    assert (settings["walltime"], settings["prologue_walltime"], settings["epilogue_walltime"]) == (3600, 3600, 3600)

@@ -3,13 +3,15 @@ missing file system, a wrapper that exits at once), whatever their exit status. 
 it counts what a black hole swallows as done.
 
 As the updator collects a cluster's ends (:func:`note`, in the transaction that records them), each job of a
-campaign that ended there within ``blackhole.seconds`` lengthens the campaign's streak on that cluster; a
-longer end breaks it, unless its job started before the streak's first end (it began before the cluster
-turned bad). The streak and the jobs that made it are stored with the ends: a pass killed half-way
-loses nothing, and the cost follows the pass's ends, not the state's size.
+campaign that ended there within ``blackhole.seconds`` and started after the latest start of a job of the
+campaign that ran longer there (the cluster ran its jobs normally then) is a suspect; such a longer run
+clears the suspects started before it. A cluster that turns into a black hole thus keeps as suspects all it
+swallowed, whatever the jobs it started before end like; a healthy cluster's short ends are cleared by the
+normal runs of jobs started after them (the jobs it starts at one pass, say). The suspects are stored with
+the ends: a pass killed half-way loses nothing, and the cost follows the pass's ends, not the state's size.
 
-Once every cluster is collected (:func:`judge`, in the same pass), a streak of at least ``blackhole.streak``
-ends is judged against the campaign's jobs on each other cluster: the durations of its latest terminated
+Once every cluster is collected (:func:`judge`, in the same pass), at least ``blackhole.streak`` suspects
+(the streak) is judged against the campaign's jobs on each other cluster: the durations of its latest terminated
 jobs there, and the time its running jobs there have run so far (a lower bound of their durations; only on
 clusters whose RM answered in this pass, so that a job ended since is not taken as still running); and
 against its jobs that terminated on the same cluster before the streak began (a cluster that turned into a
@@ -48,30 +50,31 @@ BY = "a black hole's end: run again elsewhere"  # why their job events were clos
 
 def note(ctx: Context, cluster: str, ends: Sequence[tuple[int, int, float | None, float]]) -> None:
     """(job, campaign, started, ended) of the jobs that exited on the cluster (any status), in the caller's
-    transaction: each campaign's streak there grows by its short ends after its last longer one, in the
-    order of their ends. A longer end of a job that started before the streak's first end does not break
-    it: a cluster that turns into a black hole still ends normally the jobs it began before."""
+    transaction. A job that ran longer than ``blackhole.seconds`` shows the cluster ran the campaign's jobs
+    normally when it started: the suspects started at or before it are cleared. A shorter end of a job
+    started after the cluster's latest normal run is a suspect. So a cluster that turns into a black hole
+    keeps as suspects everything it swallowed, however many jobs it had started before end normally."""
     if not ends:
         return
     limit = config.black_holes(ctx.store.settings()).seconds
-    grown: dict[int, list[tuple[int, str, int, float, float]]] = {}
-    broken = set()
-    since = ctx.store.streak_starts(cluster)  # each streak's first end there, stored or of this pass
-    for job_id, campaign_id, started, ended in sorted(ends, key=lambda end: end[3]):
-        if started is None:  # never seen running: how long it ran is unknown
-            continue
-        seconds = max(0.0, ended - started)
-        if seconds < limit:
-            grown.setdefault(campaign_id, []).append((campaign_id, cluster, job_id, seconds, ended))
-            since.setdefault(campaign_id, ended)
-        elif campaign_id in since and started < since[campaign_id]:
-            continue  # it began before the streak did: its end says nothing of the cluster since
-        else:
-            broken.add(campaign_id)
-            grown.pop(campaign_id, None)
-            since.pop(campaign_id, None)
-    ctx.store.break_streaks((campaign_id, cluster) for campaign_id in sorted(broken))
-    ctx.store.lengthen_streaks([row for rows in grown.values() for row in rows])
+    healthy = ctx.store.streak_health(cluster)
+    latest: dict[int, float] = {}  # campaign -> the latest start of its jobs that ran normally, in this pass
+    for _, campaign_id, started, ended in ends:
+        if started is not None and ended - started >= limit:
+            latest[campaign_id] = max(started, latest.get(campaign_id, started))
+    ctx.store.note_health([(campaign_id, cluster, started) for campaign_id, started in sorted(latest.items())])
+    for campaign_id, started in latest.items():
+        healthy[campaign_id] = max(started, healthy.get(campaign_id, started))
+    ctx.store.lengthen_streaks(
+        [
+            (campaign_id, cluster, job_id, started, max(0.0, ended - started), ended)
+            for job_id, campaign_id, started, ended in ends
+            # never seen running: how long it ran is unknown
+            if started is not None
+            and ended - started < limit
+            and (campaign_id not in healthy or started > healthy[campaign_id])
+        ]
+    )
 
 
 def judge(ctx: Context, collected: Set[str]) -> None:

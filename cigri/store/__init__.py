@@ -980,41 +980,52 @@ class Store(Integrity):
 
     # ---- black holes (cigri.cycle.blackhole) ----------------------------------------------------
 
-    def lengthen_streaks(self, rows: Sequence[tuple[int, str, int, float, float]]) -> None:
-        """(campaign, cluster, job, seconds, ended at) of ends under the black-hole threshold, in the order of
-        their ends: each lengthens the streak of its campaign on its cluster, and its job is a suspect there."""
-        for campaign_id, cluster, job_id, seconds, ended in rows:
-            self.conn.execute(
-                "INSERT INTO blackhole_streaks (campaign_id, cluster, n, longest, since) VALUES (?, ?, 1, ?, ?) "
-                "ON CONFLICT (campaign_id, cluster) DO UPDATE SET n = n + 1, longest = max(longest, excluded.longest)",
-                (campaign_id, cluster, seconds, ended),
-            )
-            self.conn.execute(
-                "INSERT OR IGNORE INTO blackhole_suspects (campaign_id, cluster, job_id) VALUES (?, ?, ?)",
-                (campaign_id, cluster, job_id),
-            )
-
-    def streak_starts(self, cluster: str) -> dict[int, float]:
-        """Campaign -> the first end of its streak going on on ``cluster``."""
-        rows = self.conn.execute("SELECT campaign_id, since FROM blackhole_streaks WHERE cluster = ?", (cluster,))
+    def streak_health(self, cluster: str) -> dict[int, float]:
+        """Campaign -> the latest start of one of its jobs that ended normally (not within the black-hole
+        threshold) on ``cluster``."""
+        rows = self.conn.execute("SELECT campaign_id, healthy FROM blackhole_health WHERE cluster = ?", (cluster,))
         return dict(rows.fetchall())
 
+    def note_health(self, rows: Sequence[tuple[int, str, float]]) -> None:
+        """(campaign, cluster, started) of the latest start of its jobs that ended normally there in this pass:
+        the suspects started at or before it are no longer suspects (the cluster ran jobs normally since)."""
+        for campaign_id, cluster, started in rows:
+            self.conn.execute(
+                "INSERT INTO blackhole_health (campaign_id, cluster, healthy) VALUES (?, ?, ?) "
+                "ON CONFLICT (campaign_id, cluster) DO UPDATE SET healthy = max(healthy, excluded.healthy)",
+                (campaign_id, cluster, started),
+            )
+            self.conn.execute(
+                "DELETE FROM blackhole_suspects WHERE campaign_id = ? AND cluster = ? AND started <= ?",
+                (campaign_id, cluster, started),
+            )
+
+    def lengthen_streaks(self, rows: Sequence[tuple[int, str, int, float, float, float]]) -> None:
+        """(campaign, cluster, job, started, seconds, ended) of ends within the black-hole threshold of jobs
+        started after the cluster's latest normal run: each job is a suspect there."""
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO blackhole_suspects (campaign_id, cluster, job_id, started, seconds, ended) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
     def break_streaks(self, pairs: Iterable[tuple[int, str]]) -> None:
-        """Forget the streaks (and their suspects) of these (campaign, cluster)."""
+        """Forget the streaks (their suspects and the clusters' latest normal runs) of these (campaign, cluster)."""
         pairs = list(pairs)
-        self.conn.executemany("DELETE FROM blackhole_streaks WHERE campaign_id = ? AND cluster = ?", pairs)
+        self.conn.executemany("DELETE FROM blackhole_health WHERE campaign_id = ? AND cluster = ?", pairs)
         self.conn.executemany("DELETE FROM blackhole_suspects WHERE campaign_id = ? AND cluster = ?", pairs)
 
     def streaks(self, at_least: int) -> list[tuple[int, str, int, float, float, bool, bool]]:
-        """(campaign, cluster, ends, longest, first end, blacklisted, over) of the streaks to judge: those of
-        at least ``at_least`` ends, any on a cluster an open BLACK_HOLE event already keeps the campaign off,
-        and any of a campaign over (terminated or cancelled). One row per campaign and cluster with a streak
-        going on: a small table."""
+        """(campaign, cluster, suspects, longest, first end, blacklisted, over) of the streaks to judge: those
+        of at least ``at_least`` suspects, any on a cluster an open BLACK_HOLE event already keeps the campaign
+        off, and any of a campaign over (terminated or cancelled). The suspects table is small: only the short
+        ends since each cluster last ran a job of the campaign normally."""
         rows = self.conn.execute(
-            "SELECT s.campaign_id, s.cluster, s.n, s.longest, s.since, EXISTS (SELECT 1 FROM events e "
+            "SELECT s.campaign_id, s.cluster, count(*), max(s.seconds), min(s.ended), EXISTS (SELECT 1 FROM events e "
             "WHERE e.state = 'open' AND e.campaign_id = s.campaign_id AND e.class = 'campaign' "
             "AND e.code = ? AND e.cluster = s.cluster), c.state IN ('terminated', 'cancelled') "
-            "FROM blackhole_streaks s JOIN campaigns c ON c.id = s.campaign_id ORDER BY 1, 2",
+            "FROM blackhole_suspects s JOIN campaigns c ON c.id = s.campaign_id "
+            "GROUP BY s.campaign_id, s.cluster ORDER BY 1, 2",
             (EventCode.BLACK_HOLE.value,),
         )
         return [(*row[:5], bool(row[5]), bool(row[6])) for row in rows if row[2] >= at_least or row[5] or row[6]]

@@ -360,21 +360,23 @@ def _m013_blackhole(conn: sqlite3.Connection) -> None:
     _run_script(
         conn,
         """
-        -- the black-hole detector's streaks: per (campaign, cluster), the ends in a row there under
-        -- blackhole.seconds (n, the longest, the first's end), and the jobs that made them (to run again
-        -- elsewhere when the cluster is found to be a black hole); written with the ends, in their transaction
-        CREATE TABLE blackhole_streaks (
+        -- the black-hole detector (cigri.cycle.blackhole), written with the ends, in their transaction:
+        -- per (campaign, cluster), the latest start of a job that ended normally there (the cluster ran its
+        -- jobs then), and the suspects: jobs started after it that ended within blackhole.seconds (to run
+        -- again elsewhere if the cluster is found to be a black hole)
+        CREATE TABLE blackhole_health (
             campaign_id INTEGER NOT NULL,
             cluster TEXT NOT NULL,
-            n INTEGER NOT NULL,
-            longest REAL NOT NULL,
-            since REAL NOT NULL,
+            healthy REAL NOT NULL,
             PRIMARY KEY (campaign_id, cluster)
         ) WITHOUT ROWID;
         CREATE TABLE blackhole_suspects (
             campaign_id INTEGER NOT NULL,
             cluster TEXT NOT NULL,
             job_id INTEGER NOT NULL,
+            started REAL NOT NULL,
+            seconds REAL NOT NULL,
+            ended REAL NOT NULL,
             PRIMARY KEY (campaign_id, cluster, job_id)
         ) WITHOUT ROWID;
         """,
