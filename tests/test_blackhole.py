@@ -380,3 +380,26 @@ def test_on_the_local_cluster_a_cluster_of_bin_true_is_blacklisted_and_every_job
     assert {(j.state, j.cluster) for j in jobs} == {(JobState.TERMINATED, "local")}
     ran = [line.split()[0] for line in runs(tmp_path)]
     assert sorted(set(ran)) == sorted(names), "every job ran the real script"
+
+
+def test_a_job_still_running_there_past_the_threshold_clears_the_suspects_started_before_it():
+    """A big healthy cluster ends the short jobs of a pass before the long ones started with them: one of
+    those still running past blackhole.seconds shows the cluster runs jobs normally (a black hole runs none)."""
+    hole, good = FakeRM("hole", 11, queue_depth=0), FakeRM("good", 5, queue_depth=0)
+    grid, cid = Grid.placed(hole, good, jobs=60)
+    for cluster in (hole, good):
+        for job_id in cluster.holds(RemoteState.PENDING):
+            cluster.start(job_id, 0.0)
+    ten_minute_ends(grid, good, 600, 5)
+    for job_id in hole.holds(RemoteState.RUNNING):
+        hole.end(job_id, 600, started=0)
+    grid.at(600)
+    fresh = hole.holds(RemoteState.PENDING)
+    assert len(fresh) == 11
+    for job_id in fresh:
+        hole.start(job_id, 601)
+    for job_id in fresh[:10]:
+        hole.end(job_id, 603, started=601)
+    grid.at(612)  # the eleventh has run 11 s: the cluster is no black hole
+    assert not black_holes(grid, cid)
+    assert all(grid.job(j).state == JobState.TERMINATED for j in fresh[:10])

@@ -9,6 +9,8 @@ clears the suspects started before it. A cluster that turns into a black hole th
 swallowed, whatever the jobs it started before end like; a healthy cluster's short ends are cleared by the
 normal runs of jobs started after them (the jobs it starts at one pass, say). The suspects are stored with
 the ends: a pass killed half-way loses nothing, and the cost follows the pass's ends, not the state's size.
+A job still running there for ``blackhole.seconds`` or more is such a normal run too, when judged (a black
+hole runs nothing): a big cluster ends the short jobs it started at one pass before the long ones.
 
 Once every cluster is collected (:func:`judge`, in the same pass), at least ``blackhole.streak`` suspects
 (the streak) is judged against the campaign's jobs on each other cluster: the durations of its latest terminated
@@ -81,6 +83,7 @@ def judge(ctx: Context, collected: Set[str]) -> None:
     """Judge the streaks long enough (see the module), with the running jobs of the ``collected`` clusters."""
     thresholds = config.black_holes(ctx.store.settings())
     now = ctx.clock.now()
+    _running_normally(ctx, thresholds.streak, thresholds.seconds, collected, now)
     for campaign_id, cluster, n, longest, since, blacklisted, over in ctx.store.streaks(thresholds.streak):
         if over or blacklisted:  # over: nothing runs again; blacklisted: what was queued there goes back
             with ctx.store.transaction():
@@ -109,6 +112,21 @@ def judge(ctx: Context, collected: Set[str]) -> None:
         elif figures and all(_mostly_shorter(values, thresholds.reference) for values in figures.values()):
             with ctx.store.transaction():  # its jobs are that fast: the results stand
                 ctx.store.break_streaks([(campaign_id, cluster)])
+
+
+def _running_normally(ctx: Context, streak: int, seconds: float, collected: Set[str], now: float) -> None:
+    """A black hole runs nothing: a job of the campaign still running on the streak's cluster (which answered
+    in this pass) for ``seconds`` or more shows the cluster ran jobs normally when it started, as an end
+    would (the short jobs of a big cluster's pass end before the long ones started with them)."""
+    seen = []
+    for campaign_id, cluster, *_ in ctx.store.streaks(streak):
+        if cluster in collected:
+            starts = [s for where, s in ctx.store.running_since(campaign_id) if where == cluster and now - s >= seconds]
+            if starts:
+                seen.append((campaign_id, cluster, max(starts)))
+    if seen:
+        with ctx.store.transaction():
+            ctx.store.note_health(seen)
 
 
 def _figures(
