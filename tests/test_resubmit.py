@@ -217,3 +217,21 @@ def test_ends_asking_to_run_again_are_not_failures_of_the_campaign(store, cycle,
     wait_for(lambda: (cycle.run(), len(job_events(store, cid)) == 12)[1], timeout=40)
     assert {e.code for e in job_events(store, cid)} == {EventCode.RESUBMIT_LIMIT}
     assert store.campaign(cid).state == CampaignState.IN_TREATMENT, "exit 66 asks for a run, it is no failure"
+
+
+def test_a_cluster_killing_every_job_at_once_does_not_pause_the_campaign():
+    """An outage or an administrator kills the jobs a cluster ran (no cause of the job's own): they run again,
+    and the campaign's failure rate does not count them (small.yaml's outage paused two campaigns)."""
+    from .test_placement import FakeRM, Grid
+
+    grid, cid = Grid.placed(FakeRM("a", 20, queue_depth=0), jobs=40)
+    config.set_value(grid.store, "resubmit.failure_window", 10)
+    rm = grid.clusters["a"]
+    for job_id in rm.holds(RemoteState.PENDING):
+        rm.start(job_id, 1.0)
+    grid.at(2)
+    for job_id in rm.holds(RemoteState.RUNNING):
+        rm.kill(job_id, 3.0, reason="node failure")
+    grid.at(4)
+    assert grid.store.campaign(cid).state == CampaignState.IN_TREATMENT
+    assert [e.code for e in grid.store.events(campaign_id=cid)] == []

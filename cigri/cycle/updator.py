@@ -219,8 +219,9 @@ def resubmit(ctx: Context, cluster: str, ends: Sequence[Again]) -> int:
       not become an event the user must fix after 3 tries, nor loop for ever.
     - Any other end is an attempt: exit 66, exit 67 (run again once no other job of the campaign waits),
       a kill by the RM at the walltime (with more walltime when the campaign's retry_resources say so), by
-      an administrator, by nikita; a kill also avoids the cluster for a while and counts as a
-      failure in the campaign's failure rate. A job's ``max_attempts`` (the JDL's, else
+      an administrator, by nikita; a kill also avoids the cluster for a while; a walltime kill
+      counts as a failure in the campaign's failure rate (an outage's or an admin's kill does not: it says
+      nothing of the campaign). A job's ``max_attempts`` (the JDL's, else
       ``resubmit.max_attempts``, 3 by default) replace CiGri's unbounded resubmissions.
 
     A job past its limit is a RESUBMIT_LIMIT event quoting each of its ends."""
@@ -258,7 +259,7 @@ def resubmit(ctx: Context, cluster: str, ends: Sequence[Again]) -> int:
             else:
                 groups[kind].append(again.job_id)
             continue
-        if again.cause is not None:
+        if again.cause == KillCause.WALLTIME:  # the job's own doing; an outage or an admin's kill is not
             outcomes[again.campaign_id] += "1"
         if again.campaign_id not in allowed_of:
             allowed_of[again.campaign_id] = ctx.max_attempts(again.campaign_id)
