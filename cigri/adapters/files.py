@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import AdapterError, JdlError
+from ..model import DataFile
 from . import Option, expand_home
 
 BLOCK = 4 * 1024 * 1024  # bytes per command when staging through a transport (base64: a third more)
@@ -35,7 +36,7 @@ FILE_OPTIONS = (
 class FileAccess(Protocol):
     def cache_dir(self) -> str: ...
 
-    def put_file(self, source: Path, target: str) -> str: ...
+    def put_file(self, source: Path, target: str, expected: DataFile) -> str: ...
 
     def get_file(self, source: str, target: Path) -> str: ...
 
@@ -78,8 +79,10 @@ class LocalFiles:
     def job_path(self, directory: str, name: str) -> str:
         return os.path.join(expand_home(directory, self.home), name)
 
-    def put_file(self, source: Path, target: str) -> str:
-        """Copy ``source`` to ``target`` (through a temporary name, so that no job reads half a file)."""
+    def put_file(self, source: Path, target: str, expected: DataFile) -> str:
+        """Copy ``source`` to ``target`` (through a temporary name, so that no job reads half a file); the
+        copy's sha256. ``expected`` (what the file should be) is for adapters that copy nothing: the
+        simulator's."""
         try:
             Path(target).parent.mkdir(parents=True, exist_ok=True)
             partial = f"{target}.part"
@@ -133,7 +136,7 @@ class RemoteFiles:
     def job_path(self, directory: str, name: str) -> str:
         return os.path.join(expand_home(directory, self.home), name)
 
-    def put_file(self, source: Path, target: str) -> str:
+    def put_file(self, source: Path, target: str, expected: DataFile) -> str:
         try:
             with open(source, "rb") as handle:
                 block, first = handle.read(BLOCK), True

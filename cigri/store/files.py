@@ -47,6 +47,10 @@ class Files:
 
     # -- what jobs need (the locality strategies' reads)
 
+    def last_job_id(self, campaign_id: int) -> int:
+        row = self.conn.execute("SELECT max(id) FROM jobs WHERE campaign_id = ?", (campaign_id,)).fetchone()
+        return row[0] or 0
+
     def campaign_files(self, campaign_id: int) -> dict[str, DataFile]:
         """Every file of a campaign by key."""
         rows = self.conn.execute("SELECT key, size, sha256 FROM data_files WHERE campaign_id = ?", (campaign_id,))
@@ -220,3 +224,23 @@ class Files:
             (cluster,),
         )
         return rows.fetchall()
+
+    # -- outputs (gathered after a job terminates)
+
+    def gather_outputs_of(self, campaign_id: int) -> None:
+        self.conn.execute("INSERT OR IGNORE INTO output_campaigns (campaign_id) VALUES (?)", (campaign_id,))
+
+    def outputs_due(self, limit: int) -> list[tuple[int, int, str, str, str]]:
+        """(job id, campaign id, cluster, name, params) of up to ``limit`` terminated jobs whose outputs wait."""
+        rows = self.conn.execute(
+            "SELECT j.id, j.campaign_id, o.cluster, j.name, j.params FROM outputs_due o JOIN jobs j ON j.id = o.job_id "
+            "ORDER BY o.job_id LIMIT ?",
+            (limit,),
+        )
+        return rows.fetchall()
+
+    def outputs_gathered(self, job_ids: Sequence[int]) -> None:
+        self.conn.executemany("DELETE FROM outputs_due WHERE job_id = ?", [(i,) for i in job_ids])
+
+    def has_outputs_due(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM outputs_due LIMIT 1").fetchone() is not None
