@@ -74,23 +74,27 @@ def input_dir(adapter, campaign_id: int) -> str:
 
 
 class QuotaFull(Exception):
-    """The batch's files do not fit in the cluster's cache quota, even after evictions."""
+    """Not even the batch's first job's files fit in the cluster's cache quota, after evictions."""
 
 
-def stage_batch(ctx, cluster: str, campaign_id: int, job_ids: list[int], data_source: Path) -> dict[int, list[str]]:
-    """Put in the cluster's cache every file the jobs use; return each job's file keys. Raises AdapterError
-    (the cluster failed: the caller closes it) or :class:`QuotaFull`."""
+def stage_batch(
+    ctx, cluster: str, campaign_id: int, job_ids: list[int], data_source: Path
+) -> tuple[dict[int, list[str]], list[int]]:
+    """Put in the cluster's cache every file the batch's jobs use: (each staged job's file keys, the jobs left
+    out because the cluster's cache quota cannot take their files too; in job order, so the first ones go).
+    Raises AdapterError (the cluster failed: the caller closes it) or :class:`QuotaFull`."""
     store: Store = ctx.store
     per_job = store.job_files(job_ids)
     needed = {f.key: f for files in per_job.values() for f in files}
     if not needed:
-        return {}
+        return {}, []
     adapter = ctx.adapter(cluster)
     ids = store.file_ids(campaign_id, needed)
     held = store.cache_state(cluster, list(ids.values()))
+    kept, left = _fitting(ctx, cluster, job_ids, per_job, ids, held)
+    needed = {f.key: f for job_id in kept for f in per_job.get(job_id, ())}
     missing = [key for key in sorted(needed) if held.get(ids[key]) not in ("held", "unneeded")]
     folder = input_dir(adapter, campaign_id)
-    _make_room(ctx, cluster, sum(needed[key].size for key in missing if ids[key] not in held), set(ids.values()))
     for key in missing:
         file = needed[key]
         with store.transaction():  # recorded first: a pass killed mid-copy leaves a row to redo
@@ -103,29 +107,44 @@ def stage_batch(ctx, cluster: str, campaign_id: int, job_ids: list[int], data_so
         ctx.report.add("staged", 1)
         log.info("staging: %s (%d bytes) of campaign %d on %s", key, file.size, campaign_id, cluster)
     with store.transaction():
-        store.touch_files(cluster, list(ids.values()), ctx.clock.now())
-    return {job_id: [f.key for f in files] for job_id, files in per_job.items()}
+        store.touch_files(cluster, [ids[key] for key in needed], ctx.clock.now())
+    return {job_id: [f.key for f in per_job[job_id]] for job_id in kept if job_id in per_job}, left
 
 
-def _make_room(ctx, cluster: str, adding: int, keep: set[int]) -> None:
-    """Within the cluster's cache_quota: evict least recently used copies no active job uses (not ``keep``),
-    or raise QuotaFull when even that is not enough."""
+def _fitting(ctx, cluster: str, job_ids: list[int], per_job, ids, held) -> tuple[list[int], list[int]]:
+    """The batch's jobs whose files fit in the cluster's cache_quota (the first ones, in order), once the least
+    recently used copies no job queued or running there uses are evicted as needed (done here), sparing the
+    copies the kept jobs use; and the others."""
     quota = ctx.store.cluster(cluster).config.get("cache_quota")
-    if not quota or not adding:
-        return
+    if not quota:
+        return list(job_ids), []
     used = ctx.store.cache_used(cluster)
-    if used + adding <= quota:
-        return
+    evictable = ctx.store.evictable(cluster)
+    protected: set[int] = set()
+    adding, kept = 0, []
+    for job_id in job_ids:
+        files = per_job.get(job_id, ())
+        new = {ids[f.key]: f.size for f in files if ids[f.key] not in held and ids[f.key] not in protected}
+        spared = protected | {ids[f.key] for f in files}
+        freeable = sum(row[3] for row in evictable if row[0] not in spared)
+        if used - freeable + adding + sum(new.values()) > quota:
+            break
+        adding += sum(new.values())
+        protected = spared
+        kept.append(job_id)
+    if not kept:
+        raise QuotaFull(f"{cluster}: its cache quota ({quota} bytes) cannot take the files of the next job")
     victims, freed = [], 0
-    for file_id, campaign_id, key, size in ctx.store.evictable(cluster, keep):
+    for file_id, campaign_id, key, size in evictable:
         if used - freed + adding <= quota:
             break
-        victims.append((file_id, campaign_id, key))
-        freed += size
-    if used - freed + adding > quota:
-        raise QuotaFull(f"{cluster}: {adding} bytes to stage, {used - freed} of its cache quota {quota} kept")
-    _delete(ctx, cluster, victims)
-    log.info("staging: %d copies evicted from %s (%d bytes) to make room", len(victims), cluster, freed)
+        if file_id not in protected:
+            victims.append((file_id, campaign_id, key))
+            freed += size
+    if victims:
+        _delete(ctx, cluster, victims)
+        log.info("staging: %d copies evicted from %s (%d bytes) to make room", len(victims), cluster, freed)
+    return kept, job_ids[len(kept) :]
 
 
 def _delete(ctx, cluster: str, rows: list[tuple[int, int, str]]) -> None:
@@ -200,9 +219,8 @@ def _gather_job(adapter, directory: str, destination: Path, templates, params: s
         return [str(exc)]
     for key in keys:
         target = destination / key
-        try:
-            checksum = adapter.get_file(adapter.job_path(directory, key), target)
-        except FileNotFoundError:
+        checksum = adapter.get_file(adapter.job_path(directory, key), target)
+        if checksum is None:
             problems.append(f"output {key} of job {name}: not found in its exec_directory")
             continue
         try:

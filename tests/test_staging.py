@@ -64,3 +64,41 @@ def test_a_missing_input_file_refuses_the_campaign_and_writes_nothing(cli, tmp_p
     out = cli("gridsub", str(jdl), code=3)
     assert "input_files: chunk_7.dat (job b): no such file in data_source" in out
     assert cli.json("gridstat") == []
+
+
+def test_a_cache_quota_sends_the_jobs_whose_files_fit_and_evicts_unused_copies(cli, tmp_path, data, reader):
+    """Each chunk is about 1 kB and common.dat 700 B: a 2 kB cache holds common.dat and one chunk, so jobs go
+    chunk by chunk, the previous chunk evicted, and every job still runs."""
+    cache = tmp_path / "cache"
+    cli("gridclusters", "set", "local", "--cache-dir", str(cache), "--cache-quota", "2000")
+    jdl = write_jdl(
+        tmp_path,
+        exec_file=str(reader),
+        params=["a 0", "b 1", "c 2", "d 0"],
+        data_source=str(data),
+        input_files=["chunk_{2}.dat", "common.dat"],
+        output_file="out_{1}.txt",
+        output_destination=str(tmp_path / "results"),
+    )
+    cid = cli.submit(jdl)
+    log = cli("almighty", "--until-done", "--period", "0.5", "--timeout", "60", "-v")
+    assert cli.json("gridstat", "-c", str(cid))["done"] == 4
+    assert "cache quota is full" in log or "cache quota" in log
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["a", "b", "c", "d"]
+    assert [p for p in cache.rglob("*") if p.is_file()] == []
+
+
+def test_output_a_job_did_not_write_is_an_event_of_that_job(cli, tmp_path, job_script):
+    cid = cli.submit(
+        write_jdl(
+            tmp_path,
+            exec_file=str(job_script),
+            params=["a ok"],
+            output_file="never_{1}.txt",
+            output_destination=str(tmp_path / "results"),
+        )
+    )
+    cli.until_done()
+    events = cli.json("gridevents", "-c", str(cid))
+    assert [(e["code"], e["job_id"]) for e in events] == [("OUTPUT_ERROR", 1)]
+    assert "never_a.txt of job a: not found in its exec_directory" in events[0]["message"]

@@ -38,7 +38,7 @@ class FileAccess(Protocol):
 
     def put_file(self, source: Path, target: str, expected: DataFile) -> str: ...
 
-    def get_file(self, source: str, target: Path) -> str: ...
+    def get_file(self, source: str, target: Path) -> str | None: ...
 
     def remove_paths(self, paths: Sequence[str]) -> None: ...
 
@@ -93,13 +93,14 @@ class LocalFiles:
             raise AdapterError(f"{getattr(self, 'name', 'local')}: cannot stage {target}: {exc.strerror}") from exc
         return checksum
 
-    def get_file(self, source: str, target: Path) -> str:
+    def get_file(self, source: str, target: Path) -> str | None:
+        """Copy ``source`` back to ``target``; its sha256 read at the source, or None when it is not there."""
+        if not os.path.isfile(source):
+            return None
         try:
             checksum = sha256_of(Path(source))
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
-        except FileNotFoundError as exc:
-            raise FileNotFoundError(source) from exc
         except OSError as exc:
             raise AdapterError(f"{getattr(self, 'name', 'local')}: cannot read {source}: {exc.strerror}") from exc
         return checksum
@@ -159,10 +160,10 @@ class RemoteFiles:
             raise AdapterError(f"{self.name}: cannot stage {target}: {result.describe()}")
         return result.stdout.strip()
 
-    def get_file(self, source: str, target: Path) -> str:
+    def get_file(self, source: str, target: Path) -> str | None:
         result = self._run(["sh", "-c", _GET, "sh", source])
         if result.returncode == 3 and "missing" in result.stderr:
-            raise FileNotFoundError(source)
+            return None
         if not result.ok:
             raise AdapterError(f"{self.name}: cannot read {source}: {result.describe()}")
         checksum, _, data = result.stdout.partition("\n")

@@ -124,6 +124,7 @@ def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign)
         inputs = _stage(ctx, batch_id, cluster, campaign, [job_id for job_id, _, _ in jobs])
         if inputs is None:
             return
+        jobs = ctx.store.batch_jobs(batch_id)  # without those the cache quota left out
         # what the batch's jobs share
         base = _spec(campaign, settings, 0, "", [settings["exec_file"]], scaled_walltime(settings, scale), resume)
         if campaign.jdl.get("input_files"):
@@ -176,20 +177,30 @@ def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign)
 
 def _stage(ctx: Context, batch_id: int, cluster: str, campaign: Campaign, job_ids: list[int]):
     """Stage the batch's input files on the cluster (:mod:`cigri.staging`): each job's file keys, or None when
-    the cluster's cache quota cannot take them (the batch's jobs go back to the bag for this pass).
-    AdapterError: the cluster failed (the batch stays recorded, for a later pass)."""
+    the cluster's cache quota cannot take the first job's (the batch goes back to the bag for this pass); the
+    jobs whose files do not fit beside the first ones leave the batch the same way. AdapterError: the cluster
+    failed (the batch stays recorded, for a later pass)."""
     if not campaign.jdl.get("input_files"):
         return {}
     try:
-        return staging.stage_batch(ctx, cluster, campaign.id, job_ids, Path(campaign.jdl["data_source"]))
+        inputs, left = staging.stage_batch(ctx, cluster, campaign.id, job_ids, Path(campaign.jdl["data_source"]))
     except staging.QuotaFull as exc:
         with ctx.store.transaction():
             ctx.store.abandon_batch(batch_id)
         ctx.report.add("quota-full", len(job_ids))
-        log.warning(
-            "runner: %d jobs of campaign %d not sent to %s this pass: %s", len(job_ids), campaign.id, cluster, exc
-        )
+        log.warning("runner: %d jobs of campaign %d kept off %s this pass: %s", len(job_ids), campaign.id, cluster, exc)
         return None
+    if left:
+        with ctx.store.transaction():
+            ctx.store.leave_batch(batch_id, left)
+        ctx.report.add("quota-full", len(left))
+        log.warning(
+            "runner: %d jobs of campaign %d kept off %s this pass: its cache quota is full",
+            len(left),
+            campaign.id,
+            cluster,
+        )
+    return inputs
 
 
 def _pack_layout(ctx: Context, batch_id: int, cluster: str, campaign_id: int, settings: dict):

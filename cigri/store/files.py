@@ -197,18 +197,17 @@ class Files:
         rows = self.conn.execute("SELECT DISTINCT cluster FROM cluster_files WHERE state = 'unneeded'")
         return [row[0] for row in rows]
 
-    def evictable(self, cluster: str, keep: Iterable[int]) -> list[tuple[int, int, str, int]]:
-        """(file id, campaign id, key, size) of the cluster's verified copies that no queued or running job
-        needs, least recently used first, except ``keep``: what a full cache may delete to make room."""
-        keep = set(keep)
+    def evictable(self, cluster: str) -> list[tuple[int, int, str, int]]:
+        """(file id, campaign id, key, size) of the cluster's verified copies that no job queued or running there
+        uses, least recently used first: what a full cache may delete to make room."""
         rows = self.conn.execute(
             "SELECT c.file_id, f.campaign_id, f.key, c.size FROM cluster_files c JOIN data_files f ON f.id = c.file_id "
             "WHERE c.cluster = ? AND c.state != 'staging' AND NOT EXISTS (SELECT 1 FROM job_files jf JOIN jobs j "
             "ON j.id = jf.job_id WHERE jf.file_id = c.file_id AND j.cluster = ? "
-            "AND j.state IN ('launching', 'submitted', 'running')) ORDER BY c.last_use",
+            "AND j.state IN ('submitted', 'running')) ORDER BY c.last_use",
             (cluster, cluster),
         )
-        return [row for row in rows if row[0] not in keep]
+        return rows.fetchall()
 
     def forget_cluster_files(self, cluster: str, file_ids: Sequence[int]) -> None:
         """The cluster no longer holds these copies (deleted there)."""
