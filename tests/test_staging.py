@@ -102,3 +102,58 @@ def test_output_a_job_did_not_write_is_an_event_of_that_job(cli, tmp_path, job_s
     events = cli.json("gridevents", "-c", str(cid))
     assert [(e["code"], e["job_id"]) for e in events] == [("OUTPUT_ERROR", 1)]
     assert "never_a.txt of job a: not found in its exec_directory" in events[0]["message"]
+
+
+def test_a_cluster_that_cannot_stage_is_closed_and_the_others_run_the_campaign(cli, tmp_path, data, reader):
+    (tmp_path / "a-file").write_text("not a folder")
+    cli("gridclusters", "set", "local", "--cache-dir", str(tmp_path / "a-file" / "cache"))
+    cli("gridclusters", "add", "annex", "--adapter", "local", "--slots", "1", "--idle-exit", "2")
+    cli("gridclusters", "set", "annex", "--cache-dir", str(tmp_path / "cache"))
+    cid = cli.submit(
+        write_jdl(
+            tmp_path,
+            exec_file=str(reader),
+            params=["a 0", "b 1"],
+            data_source=str(data),
+            input_files=["chunk_{2}.dat", "common.dat"],
+            clusters={"local": {}, "annex": {}},
+        )
+    )
+    cli.until_done()
+    assert cli.json("gridstat", "-c", str(cid))["done"] == 2
+    assert {j["cluster"] for j in cli.json("gridstat", "-c", str(cid), "-f")} == {"annex"}
+    events = cli.json("gridevents", "--all")
+    assert any(
+        e["code"] == "CLUSTER_UNREACHABLE" and e["cluster"] == "local" and "cannot stage" in e["message"]
+        for e in events
+    )
+
+
+def test_a_cluster_without_a_file_path_refuses_file_campaigns(cli, state, tmp_path, data):
+    cli(
+        "gridclusters",
+        "add",
+        "rest",
+        "--adapter",
+        "slurm-rest",
+        "--url",
+        "http://127.0.0.1:6820",
+        "--user",
+        "u",
+        "--token-file",
+        str(state.parent / "token"),
+        "--home",
+        "/home/u",
+    )
+    jdl = write_jdl(
+        tmp_path,
+        exec_file="x",
+        params=["a 0"],
+        data_source=str(data),
+        input_files="chunk_{2}.dat",
+        clusters={"rest": {}},
+    )
+    out = cli("gridsub", str(jdl), code=3)
+    assert out.strip().endswith(
+        "clusters.rest: this cluster's adapter has no file path (REST): it cannot stage input_files nor gather outputs"
+    )

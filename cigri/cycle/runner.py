@@ -179,11 +179,15 @@ def _stage(ctx: Context, batch_id: int, cluster: str, campaign: Campaign, job_id
     """Stage the batch's input files on the cluster (:mod:`cigri.staging`): each job's file keys, or None when
     the cluster's cache quota cannot take the first job's (the batch goes back to the bag for this pass); the
     jobs whose files do not fit beside the first ones leave the batch the same way. AdapterError: the cluster
-    failed (the batch stays recorded, for a later pass)."""
+    failed to stage (the batch goes back to the bag: other clusters may take its jobs)."""
     if not campaign.jdl.get("input_files"):
         return {}
     try:
         inputs, left = staging.stage_batch(ctx, cluster, campaign.id, job_ids, Path(campaign.jdl["data_source"]))
+    except AdapterError:  # the cluster's trouble: its jobs may go elsewhere meanwhile
+        with ctx.store.transaction():
+            ctx.store.abandon_batch(batch_id)
+        raise
     except staging.QuotaFull as exc:
         with ctx.store.transaction():
             ctx.store.abandon_batch(batch_id)
