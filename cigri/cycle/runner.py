@@ -127,7 +127,7 @@ def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign)
         jobs = ctx.store.batch_jobs(batch_id)  # without those the cache quota left out
         # what the batch's jobs share
         base = _spec(campaign, settings, 0, "", [settings["exec_file"]], scaled_walltime(settings, scale), resume)
-        if campaign.jdl.get("input_files"):
+        if ctx.store.has_files(campaign.id):
             base = replace(base, env={**base.env, "CIGRI_INPUT_DIR": staging.input_dir(adapter, campaign.id)})
         shared = {
             f.name: getattr(base, f.name) for f in fields(JobSpec) if f.name not in ("job_id", "name", "argv", "inputs")
@@ -180,10 +180,11 @@ def _stage(ctx: Context, batch_id: int, cluster: str, campaign: Campaign, job_id
     the cluster's cache quota cannot take the first job's (the batch goes back to the bag for this pass); the
     jobs whose files do not fit beside the first ones leave the batch the same way. AdapterError: the cluster
     failed to stage (the batch goes back to the bag: other clusters may take its jobs)."""
-    if not campaign.jdl.get("input_files"):
+    if not ctx.store.has_files(campaign.id):
         return {}
+    source = Path(campaign.jdl.get("data_source") or ".")  # the simulator's campaigns have none: it copies nothing
     try:
-        inputs, left = staging.stage_batch(ctx, cluster, campaign.id, job_ids, Path(campaign.jdl["data_source"]))
+        inputs, left = staging.stage_batch(ctx, cluster, campaign.id, job_ids, source)
     except AdapterError:  # the cluster's trouble: its jobs may go elsewhere meanwhile
         with ctx.store.transaction():
             ctx.store.abandon_batch(batch_id)

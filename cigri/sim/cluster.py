@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from ..errors import JdlError, SubmitError, TransportError
 from ..jdl import parse_resources, property_terms, resource_slots
-from ..model import Capacity, JobSpec, KillCause, RemoteState, RemoteStatus
+from ..model import Capacity, DataFile, JobSpec, KillCause, RemoteState, RemoteStatus
 from .fileserver import FileServer
 
 BLACK_HOLE_DURATION = 0.01
@@ -78,6 +78,7 @@ class ClusterSpec:
     black_hole: bool = False
     black_hole_from: float = 0.0  # a black hole from then on (jobs started before run as on any cluster)
     bandwidth: float = 0.0  # bytes per second for input staging (0: no staging cost)
+    cache_quota: int | None = None  # the cluster's cache_quota (bytes; None: none)
     local_rate: float = 0.0  # non-grid jobs arriving per second
     local_duration: float = 3600.0  # their mean duration
     local_size: int = 1  # cores each takes, on one node
@@ -178,6 +179,8 @@ class Usage:
     black_hole_ends: int = 0
     black_hole_times: list[float] = field(default_factory=list)  # when each job a black hole swallowed ended
     bytes_staged: int = 0
+    files_staged: int = 0
+    files_deleted: int = 0
     by_user: dict[str, float] = field(default_factory=dict)  # slot-seconds each user's jobs held
     completions: dict[int, int] = field(default_factory=dict)  # cigri job -> successful runs
     availability: list[tuple[float, int]] = field(default_factory=list)  # (from when, slots the grid could use)
@@ -204,7 +207,6 @@ class SimCluster:
         spec: ClusterSpec,
         clock,
         rng: random.Random,
-        file_sizes: dict[str, int] | None = None,
         ledger: Ledger | None = None,
     ):
         self.spec = spec
@@ -214,8 +216,8 @@ class SimCluster:
         self.best_effort = spec.best_effort
         self.queue_depth = spec.queue_depth if spec.queue_depth is not None else max(16, spec.slots // 4)
         self.max_batch = None
-        self.file_sizes = file_sizes or {}
-        self.cached: set[str] = set()
+        self.arrivals: dict[str, float] = {}  # each file in its cache: when its staging ends (link queued)
+        self.link_free = 0.0  # when the cluster's link has sent every file asked so far
         self.slots = spec.slots
         self.free = [node.cores for node in spec.node_list()]  # free cores of each node
         self.needs: dict[tuple[str, str], Need] = {}  # by (resources, properties)
@@ -452,12 +454,8 @@ class SimCluster:
     def _run(self, job: SimJob, placed: tuple[int, ...]) -> None:
         job.sink = self.spec.black_hole and self.now >= self.spec.black_hole_from
         duration = BLACK_HOLE_DURATION if job.sink else job.duration / self.spec.speed
-        if self.spec.bandwidth and not job.sink:
-            missing = [f for f in job.inputs if f not in self.cached]
-            size = sum(self.file_sizes.get(f, 0) for f in missing)
-            self.usage.bytes_staged += size
-            self.cached.update(missing)
-            duration += size / self.spec.bandwidth
+        if job.inputs and not job.sink:  # its slot is held until its files have arrived
+            duration += max(0.0, max(self.arrivals.get(path, self.now) for path in job.inputs) - self.now)
         job.state, job.started, job.placed = RemoteState.RUNNING, self.now, placed
         job.duration = duration
         self.running[job.remote_id] = job
@@ -512,7 +510,7 @@ class SimCluster:
             remote_id = str(self._next_id)
             self._next_id += 1
             duration = float(spec.argv[2]) if len(spec.argv) > 2 else 0.0
-            inputs = tuple(spec.argv[3].split(",")) if len(spec.argv) > 3 and spec.argv[3] else ()
+            inputs = tuple(f"{spec.env.get('CIGRI_INPUT_DIR', '')}/{key}" for key in spec.inputs)
             job = SimJob(
                 remote_id,
                 spec.job_id,
@@ -540,6 +538,33 @@ class SimCluster:
     def find_batch(self, batch_key: str) -> list[str] | None:
         self._reachable()
         return self.batches.get(batch_key)
+
+    # ---- files (cigri.adapters.files.FileAccess): the world's own record of the bytes staged ------------
+
+    def cache_dir(self) -> str:
+        return f"/sim/{self.name}/cache"
+
+    def job_path(self, directory: str, name: str) -> str:
+        return f"{directory}/{name}"
+
+    def put_file(self, source, target: str, expected: DataFile) -> str:
+        """Stage a file: its bytes counted, its arrival after those queued on the link (at ``bandwidth``)."""
+        self._reachable()
+        self.usage.bytes_staged += expected.size
+        self.usage.files_staged += 1
+        start = max(self.now, self.link_free)
+        self.link_free = start + (expected.size / self.spec.bandwidth if self.spec.bandwidth else 0.0)
+        self.arrivals[target] = self.link_free
+        return expected.sha256
+
+    def get_file(self, source: str, target) -> str | None:
+        return None  # simulated jobs write nothing (scenarios declare no outputs)
+
+    def remove_paths(self, paths: Sequence[str]) -> None:
+        self._reachable()
+        for path in paths:
+            if self.arrivals.pop(path, None) is not None:
+                self.usage.files_deleted += 1
 
     def states(self, remote_ids: Sequence[str]) -> dict[str, RemoteStatus]:
         """Jobs that changed since the last call (the cycle acts only on changes; unchanged jobs would be
