@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from .adapters.files import can_move_files, sha256_of
 from .errors import AdapterError, JdlError
 from .jdl import expand_files, split_params
-from .model import DataFile, EventClass, EventCode
+from .model import DataFile, EventClass, EventCode, JobSpec
 from .store import Store
 
 log = logging.getLogger("cigri.staging")
@@ -109,6 +110,19 @@ def stage_batch(
     with store.transaction():
         store.touch_files(cluster, [ids[key] for key in needed], ctx.clock.now())
     return {job_id: [f.key for f in per_job[job_id]] for job_id in kept if job_id in per_job}, left
+
+
+def staged_spec(ctx, cluster: str, campaign, spec: JobSpec) -> JobSpec:
+    """One job's description with its input files staged on ``cluster`` (a finalize replica's): unchanged for a
+    campaign without files. Raises AdapterError or :class:`QuotaFull` as :func:`stage_batch`."""
+    if not ctx.store.has_files(campaign.id):
+        return spec
+    source = Path(campaign.jdl.get("data_source") or ".")
+    inputs, left = stage_batch(ctx, cluster, campaign.id, [spec.job_id], source)
+    if left:
+        raise QuotaFull(f"{cluster}: its cache quota cannot take the files of job {spec.job_id}")
+    folder = input_dir(ctx.adapter(cluster), campaign.id)
+    return replace(spec, env={**spec.env, "CIGRI_INPUT_DIR": folder}, inputs=tuple(inputs.get(spec.job_id, ())))
 
 
 def _fitting(ctx, cluster: str, job_ids: list[int], per_job, ids, held) -> tuple[list[int], list[int]]:

@@ -49,3 +49,18 @@ def test_staging_takes_the_links_time():
 def test_a_bad_files_key_names_its_path():
     with pytest.raises(ConfigError, match=r"scenario campaigns\[0\]\.files\.layout: expected shared or contiguous"):
         parse(files_scenario([{"name": "a", "slots": 1}], {"count": 2, "size": 1, "layout": "striped"}))
+
+
+def test_replicas_of_the_last_jobs_find_their_files_on_the_other_cluster():
+    """The scenario of test_finalize_sim (two jobs on a slow cluster, a fast one idle), each job its own file:
+    the replicas on the fast cluster run only if their files are staged there first (else they exit 2)."""
+    data = files_scenario(
+        [{"name": "a-slow", "slots": 4, "speed": 0.1}, {"name": "b-fast", "slots": 4}],
+        {"count": 2, "size": 100, "layout": "shared"},
+        jobs=2,
+        duration=100,
+    )
+    data["finalize"] = True
+    result = simulate(parse(data))
+    assert result["jobs_done"] == 2 and result["superseded"] == 2 and result["makespan"] < 300
+    assert result["clusters"]["b-fast"]["files_staged"] == 2

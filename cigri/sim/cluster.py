@@ -9,7 +9,8 @@ is refused at submission (SubmitError), as a real resource manager refuses it.
 Its jobs live on the simulated clock: a submitted job waits ``delay`` seconds, starts FIFO when its
 nodes are free, and runs its duration (read from its params, divided by ``speed``, plus staging time).
 Non-grid local load comes and goes, takes cores on one node, and preempts best-effort grid jobs; jobs
-fail with probability ``failure``; during an outage the cluster answers nothing, runs nothing, and the
+fail with probability ``failure``, and exit 2 when one of their input files is not in the cluster's cache (never
+staged there, or deleted while they ran: cigri's mistake, shown as failures); during an outage the cluster answers nothing, runs nothing, and the
 jobs it ran are lost; a black-hole cluster (from ``black_hole_from`` on) ends every job it starts at once
 with exit 0 (the seed's sink effect), and records when each such end happened.
 
@@ -315,7 +316,8 @@ class SimCluster:
             self._stop(job, RemoteState.KILLED, None, "walltime")
         else:
             failed = self.spec.failure > 0 and self.rng.random() < self.spec.failure
-            self._stop(job, RemoteState.EXITED, 1 if failed else 0, "")
+            missing = any(path not in self.arrivals for path in job.inputs)  # cigri did not stage it here
+            self._stop(job, RemoteState.EXITED, 2 if missing else 1 if failed else 0, "")
 
     def _on_local_arrival(self, _payload) -> None:
         duration = self.rng.expovariate(1 / self.spec.local_duration)
