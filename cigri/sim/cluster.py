@@ -6,13 +6,13 @@ as a JDL does, for ``resources`` (``/nodes=N/core=C``: N nodes with C free cores
 first nodes that fit and frees them when it ends. A request no node of the cluster could ever satisfy
 is refused at submission (SubmitError), as a real resource manager refuses it.
 
-Its jobs live on the simulated clock: a submitted job waits ``delay`` seconds, starts FIFO when its
-nodes are free, and runs its duration (read from its params, divided by ``speed``, plus staging time).
-Non-grid local load comes and goes, takes cores on one node, and preempts best-effort grid jobs; jobs
-fail with probability ``failure``, and exit 2 when one of their input files is not in the cluster's cache (never
-staged there, or deleted while they ran: cigri's mistake, shown as failures); during an outage the cluster answers nothing, runs nothing, and the
-jobs it ran are lost; a black-hole cluster (from ``black_hole_from`` on) ends every job it starts at once
-with exit 0 (the seed's sink effect), and records when each such end happened.
+Its jobs live on the simulated clock: a submitted job waits ``delay`` seconds, starts FIFO when its nodes are
+free, and runs its duration (read from its params, divided by ``speed``, plus staging time). Non-grid local load
+comes and goes, takes cores on one node, and preempts best-effort grid jobs; jobs fail with probability
+``failure``, and exit 2 when one of their input files is not in the cluster's cache (never staged there, or
+deleted while they ran: cigri's mistake, shown as failures); during an outage the cluster answers nothing, runs
+nothing, and the jobs it ran are lost; a black-hole cluster (from ``black_hole_from`` on) ends every job it
+starts at once with exit 0 (the seed's sink effect), and records when each such end happened.
 
 The cluster records what really happened (:class:`Usage`), and the clusters of one simulated world share a
 :class:`Ledger` of the scenario's jobs that ran to a real end: the simulator's metrics come from these
