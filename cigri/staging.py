@@ -101,7 +101,8 @@ def stage_batch(
         with store.transaction():  # recorded first: a pass killed mid-copy leaves a row to redo
             store.note_staging(cluster, ids[key], file.size, ctx.clock.now())
         checksum = adapter.put_file(data_source / key, f"{folder}/{key}", file)
-        if checksum != file.sha256:
+        if checksum != file.sha256:  # changed since submission, or damaged on the way: no job may read it
+            _delete(ctx, cluster, [(ids[key], campaign_id, key)])
             raise AdapterError(f"{cluster}: {key} arrived damaged (sha256 {checksum or 'none'}, not {file.sha256})")
         with store.transaction():
             store.set_held(cluster, ids[key], ctx.clock.now())
