@@ -35,10 +35,9 @@ def reader(tmp_path: Path) -> Path:
     return script
 
 
-def test_jobs_read_staged_files_outputs_come_back_and_the_cache_is_emptied(cli, tmp_path, data, reader):
-    cache = tmp_path / "cache"
-    cli("gridclusters", "set", "local", "--cache-dir", str(cache))
-    jdl = write_jdl(
+def reading(tmp_path: Path, data: Path, reader: Path) -> Path:
+    """Four jobs reading their chunk and common.dat, writing out_<name>.txt, gathered to results/."""
+    return write_jdl(
         tmp_path,
         exec_file=str(reader),
         params=["a 0", "b 1", "c 2", "d 0"],
@@ -47,6 +46,12 @@ def test_jobs_read_staged_files_outputs_come_back_and_the_cache_is_emptied(cli, 
         output_file="out_{1}.txt",
         output_destination=str(tmp_path / "results"),
     )
+
+
+def test_jobs_read_staged_files_outputs_come_back_and_the_cache_is_emptied(cli, tmp_path, data, reader):
+    cache = tmp_path / "cache"
+    cli("gridclusters", "set", "local", "--cache-dir", str(cache))
+    jdl = reading(tmp_path, data, reader)
     cid = cli.submit(jdl)
     cli.until_done()
     assert cli.json("gridstat", "-c", str(cid))["done"] == 4
@@ -71,15 +76,7 @@ def test_a_cache_quota_sends_the_jobs_whose_files_fit_and_evicts_unused_copies(c
     chunk by chunk, the previous chunk evicted, and every job still runs."""
     cache = tmp_path / "cache"
     cli("gridclusters", "set", "local", "--cache-dir", str(cache), "--cache-quota", "2000")
-    jdl = write_jdl(
-        tmp_path,
-        exec_file=str(reader),
-        params=["a 0", "b 1", "c 2", "d 0"],
-        data_source=str(data),
-        input_files=["chunk_{2}.dat", "common.dat"],
-        output_file="out_{1}.txt",
-        output_destination=str(tmp_path / "results"),
-    )
+    jdl = reading(tmp_path, data, reader)
     cid = cli.submit(jdl)
     log = cli("almighty", "--until-done", "--period", "0.5", "--timeout", "60", "-v")
     assert cli.json("gridstat", "-c", str(cid))["done"] == 4

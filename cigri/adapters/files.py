@@ -66,8 +66,9 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-class LocalFiles:
-    """Plain copies on this machine (``home`` is the adapter's)."""
+class ClusterPaths:
+    """Where files are on a cluster: its cache folder and a job's files, from the adapter's ``home`` and
+    ``config``."""
 
     home: str
     config: dict
@@ -78,6 +79,10 @@ class LocalFiles:
 
     def job_path(self, directory: str, name: str) -> str:
         return os.path.join(expand_home(directory, self.home), name)
+
+
+class LocalFiles(ClusterPaths):
+    """Plain copies on this machine (``home`` is the adapter's)."""
 
     def put_file(self, source: Path, target: str, expected: DataFile) -> str:
         """Copy ``source`` to ``target`` (through a temporary name, so that no job reads half a file); the
@@ -122,20 +127,11 @@ _PUT_LAST = _PUT + 'mv -f "$1.part" "$1"; sha256sum "$1" | cut -d" " -f1'
 _GET = '[ -f "$1" ] || { echo "missing" >&2; exit 3; }; sha256sum "$1" | cut -d" " -f1; base64 "$1"'
 
 
-class RemoteFiles:
+class RemoteFiles(ClusterPaths):
     """File moves through the adapter's command runner (see the module's docstring). The adapter gives
     ``_run``, ``home``, ``config`` and ``name`` (:class:`~cigri.adapters.transport.RemoteCommands`)."""
 
-    home: str
-    config: dict
     name: str
-
-    def cache_dir(self) -> str:
-        folder = expand_home(self.config.get("cache_dir") or DEFAULT_CACHE_DIR, self.home)
-        return folder if folder.startswith("/") else f"{self.home}/{folder}"
-
-    def job_path(self, directory: str, name: str) -> str:
-        return os.path.join(expand_home(directory, self.home), name)
 
     def put_file(self, source: Path, target: str, expected: DataFile) -> str:
         try:
