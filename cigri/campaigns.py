@@ -23,6 +23,9 @@ from .model import Campaign, CampaignState, CampaignType, EventClass, EventCode,
 from .secrets import mask
 from .store import Store
 
+# events that pause their campaign: fixing one, or resuming the campaign, lifts the pause
+PAUSING = (EventCode.FAILURE_RATE, EventCode.INPUT_CHANGED)
+
 
 def current_user() -> str:
     try:
@@ -124,15 +127,15 @@ def pause(store: Store, campaign_id: int, *, user: str | None = None) -> None:
 
 
 def resume(store: Store, campaign_id: int, *, user: str | None = None, clock: Clock | None = None) -> None:
-    """A paused campaign runs again; a FAILURE_RATE event that paused it is closed (at ``clock``'s time,
-    the real one by default)."""
+    """A paused campaign runs again; a FAILURE_RATE or INPUT_CHANGED event that paused it is closed (at
+    ``clock``'s time, the real one by default)."""
     campaign = _owned(store, campaign_id, user)
     if campaign.state != CampaignState.PAUSED:
         raise CigriError(f"campaign {campaign_id} is {campaign.state.value}, not paused: cannot resume")
     with store.transaction():
         store.set_campaign_state(campaign_id, CampaignState.IN_TREATMENT)
         # the pause it lifts, when its failure rate paused it, is over
-        paused = [e.id for e in store.events(campaign_id=campaign_id) if e.code == EventCode.FAILURE_RATE]
+        paused = [e.id for e in store.events(campaign_id=campaign_id) if e.code in PAUSING]
         store.close_events(paused, (clock or RealClock()).now())
 
 
@@ -194,7 +197,7 @@ def fix_events(
         jobs = [e.job_id for e in closed if e.job_id is not None]
         stages = [(e.campaign_id, e.cluster, e.code.value) for e in closed if e.code.value.endswith("LOGUE_ERROR")]
         for event in closed:  # a campaign its failure rate paused runs again once that event is fixed
-            if event.code == EventCode.FAILURE_RATE and store.campaign(event.campaign_id).state == CampaignState.PAUSED:
+            if event.code in PAUSING and store.campaign(event.campaign_id).state == CampaignState.PAUSED:
                 store.set_campaign_state(event.campaign_id, CampaignState.IN_TREATMENT)
         resubmitted = 0
         if resubmit:

@@ -156,16 +156,21 @@ def test_a_cluster_without_a_file_path_refuses_file_campaigns(cli, state, tmp_pa
     )
 
 
-def test_a_file_changed_since_submission_is_not_given_to_jobs(cli, tmp_path, data, reader):
+def test_a_file_changed_since_submission_pauses_the_campaign_until_fixed(cli, tmp_path, data, reader):
     cache = tmp_path / "cache"
     cli("gridclusters", "set", "local", "--cache-dir", str(cache))
     jdl = write_jdl(tmp_path, exec_file=str(reader), params=["a 0"], data_source=str(data), input_files="chunk_{2}.dat")
     cid = cli.submit(jdl)
+    original = (data / "chunk_0.dat").read_bytes()
     (data / "chunk_0.dat").write_bytes(b"changed")
     cli("almighty")
+    assert cli.json("gridstat", "-c", str(cid))["state"] == "paused"
     assert [j["state"] for j in cli.json("gridstat", "-c", str(cid), "-f")] == ["to_launch"]
     events = cli.json("gridevents", "--all")
-    assert [e["code"] for e in events] == ["CLUSTER_UNREACHABLE"] and "chunk_0.dat arrived damaged" in events[0][
-        "message"
-    ]
-    assert [p for p in cache.rglob("*") if p.is_file()] == []  # the bad copy removed
+    assert [e["code"] for e in events] == ["INPUT_CHANGED"]  # the campaign's trouble, not the cluster's
+    assert "chunk_0.dat is changed since the campaign was submitted" in events[0]["message"]
+    assert not cache.exists()  # nothing sent
+    (data / "chunk_0.dat").write_bytes(original)
+    cli("gridevents", "-c", str(cid), "-f")
+    cli.until_done()
+    assert cli.json("gridstat", "-c", str(cid))["done"] == 1

@@ -118,7 +118,7 @@ def submit(ctx: Context, spec_of: Callable[..., JobSpec]) -> None:
             ctx.watch(cluster)
             spec = staging.staged_spec(ctx, cluster, campaign, spec)  # its input files there first
             remote = adapter.find_batch(name_on_rm) or adapter.submit(name_on_rm, [spec])
-        except (SubmitError, staging.QuotaFull):
+        except (SubmitError, staging.QuotaFull, staging.InputChanged):
             with ctx.store.transaction():
                 ctx.store.end_replicas([replica_id], "failed")
             continue

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import fields, replace
-from pathlib import Path
 
 from .. import staging
 from ..adapters import packing
 from ..errors import AdapterError, SubmitError
 from ..jdl import split_params
-from ..model import Campaign, EventClass, EventCode, JobSpec, JobState
+from ..model import Campaign, CampaignState, EventClass, EventCode, JobSpec, JobState
 from . import replicas
 from .context import Context, job_slots, log, stage_retry
 from .health import cancel_each, cluster_failed, cluster_usable
@@ -182,13 +181,17 @@ def _stage(ctx: Context, batch_id: int, cluster: str, campaign: Campaign, job_id
     failed to stage (the batch goes back to the bag: other clusters may take its jobs)."""
     if not ctx.store.has_files(campaign.id):
         return {}
-    source = Path(campaign.jdl.get("data_source") or ".")  # the simulator's campaigns have none: it copies nothing
     try:
-        inputs, left = staging.stage_batch(ctx, cluster, campaign.id, job_ids, source)
+        inputs, left = staging.stage_batch(ctx, cluster, campaign.id, job_ids, staging.data_source(campaign))
     except AdapterError:  # the cluster's trouble: its jobs may go elsewhere meanwhile
         with ctx.store.transaction():
             ctx.store.abandon_batch(batch_id)
         raise
+    except staging.InputChanged as exc:
+        with ctx.store.transaction():
+            ctx.store.abandon_batch(batch_id)
+            _pause(ctx, campaign, EventCode.INPUT_CHANGED, str(exc))
+        return None
     except staging.QuotaFull as exc:
         with ctx.store.transaction():
             ctx.store.abandon_batch(batch_id)
@@ -206,6 +209,15 @@ def _stage(ctx: Context, batch_id: int, cluster: str, campaign: Campaign, job_id
             cluster,
         )
     return inputs
+
+
+def _pause(ctx: Context, campaign: Campaign, code: EventCode, message: str) -> None:
+    """Pause a running campaign with an event saying why (fixing it resumes the campaign)."""
+    if ctx.store.campaign(campaign.id).state != CampaignState.IN_TREATMENT:
+        return
+    ctx.store.set_campaign_state(campaign.id, CampaignState.PAUSED)
+    ctx.store.open_event(EventClass.CAMPAIGN, code, message, ctx.clock.now(), campaign_id=campaign.id)
+    log.warning("runner: campaign %d paused: %s", campaign.id, message)
 
 
 def _pack_layout(ctx: Context, batch_id: int, cluster: str, campaign_id: int, settings: dict):
