@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from cigri.adapters.files import LocalFiles
+
 from .conftest import write_jdl
 
 READER = """#!/bin/sh
@@ -174,3 +176,18 @@ def test_a_file_changed_since_submission_pauses_the_campaign_until_fixed(cli, tm
     cli("gridevents", "-c", str(cid), "-f")
     cli.until_done()
     assert cli.json("gridstat", "-c", str(cid))["done"] == 1
+
+
+def test_a_copy_damaged_on_the_way_is_removed_and_closes_that_cluster(cli, tmp_path, data, reader, monkeypatch):
+    cache = tmp_path / "cache"
+    cli("gridclusters", "set", "local", "--cache-dir", str(cache))
+    sent = LocalFiles.put_file
+    monkeypatch.setattr(LocalFiles, "put_file", lambda self, *args: sent(self, *args)[::-1])  # a wrong checksum
+    jdl = write_jdl(tmp_path, exec_file=str(reader), params=["a 0"], data_source=str(data), input_files="chunk_{2}.dat")
+    cid = cli.submit(jdl)
+    cli("almighty")
+    assert [j["state"] for j in cli.json("gridstat", "-c", str(cid), "-f")] == ["to_launch"]
+    events = cli.json("gridevents", "--all")
+    assert [(e["code"], e["cluster"]) for e in events] == [("CLUSTER_UNREACHABLE", "local")]
+    assert "chunk_0.dat arrived damaged" in events[0]["message"]
+    assert [p for p in cache.rglob("*") if p.is_file()] == []
