@@ -128,34 +128,19 @@ def test_a_cluster_that_cannot_stage_is_closed_and_the_others_run_the_campaign(c
     )
 
 
-def test_a_cluster_without_a_file_path_refuses_file_campaigns(cli, state, tmp_path, data):
-    cli(
-        "gridclusters",
-        "add",
-        "rest",
-        "--adapter",
-        "slurm-rest",
-        "--url",
-        "http://127.0.0.1:6820",
-        "--user",
-        "u",
-        "--token-file",
-        str(state.parent / "token"),
-        "--home",
-        "/home/u",
-    )
-    jdl = write_jdl(
-        tmp_path,
-        exec_file="x",
-        params=["a 0"],
-        data_source=str(data),
-        input_files="chunk_{2}.dat",
-        clusters={"rest": {}},
-    )
-    out = cli("gridsub", str(jdl), code=3)
+def test_a_cluster_without_a_file_path_is_not_used_by_file_campaigns(cli, state, tmp_path, data):
+    rest = ["--url", "http://127.0.0.1:6820", "--user", "u", "--token-file", str(state.parent / "token")]
+    cli("gridclusters", "add", "rest", "--adapter", "slurm-rest", *rest, "--home", "/home/u")
+    files = {"data_source": str(data), "input_files": "chunk_{2}.dat"}
+    only_rest = write_jdl(tmp_path, exec_file="x", params=["a 0"], clusters={"rest": {}}, **files)
+    out = cli("gridsub", str(only_rest), code=3)
     assert out.strip().endswith(
         "clusters.rest: this cluster's adapter has no file path (REST): it cannot stage input_files nor gather outputs"
     )
+    both = write_jdl(tmp_path, exec_file="x", params=["a 0"], clusters={"rest": {}, "local": {}}, **files)
+    cid = cli.submit(both)
+    events = cli.json("gridevents", "-c", str(cid))
+    assert [(e["code"], e["cluster"]) for e in events] == [("SUBMIT_ERROR", "rest")]  # kept off rest only
 
 
 def test_a_file_changed_since_submission_pauses_the_campaign_until_fixed(cli, tmp_path, data, reader):

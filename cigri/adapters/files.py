@@ -4,7 +4,7 @@ An adapter that can move files offers :class:`FileAccess`; ``local`` by plain co
 ``slurm-ssh`` and ``oar-ssh`` through their command runner (ssh, or local on a login node): the bytes travel
 as base64 on the command's stdin or stdout, in blocks, and ``sha256sum`` runs on the cluster, so that the
 checksum proves the copy there, not the one sent. The REST adapters have no file path: a campaign with input
-or output files is refused there at submission (:func:`check_files`).
+or output files does not use them (:func:`cigri.campaigns.check_clusters`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import AdapterError, JdlError
+from ..errors import AdapterError
 from ..model import DataFile
 from . import Option, expand_home
 
@@ -45,17 +45,11 @@ class FileAccess(Protocol):
     def job_path(self, directory: str, name: str) -> str: ...
 
 
+NO_FILE_PATH = "this cluster's adapter has no file path (REST): it cannot stage input_files nor gather outputs"
+
+
 def can_move_files(adapter: object) -> bool:
     return hasattr(adapter, "put_file")
-
-
-def check_files(adapter: object, cluster: str) -> None:
-    """Refuse a campaign with input or output files on a cluster whose adapter cannot move files."""
-    if not can_move_files(adapter):
-        raise JdlError(
-            f"clusters.{cluster}",
-            "this cluster's adapter has no file path (REST): it cannot stage input_files nor gather outputs",
-        )
 
 
 def sha256_of(path: Path) -> str:
