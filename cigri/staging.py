@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .adapters.files import can_move_files, sha256_of
 from .errors import AdapterError, JdlError
-from .jdl import expand_files, split_params
+from .jdl import expand_files, jobs_of, split_params
 from .model import DataFile, EventClass, EventCode, JobSpec
 from .store import Store
 
@@ -53,6 +53,21 @@ def register(store: Store, campaign_id: int, data_source: Path, templates: tuple
     files = describe(data_source, [key for key in first_user if key not in known], first_user)
     store.add_files(campaign_id, files, uses)
     return len(first_user)
+
+
+def check_inputs(jdl) -> tuple[int, int]:
+    """For ``gridsub --dry-run``: every job's input files exist under data_source (nothing hashed); how many
+    distinct files, and their bytes. Raises JdlError as :func:`register`."""
+    sizes: dict[str, int] = {}
+    for name, line in jobs_of(jdl):
+        where = f"input_files (job {name})"
+        for key in expand_files(jdl.input_files, split_params(line, where), where):
+            if key not in sizes:
+                path = jdl.data_source / key
+                if not path.is_file():
+                    raise JdlError("input_files", f"{key} (job {name}): no such file in data_source {jdl.data_source}")
+                sizes[key] = path.stat().st_size
+    return len(sizes), sum(sizes.values())
 
 
 def describe(data_source: Path, keys: list[str], users: dict[str, str] | None = None) -> list[DataFile]:

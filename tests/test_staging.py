@@ -176,3 +176,11 @@ def test_a_copy_damaged_on_the_way_is_removed_and_closes_that_cluster(cli, tmp_p
     assert [(e["code"], e["cluster"]) for e in events] == [("CLUSTER_UNREACHABLE", "local")]
     assert "chunk_0.dat arrived damaged" in events[0]["message"]
     assert [p for p in cache.rglob("*") if p.is_file()] == []
+
+
+def test_a_dry_run_checks_the_input_files_and_says_their_size(cli, tmp_path, data, reader):
+    out = cli("gridsub", "--dry-run", str(reading(tmp_path, data, reader)))
+    assert f"input files: 4 (3703 bytes) from {data}" in out  # chunks 0-2 (1000, 1001, 1002) and common (700)
+    (data / "chunk_2.dat").unlink()
+    out = cli("gridsub", "--dry-run", str(reading(tmp_path, data, reader)), code=3)
+    assert "input_files: chunk_2.dat (job c): no such file in data_source" in out
