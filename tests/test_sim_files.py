@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cigri.errors import ConfigError
-from cigri.sim.run import simulate
+from cigri.sim.run import Simulation, simulate
 from cigri.sim.scenario import parse
 
 
@@ -64,3 +64,12 @@ def test_replicas_of_the_last_jobs_find_their_files_on_the_other_cluster():
     result = simulate(parse(data))
     assert result["jobs_done"] == 2 and result["superseded"] == 2 and result["makespan"] < 300
     assert result["clusters"]["b-fast"]["files_staged"] == 2
+
+
+def test_the_world_lists_each_jobs_files_for_the_lower_bound():
+    data = files_scenario([{"name": "a", "slots": 1}], {"count": 2, "size": 7, "per_job": 2, "layout": "contiguous"})
+    data["campaigns"][0]["jobs"] = 2
+    data["campaigns"][0]["durations"] = [1, 1]
+    world = Simulation(parse(data))
+    assert world.job_inputs() == {"c0j0": ("c0/f0.dat", "c0/f1.dat"), "c0j1": ("c0/f1.dat",)}
+    assert world.file_sizes == {"c0/f0.dat": 7, "c0/f1.dat": 7}

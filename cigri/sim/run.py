@@ -337,17 +337,39 @@ class Simulation:
         self.campaign_of[index] = campaign_id
         self.demand[plan.user] = self.demand.get(plan.user, 0) + self._expected(plan) * plan.cores
 
+    def _plan_files(self, plan: CampaignPlan) -> tuple[dict[str, int], list[list[str]]]:
+        """A campaign's files (key -> bytes) and each of its jobs' keys, from the scenario."""
+        if plan.input_files:
+            keys = list(plan.input_files)
+            return {key: self.scenario.files.get(key, 0) for key in keys}, [keys] * len(plan.durations)
+        if plan.job_files:
+            sizes = {plan.file_key(n): plan.file_size for n in range(plan.file_count)}
+            return sizes, [[plan.file_key(n) for n in numbers] for numbers in plan.job_files]
+        return {}, []
+
+    def job_inputs(self) -> dict[str, tuple[str, ...]]:
+        """The world's own list of each scenario job's input files (by :meth:`work_key`), keys qualified by
+        their campaign (``c0/f07.dat``): two campaigns' files are never the same file."""
+        out = {}
+        for index, plan in enumerate(self.scenario.campaigns):
+            for job, keys in enumerate(self._plan_files(plan)[1]):
+                out[self.work_key(index, job)] = tuple(f"c{index}/{key}" for key in keys)
+        return out
+
+    @property
+    def file_sizes(self) -> dict[str, int]:
+        """Bytes of each input file of the scenario, by the qualified keys of :meth:`job_inputs`."""
+        return {
+            f"c{index}/{key}": size
+            for index, plan in enumerate(self.scenario.campaigns)
+            for key, size in self._plan_files(plan)[0].items()
+        }
+
     def _add_files(self, campaign_id: int, plan: CampaignPlan) -> None:
         """The campaign's input files (the scenario's ``input_files`` or ``files``), recorded as a submission
         records a JDL's (:func:`cigri.staging.register`), with made-up checksums: the runner stages them."""
-        if plan.input_files:
-            keys = list(plan.input_files)
-            sizes = {key: self.scenario.files.get(key, 0) for key in keys}
-            per_job = [keys] * len(plan.durations)
-        elif plan.job_files:
-            sizes = {plan.file_key(n): plan.file_size for n in range(plan.file_count)}
-            per_job = [[plan.file_key(n) for n in numbers] for numbers in plan.job_files]
-        else:
+        sizes, per_job = self._plan_files(plan)
+        if not sizes:
             return
         files = [
             DataFile(key, size, hashlib.sha256(f"{plan.name}/{key}".encode()).hexdigest())
