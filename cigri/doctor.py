@@ -15,7 +15,8 @@ cluster, in this order (a cluster whose credentials are wrong is not asked more)
   They are read through the cluster's commands (ssh, or this machine); slurm-rest without ``host`` and
   oar-rest have none, so theirs are not checked.
 
-Nothing is written: the state is opened read-only, the checks on the cluster only test.
+The state is opened read-only and the checks on a cluster only read and test; an adapter may refresh what it
+keeps beside the state (slurm-rest's remembered API version, the local cluster's spool), as a pass would.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ def doctor(as_json):
     identity_file exists and is 0600, a token_file holds a token that has not expired), that it answers, its
     resource manager's version, and the cluster user's home and the folders cigri writes there (remote_dir,
     output_dir). Prints one line per finding, "ok" or "FIX" followed by what to do; exits 1 when anything needs
-    fixing. Changes nothing.
+    fixing. Changes neither the state nor anything on the clusters.
 
     \b
     Example:

@@ -167,10 +167,12 @@ def pages() -> dict[str, str]:
     """File name -> roff text of every page."""
     root = click.Context(grid, info_name="grid", **grid.context_settings)  # as invoked: -h is a help option too
     subs = _subcontexts(root)
-    out = {"grid.1": _page(root, [_page_name(s) for s in subs])}
+    out = {"grid.1": _page(root, [*(_page_name(s) for s in subs), "cigri-jdl(5)"])}
     for sub in subs:
         family = [_page_name(s) for s in subs if s.command.callback.__module__ == sub.command.callback.__module__]
-        out[f"{_page_name(sub)}.1"] = _page(sub, ["grid", *(name for name in family if name != _page_name(sub))])
+        jdl_page_too = ["cigri-jdl(5)"] if sub.command.name == "gridsub" else []
+        others = [name for name in family if name != _page_name(sub)]
+        out[f"{_page_name(sub)}.1"] = _page(sub, ["grid", *others, *jdl_page_too])
     for name, command in STANDALONE.items():
         ctx = click.Context(command, info_name=name, help_option_names=["-h", "--help"])
         out[f"{name}.1"] = _page(ctx, ["grid", f"grid-{name}", "cigri-jdl(5)"])
