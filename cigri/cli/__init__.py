@@ -10,6 +10,7 @@ from .campaign_cmds import griddel, gridevents, gridstat, gridsub
 from .cluster_cmds import gridclusters
 from .config_cmds import config
 from .cycle_cmds import STAGE_COMMANDS, almighty
+from .doctor_cmds import doctor
 from .policy_cmds import policy
 from .sim_cmds import simulate
 
@@ -40,6 +41,7 @@ for command in (
     config,
     policy,
     admin,
+    doctor,
 ):
     grid.add_command(command)
 

@@ -343,15 +343,23 @@ def _show_job(store, job_id: int, stream: str | None, as_json: bool) -> None:
 @click.option("-H", "--headerless", is_flag=True, help="No header line.")
 @click.option("--eta", is_flag=True, help="Running campaigns by estimated end, the soonest first.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@click.option("--plot", is_flag=True, help="With -c: draw progress, throughput per cluster and the predicted end.")
+@click.option(
+    "--output", "output_file", type=click.Path(dir_okay=False), help="With --plot: draw into this PNG (matplotlib)."
+)
 @common
-def gridstat(campaign_arg, campaign, full, job, show_out, show_err, show_jdl, user, headerless, eta, as_json):
+def gridstat(
+    campaign_arg, campaign, full, job, show_out, show_err, show_jdl, user, headerless, eta, as_json, plot, output_file
+):
     """Show campaigns, one campaign, its jobs, or one job.
 
     The table's S column is R (running), P (paused), T (terminated) or C (cancelled), with
     'e' appended while events are open. -c shows Spritz's figures, for the campaign and for each
     cluster: throughput over its window (grid config spritz.window, an hour by default), job
     duration (mean ± std), jobs left, and the estimated end with its interval (--json adds the
-    forecast history); --eta lists the running campaigns by estimated end.
+    forecast history); --eta lists the running campaigns by estimated end. -c ID --plot draws the
+    campaign's jobs done over time, the jobs ended per cluster and the predicted end at each forecast, in the
+    terminal, or into a PNG with --output FILE.png (needs matplotlib: pip install 'cigri[plot]').
 
     Lists are readable by all; a job's outputs (-O, -E) and a campaign's JDL (-J)
     only by their owner (or root). The saved JDL has its secrets masked (***): the
@@ -365,9 +373,15 @@ def gridstat(campaign_arg, campaign, full, job, show_out, show_err, show_jdl, us
         gridstat -c 3 -f
         gridstat -j 42 -E
         gridstat -c 3 -J
+        gridstat -c 3 --plot --output progress.png
     """
     store = app().store
     campaign = campaign if campaign is not None else campaign_arg
+    if plot or output_file:
+        if not plot or campaign is None or job is not None or full or eta or show_jdl or as_json:
+            raise CigriError("--plot draws one campaign: give -c CAMPAIGN (and --output FILE.png), nothing else")
+        _plot(store, campaign, output_file)
+        return
     if (show_out or show_err) and job is None:
         raise CigriError("-O and -E go with -j JOB")
     if show_jdl:
@@ -434,6 +448,20 @@ def gridstat(campaign_arg, campaign, full, job, show_out, show_err, show_jdl, us
         ],
         headers=not headerless,
     )
+
+
+def _plot(store, campaign_id: int, output_file: str | None) -> None:
+    from ..progress import progress
+    from . import plot
+
+    if output_file is not None and not output_file.lower().endswith(".png"):
+        raise CigriError(f"--output {output_file}: the picture is a PNG, name it FILE.png")
+    series = progress(store, campaign_id, app().clock.now())
+    if output_file is None:
+        click.echo(plot.text(series), nl=False)
+        return
+    plot.png(series, output_file)
+    click.echo(f"written: {output_file}")
 
 
 def _comma_ids(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int]:

@@ -1,8 +1,9 @@
 """Man pages generated from the click commands, so that they say what ``--help`` says.
 
-``python -m cigri.cli.manpage man/`` writes ``grid.1``, one ``grid-<command>.1`` per subcommand and a
-``.so`` link for each standalone script (``gridsub.1`` ...); ``--check`` writes nothing and exits 1
-listing the stale pages. Nothing in a page changes between runs (no dates), so a test can compare.
+``python -m cigri.cli.manpage man/`` writes ``grid.1``, one ``grid-<command>.1`` per subcommand, a full page
+for each standalone script (``gridsub.1`` ...: ``man -l`` cannot follow a ``.so`` link) and ``cigri-jdl.5``
+from the key table of :mod:`cigri.jdl_keys`; ``--check`` writes nothing and exits 1 listing the stale pages.
+Nothing in a page changes between runs (no dates), so a test can compare.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from .. import errors
+from .. import errors, jdl, jdl_keys
 from . import STANDALONE, grid
 
 _EXIT_ROW = re.compile(r"^[\s│├└─]*([A-Z]\w+)\s+(\d+)\s+(.+)$")
@@ -115,16 +116,21 @@ def _exit_status() -> list[str]:
 
 
 def _see_also(names: list[str]) -> list[str]:
+    """``name`` is a section 1 page, ``name(5)`` one of another section."""
     out = [".SH SEE ALSO"]
     for index, name in enumerate(names):
-        out.append(f".BR {_escape(name)} (1)" + ("," if index < len(names) - 1 else ""))
+        page, _, section = name.rstrip(")").partition("(")
+        out.append(f".BR {_escape(page)} ({section or 1})" + ("," if index < len(names) - 1 else ""))
     return out
 
 
 def _page(ctx: click.Context, see_also: list[str]) -> str:
+    """The page of ``grid`` (its commands listed), of ``grid <command>`` or of a standalone script
+    (their subcommands, as ``gridclusters add``, described in full)."""
     command = ctx.command
     title = _page_name(ctx)
-    subs = _subcontexts(ctx) if ctx.parent is not None else []
+    top = command is grid
+    subs = [] if top else _subcontexts(ctx)
     lines = [
         f'.TH {_escape(title.upper())} 1 "" "cigri {version("cigri")}" "cigri manual"',
         ".SH NAME",
@@ -133,11 +139,12 @@ def _page(ctx: click.Context, see_also: list[str]) -> str:
         *_synopsis(ctx),
     ]
     if command.name in STANDALONE:
-        lines += [".br", ".B " + _escape(command.name), _escape(" ".join(command.collect_usage_pieces(ctx)))]
+        other = command.name if ctx.parent is not None else f"grid {command.name}"
+        lines += [".br", ".B " + _escape(other), _escape(" ".join(command.collect_usage_pieces(ctx)))]
     for sub in subs:
         lines += [".br", *_synopsis(sub)]
     lines += [".SH DESCRIPTION", *_paragraphs(_help_text(command)), ".SH OPTIONS", *_options(ctx)]
-    if ctx.parent is None:
+    if top:
         lines.append(".SH COMMANDS")
         for sub in _subcontexts(ctx):
             lines += [
@@ -160,13 +167,76 @@ def pages() -> dict[str, str]:
     """File name -> roff text of every page."""
     root = click.Context(grid, info_name="grid", **grid.context_settings)  # as invoked: -h is a help option too
     subs = _subcontexts(root)
-    out = {"grid.1": _page(root, [_page_name(s) for s in subs])}
+    out = {"grid.1": _page(root, [*(_page_name(s) for s in subs), "cigri-jdl(5)"])}
     for sub in subs:
         family = [_page_name(s) for s in subs if s.command.callback.__module__ == sub.command.callback.__module__]
-        out[f"{_page_name(sub)}.1"] = _page(sub, ["grid", *(name for name in family if name != _page_name(sub))])
-    for name in STANDALONE:
-        out[f"{name}.1"] = f".so man1/grid-{name}.1\n"
+        jdl_page_too = ["cigri-jdl(5)"] if sub.command.name == "gridsub" else []
+        others = [name for name in family if name != _page_name(sub)]
+        out[f"{_page_name(sub)}.1"] = _page(sub, ["grid", *others, *jdl_page_too])
+    for name, command in STANDALONE.items():
+        ctx = click.Context(command, info_name=name, help_option_names=["-h", "--help"])
+        out[f"{name}.1"] = _page(ctx, ["grid", f"grid-{name}", "cigri-jdl(5)"])
+    out["cigri-jdl.5"] = jdl_page()
     return dict(sorted(out.items()))
+
+
+def _key_rows(keys: list[jdl_keys.JdlKey]) -> list[str]:
+    out = []
+    for key in keys:
+        default = f"; default {_bold(key.default)}" if key.default else ""
+        out += [".TP", f"{_bold(key.name)} (\\fI{_escape(key.type)}\\fR{default})", _escape(key.description)]
+    return out
+
+
+def jdl_page() -> str:
+    """cigri-jdl(5): the JDL's format and every key of :data:`cigri.jdl_keys.KEYS`."""
+    campaign = [key for key in jdl_keys.KEYS if not key.per_cluster]
+    cluster = [key for key in jdl_keys.KEYS if key.per_cluster]
+    refused = [*jdl.NOT_SUPPORTED, f"{jdl.NOT_SUPPORTED_PREFIX}*"]
+    example = """name: sweep
+exec_file: "{HOME}/bin/simulate"
+walltime: "00:10:00"
+params:
+  - "a 1"
+  - "b 2"
+clusters:
+  luke:
+    resources: /core=2
+  dahu:
+    walltime: 600
+    max_jobs: 50"""
+    lines = [
+        f'.TH CIGRI\\-JDL 5 "" "cigri {version("cigri")}" "cigri manual"',
+        ".SH NAME",
+        "cigri\\-jdl \\- the campaign description given to gridsub",
+        ".SH DESCRIPTION",
+        ".PP",
+        "A JDL describes a campaign: its jobs (one per param line) and the clusters they may run on. "
+        "It is YAML or CiGri's JSON; keys are case\\-insensitive. "
+        "Values may be given in CiGri's string forms (\\(dqfalse\\(dq, \\(dq300\\(dq, \\(dq00:5:00\\(dq).",
+        ".PP",
+        "Campaign\\-wide keys are given at the top level only. "
+        "Every other key may be given at the top level, as the default of every cluster, "
+        "or under one cluster of \\fBclusters\\fR, for that cluster only. "
+        "Give exactly one of \\fBparams\\fR, \\fBparam_file\\fR and \\fBnb_jobs\\fR. "
+        "Each job runs \\fBexec_file\\fR followed by its param line.",
+        ".PP",
+        "An unknown key is an error naming it (with the closest known key). "
+        "CiGri keys cigri does not support yet are refused by name: " + ", ".join(_bold(k) for k in refused) + ".",
+        ".SH CAMPAIGN-WIDE KEYS",
+        *_key_rows(campaign),
+        ".SH PER-CLUSTER KEYS",
+        *_key_rows(cluster),
+        ".SH EXAMPLE",
+        ".PP",
+        ".nf",
+        *(_escape(line) for line in example.split("\n")),
+        ".fi",
+        ".PP",
+        "More in the repository's jdl\\-examples/ directory.",
+        *_see_also(["gridsub", "grid-gridsub", "grid"]),
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def stale(directory: Path) -> dict[Path, str]:
@@ -179,7 +249,8 @@ def stale(directory: Path) -> dict[Path, str]:
             out[path] = "missing"
         elif path.read_text(encoding="utf-8") != text:
             out[path] = "stale"
-    out.update({path: "extra" for path in sorted(directory.glob("*.1")) if path.name not in wanted})
+    pages_there = sorted([*directory.glob("*.1"), *directory.glob("*.5")])
+    out.update({path: "extra" for path in pages_there if path.name not in wanted})
     return out
 
 
