@@ -57,6 +57,42 @@ KEYS: tuple[JdlKey, ...] = (
         False,
         "How many times a job may run when it asks to run again (default: resubmit.max_attempts, 3).",
     ),
+    JdlKey(
+        "data_source",
+        "path",
+        "",
+        False,
+        "A local folder holding the input files (~, {HOME}, {JDL_DIR}; relative to the JDL); URLs are refused.",
+    ),
+    JdlKey(
+        "input_files",
+        "template or list",
+        "",
+        False,
+        "Each job's files under data_source ({1}, {2}... its param words, {name}); staged into the cluster's "
+        "cache, found in $CIGRI_INPUT_DIR.",
+    ),
+    JdlKey(
+        "output_file",
+        "template or list",
+        "",
+        False,
+        "Each job's outputs under its exec_directory, gathered after it ends.",
+    ),
+    JdlKey(
+        "output_destination",
+        "path",
+        "",
+        False,
+        "The local folder outputs are copied to, in DIR/<job name>/, checksums compared.",
+    ),
+    JdlKey(
+        "output_gathering_method",
+        "copy or none",
+        "copy",
+        False,
+        "How outputs come back: copy (the default with output_file) or none.",
+    ),
     # per-cluster keys (jdl.CLUSTER_DEFAULTS)
     JdlKey("exec_file", "path", "", True, "The program each job runs, followed by its param line (required)."),
     JdlKey("exec_directory", "path", "{HOME}", True, "The directory jobs start in on the cluster."),

@@ -192,7 +192,7 @@ def jdl_page() -> str:
     """cigri-jdl(5): the JDL's format and every key of :data:`cigri.jdl_keys.KEYS`."""
     campaign = [key for key in jdl_keys.KEYS if not key.per_cluster]
     cluster = [key for key in jdl_keys.KEYS if key.per_cluster]
-    refused = [*jdl.NOT_SUPPORTED, f"{jdl.NOT_SUPPORTED_PREFIX}*"]
+    refused = list(jdl.NOT_SUPPORTED)
     example = """name: sweep
 exec_file: "{HOME}/bin/simulate"
 walltime: "00:10:00"
