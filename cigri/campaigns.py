@@ -10,6 +10,7 @@ import pwd
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import config
 from . import events as event_rules
 from .adapters import AdapterContext, adapter_for
 from .clock import Clock, RealClock
@@ -58,15 +59,39 @@ def submit(
     user: str | None = None,
     adapters: Callable[[str], object] | None = None,
 ) -> tuple[int, int]:
-    """Record a campaign and its jobs; return (campaign id, number of jobs)."""
+    """Record a campaign and its jobs once the admission rules let ``user`` submit it (:func:`admit`);
+    return (campaign id, number of jobs)."""
+    user = user or current_user()
     check_clusters(store, jdl, clock, adapters)
     kind = CampaignType.TEST if jdl.test_mode else CampaignType.DEFAULT
     with store.transaction():
-        campaign_id = store.create_campaign(
-            jdl.name, user or current_user(), kind, mask(jdl.as_record()), jdl.clusters, clock.now()
-        )
+        campaign_id = store.create_campaign(jdl.name, user, kind, mask(jdl.as_record()), jdl.clusters, clock.now())
         count = store.add_jobs(campaign_id, job_blocks(jdl))
+        admit(store, store.campaign(campaign_id))
     return campaign_id, count
+
+
+def admit(store: Store, campaign: Campaign) -> None:
+    """The admission rules of the configuration (issue 14, item 2), checked on a campaign just recorded with
+    its jobs, inside the transaction that recorded them: a refusal (PermissionDenied naming the rule) rolls
+    it all back. ``clusters.CLUSTER.users``: who may name the cluster; ``admission.jobs_per_campaign``;
+    ``admission.test_jobs`` (a test campaign's jobs); ``admission.jobs_per_user`` (the user's unfinished
+    jobs, these included)."""
+    settings = store.settings()
+    for cluster in campaign.jdl.get("clusters", {}):
+        users = config.cluster_users(settings, cluster)
+        if users is not None and campaign.user not in users:
+            rule = config.cluster_key(cluster, "users")
+            raise PermissionDenied(f"refused by {rule}: {campaign.user} may not submit to {cluster}")
+    jobs = store.campaign_jobs(campaign.id)
+    rules = [("admission.jobs_per_campaign", jobs, "the campaign has")]
+    if campaign.type is CampaignType.TEST:
+        rules.append(("admission.test_jobs", jobs, "the test campaign has"))
+    rules.append(("admission.jobs_per_user", store.user_jobs(campaign.user), f"{campaign.user} would have"))
+    for key, count, who in rules:
+        limit = config.limit(settings, key)
+        if limit is not None and count > limit:
+            raise PermissionDenied(f"refused by {key} ({limit}): {who} {count} jobs")
 
 
 def add_jobs(store: Store, campaign_id: int, jdl: Jdl, *, user: str | None = None) -> int:
@@ -76,7 +101,9 @@ def add_jobs(store: Store, campaign_id: int, jdl: Jdl, *, user: str | None = Non
     if campaign.state not in (CampaignState.IN_TREATMENT, CampaignState.PAUSED):
         raise CigriError(f"campaign {campaign_id} is {campaign.state.value}: jobs can no longer be added")
     with store.transaction():
-        return store.add_jobs(campaign_id, job_blocks(jdl, store.job_names(campaign_id)))
+        count = store.add_jobs(campaign_id, job_blocks(jdl, store.job_names(campaign_id)))
+        admit(store, campaign)
+        return count
 
 
 def _owned(store: Store, campaign_id: int, user: str | None) -> Campaign:
