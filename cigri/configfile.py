@@ -143,8 +143,8 @@ def load(store: Store, path: Path, required: bool, environ: Mapping[str, str]) -
     for key, value in layers.overrides().items():
         try:
             config.check_value(store, settings, key, value, declared=clusters)
-        except (ConfigError, NotFound) as exc:
-            raise type(exc)(f"{origins[key]}: {exc}") from None
+        except (ConfigError, NotFound) as exc:  # a key naming a cluster that is nowhere is a configuration error
+            raise ConfigError(f"{origins[key]}: {exc}") from None
     return layers
 
 

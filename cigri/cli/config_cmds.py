@@ -9,7 +9,7 @@ import yaml
 
 from .. import config as ops
 from .. import configfile
-from ..errors import ConfigError
+from ..errors import ConfigError, NotFound
 from ..secrets import mask
 from . import output
 from .app import GridGroup, app, common
@@ -159,7 +159,10 @@ def check(file, apply_):
     """
     a = app()
     store = a.bare_store
-    layers = a.load_config(store, None if file is None else Path(file))
+    try:
+        layers = a.load_config(store, None if file is None else Path(file))
+    except NotFound as exc:  # a missing file is a configuration error here: exit 4 whatever went wrong
+        raise ConfigError(str(exc)) from None
     where = layers.path or "no configuration file"
     lines = configfile.apply(store, layers, a.clock) if apply_ else configfile.pending(store, layers)
     for line in lines:
