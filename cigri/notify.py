@@ -89,11 +89,11 @@ def _wants(subscription: Mapping[str, Any], severity: str, user: str | None, at:
     )
 
 
-def _event_note(event: Event) -> tuple[str, str]:
+def _event_note(event: Event, campaign: str | None) -> tuple[str, str]:
     where = " ".join(
         part
         for part in (
-            f"campaign {event.campaign_id}" if event.campaign_id is not None else "",
+            f"campaign {event.campaign_id} {campaign}" if event.campaign_id is not None else "",
             f"cluster {event.cluster}" if event.cluster else "",
             f"job {event.job_id}" if event.job_id is not None else "",
         )
@@ -120,9 +120,9 @@ def queue(store: Store, clock: Clock) -> int:
         return 0
     now = clock.now()
     notes: list[tuple[dict, str, str, str, str]] = []
-    for event, user in events:
+    for event, user, campaign in events:
         severity = severity_of(event.code)
-        subject, body = _event_note(event)
+        subject, body = _event_note(event, campaign)
         for sub in subscriptions:
             if _wants(sub, severity, user, event.created_at):
                 notes.append((sub, f"event:{event.id}", severity, subject, body))

@@ -154,3 +154,17 @@ def test_bad_requests_are_one_line_and_write_nothing(cli, args, message):
     result = cli.runner.invoke(grid, ["--state", str(cli.state), "gridnotify", *args])
     assert result.exit_code != 0 and message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert cli.json("gridnotify", "-l") == []
+
+
+def test_a_job_error_reaches_low_subscribers_and_its_blacklist_everyone(cli, tmp_path, smtp, monkeypatch):
+    monkeypatch.setenv("CIGRI_SMTP", smtp.address)
+    cli("gridnotify", "-m", "low@example.org", "-s", "low")
+    cli("gridnotify", "-m", "medium@example.org", "-s", "medium")
+    campaign = cli.submit(write_jdl(tmp_path, name="failing-run", exec_file="/bin/false", nb_jobs=1))
+    cli.until_done()  # ends with the campaign blocked on its event, kept off local (a BLACKLIST event)
+    subjects = sorted((m.rcpt_tos[0], m.content.decode().split("Subject: ")[1].splitlines()[0]) for m in smtp.mails)
+    assert subjects == [
+        ("low@example.org", f"[cigri] BLACKLIST: campaign {campaign} failing-run cluster local"),
+        ("low@example.org", f"[cigri] EXIT_ERROR: campaign {campaign} failing-run cluster local job 1"),
+        ("medium@example.org", f"[cigri] BLACKLIST: campaign {campaign} failing-run cluster local"),
+    ]

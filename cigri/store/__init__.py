@@ -1405,11 +1405,15 @@ class Store(Integrity):
     def set_notify_mark(self, event_id: int) -> None:
         self.conn.execute("UPDATE meta SET value = ? WHERE key = 'notify_event_id'", (str(event_id),))
 
-    def events_after(self, event_id: int) -> list[tuple[Event, str | None]]:
-        """Events newer than ``event_id``, oldest first, each with its campaign's user (None: a cluster's)."""
+    def events_after(self, event_id: int) -> list[tuple[Event, str | None, str | None]]:
+        """Events newer than ``event_id``, oldest first, each with its campaign's user and name (None, None: a
+        cluster's)."""
         columns = ", ".join("e." + c for c in self._EVENT_COLUMNS.split(", "))
-        sql = f"SELECT {columns}, c.user FROM events e LEFT JOIN campaigns c ON c.id = e.campaign_id WHERE e.id > ?"
-        return [(self._event(row[:-1]), row[-1]) for row in self.conn.execute(sql + " ORDER BY e.id", (event_id,))]
+        sql = (
+            f"SELECT {columns}, c.user, c.name FROM events e LEFT JOIN campaigns c ON c.id = e.campaign_id "
+            "WHERE e.id > ? ORDER BY e.id"
+        )
+        return [(self._event(row[:-2]), row[-2], row[-1]) for row in self.conn.execute(sql, (event_id,))]
 
     def ended_since(self, since: float) -> list[Campaign]:
         """Campaigns ended (terminated or cancelled) at or after ``since``."""
