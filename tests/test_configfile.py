@@ -4,6 +4,7 @@ gridsub checks (issue 14, item 2)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +120,12 @@ def test_admission_rules_refuse_at_gridsub_naming_the_rule_and_write_nothing(cli
     )
     assert [c["id"] for c in cli.json("gridstat")] == [campaign]
     assert cli.json("gridstat", "-c", str(campaign))["total"] == 12
+
+
+def test_the_documented_example_checks_and_applies(cli):
+    example = Path(__file__).resolve().parent.parent / "docs" / "cigri.example.yaml"
+    assert "cluster dahu: to add (slurm-ssh)" in cli("config", "check", str(example))
+    assert "cluster dahu: added (slurm-ssh)" in cli("--config", str(example), "config", "check", "--apply")
+    shown = cli.json("--config", str(example), "config", "show", "--origins")
+    assert shown["clusters.dahu.flow"] == {"value": "pi", "from": str(example)}
+    assert shown["admission.test_jobs"]["value"] == 20
