@@ -37,7 +37,15 @@ and nothing is written):
 - ``spritz``: the predictor of campaigns' ends (default ``window``, see :mod:`cigri.prediction`);
   ``spritz.window``: the seconds of terminations its throughput is measured over (default 3600);
 - ``blackhole.streak``, ``blackhole.seconds``, ``blackhole.ratio``: the black-hole detector's thresholds
-  (see :class:`BlackHoles`).
+  (see :class:`BlackHoles`);
+- ``notify.smtp`` (``host:port``), ``notify.sender``, ``notify.attempts``, ``notify.timeout``: how gridnotify's
+  mails and webhooks are sent (:mod:`cigri.notify`);
+- ``admission.jobs_per_campaign``, ``admission.jobs_per_user``, ``admission.test_jobs`` and
+  ``clusters.CLUSTER.users``: the admission rules gridsub checks (:func:`cigri.campaigns.admit`).
+
+The state holds the keys ``grid config set`` records; the configuration file and the environment override
+them (:mod:`cigri.configfile`, through ``Store.overrides``): every reader of ``store.settings()`` sees the
+effective value.
 """
 
 from __future__ import annotations
