@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import config, staging
 from . import events as event_rules
-from . import staging
 from .adapters import AdapterContext, adapter_for
 from .adapters.files import NO_FILE_PATH, can_move_files
 from .clock import Clock, RealClock
@@ -78,23 +78,47 @@ def submit(
     user: str | None = None,
     adapters: Callable[[str], object] | None = None,
 ) -> tuple[int, int]:
-    """Record a campaign and its jobs; return (campaign id, number of jobs)."""
+    """Record a campaign and its jobs once the admission rules let ``user`` submit it (:func:`admit`);
+    return (campaign id, number of jobs)."""
+    user = user or current_user()
     unused = check_clusters(store, jdl, clock, adapters)
     kind = CampaignType.TEST if jdl.test_mode else CampaignType.DEFAULT
     with store.transaction():
-        campaign_id = store.create_campaign(
-            jdl.name, user or current_user(), kind, mask(jdl.as_record()), jdl.clusters, clock.now()
-        )
+        campaign_id = store.create_campaign(jdl.name, user, kind, mask(jdl.as_record()), jdl.clusters, clock.now())
         for cluster, why in unused.items():  # an open campaign event keeps the campaign off the cluster
             store.open_event(
                 EventClass.CAMPAIGN, EventCode.SUBMIT_ERROR, why, clock.now(), cluster=cluster, campaign_id=campaign_id
             )
         count = store.add_jobs(campaign_id, job_blocks(jdl))
+        admit(store, store.campaign(campaign_id))  # before reading input files: a refusal reads none
         if jdl.input_files:
             staging.register(store, campaign_id, jdl.data_source, jdl.input_files)
         if jdl.output_files:
             store.gather_outputs_of(campaign_id)
     return campaign_id, count
+
+
+def admit(store: Store, campaign: Campaign) -> None:
+    """The admission rules of the configuration (issue 14, item 2), checked on a campaign just recorded with
+    its jobs, inside the transaction that recorded them: a refusal (PermissionDenied naming the rule) rolls
+    it all back. ``clusters.CLUSTER.users``: who may name the cluster; ``admission.jobs_per_campaign``;
+    ``admission.test_jobs`` (a test campaign's jobs); ``admission.jobs_per_user`` (the user's unfinished
+    jobs, these included)."""
+    settings = store.settings()
+    for cluster in campaign.jdl.get("clusters", {}):
+        users = config.cluster_users(settings, cluster)
+        if users is not None and campaign.user not in users:
+            rule = config.cluster_key(cluster, "users")
+            raise PermissionDenied(f"refused by {rule}: {campaign.user} may not submit to {cluster}")
+    jobs = store.campaign_jobs(campaign.id)
+    rules = [("admission.jobs_per_campaign", jobs, "the campaign has")]
+    if campaign.type is CampaignType.TEST:
+        rules.append(("admission.test_jobs", jobs, "the test campaign has"))
+    rules.append(("admission.jobs_per_user", store.user_jobs(campaign.user), f"{campaign.user} would have"))
+    for key, count, who in rules:
+        limit = config.limit(settings, key)
+        if limit is not None and count > limit:
+            raise PermissionDenied(f"refused by {key} ({limit}): {who} {count} jobs")
 
 
 def add_jobs(store: Store, campaign_id: int, jdl: Jdl, *, user: str | None = None) -> int:
@@ -107,6 +131,7 @@ def add_jobs(store: Store, campaign_id: int, jdl: Jdl, *, user: str | None = Non
     with store.transaction():
         last = store.last_job_id(campaign_id)
         count = store.add_jobs(campaign_id, job_blocks(jdl, store.job_names(campaign_id)))
+        admit(store, campaign)
         if record.get("input_files"):  # the new jobs read their files as the campaign's others do
             staging.register(store, campaign_id, Path(record["data_source"]), tuple(record["input_files"]), last)
         return count

@@ -37,13 +37,21 @@ and nothing is written):
 - ``spritz``: the predictor of campaigns' ends (default ``window``, see :mod:`cigri.prediction`);
   ``spritz.window``: the seconds of terminations its throughput is measured over (default 3600);
 - ``blackhole.streak``, ``blackhole.seconds``, ``blackhole.ratio``: the black-hole detector's thresholds
-  (see :class:`BlackHoles`).
+  (see :class:`BlackHoles`);
+- ``notify.smtp`` (``host:port``), ``notify.sender``, ``notify.attempts``, ``notify.timeout``: how gridnotify's
+  mails and webhooks are sent (:mod:`cigri.notify`);
+- ``admission.jobs_per_campaign``, ``admission.jobs_per_user``, ``admission.test_jobs`` and
+  ``clusters.CLUSTER.users``: the admission rules gridsub checks (:func:`cigri.campaigns.admit`).
+
+The state holds the keys ``grid config set`` records; the configuration file and the environment override
+them (:mod:`cigri.configfile`, through ``Store.overrides``): every reader of ``store.settings()`` sees the
+effective value.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,13 +90,27 @@ RESUBMIT_DEFAULTS: dict[str, int | float] = {
     CHECKPOINT_EXIT: 68,
 }
 _RESUBMIT_MINIMUM = {MAX_ATTEMPTS: 1, MAX_RESUMES: 1, FAILURE_WINDOW: 10}
+# ---- issue 14, items 2 and 3 (the user's side): notifications and admission rules ------------------------
+SMTP = "notify.smtp"  # host:port of the SMTP server mails go through (CIGRI_SMTP overrides it)
+NOTIFY_DEFAULTS: dict[str, Any] = {
+    SMTP: None,
+    "notify.sender": "cigri@localhost",  # the mails' From
+    "notify.attempts": 5,  # tries of a notification (one per pass) before it is given up
+    "notify.timeout": 10.0,  # seconds an SMTP or webhook call may take
+}
+NOTIFY_KEYS = tuple(NOTIFY_DEFAULTS)
+ADMISSION_KEYS = ("admission.jobs_per_campaign", "admission.jobs_per_user", "admission.test_jobs")
+_CLUSTER_USERS = re.compile(r"^clusters\.(.+)\.users$")  # who may submit campaigns naming the cluster
 KEYS = (
     "metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched, flow, flow.NAME.OPTION, "
     f"clusters.CLUSTER.flow, clusters.CLUSTER.sensor, clusters.CLUSTER.reference, {QUEUE_TIMEOUT}, {WALLTIME_GRACE}, "
     f"{UNREACHABLE}, spritz, spritz.window, blackhole.streak, blackhole.seconds, blackhole.ratio, "
     + ", ".join(RESUBMIT_DEFAULTS)
+    + ", "
+    + ", ".join((*NOTIFY_KEYS, *ADMISSION_KEYS))
+    + ", clusters.CLUSTER.users"
 )
-CLUSTER_KEYS = ("metasched", "flow", "sensor", "reference")  # the keys a cluster may have of its own
+CLUSTER_KEYS = ("metasched", "flow", "sensor", "reference", "users")  # the keys a cluster may have of its own
 WAITING = "waiting"  # the default sensor: cigri's jobs waiting in the cluster's queue
 LOAD = "load:"  # the sensor ``load:HOST``: the 1-minute load of a file-server host
 _HOST = re.compile(r"[A-Za-z0-9_\[][A-Za-z0-9_.:\[\]-]*")  # a host name or address (never an ssh option)
@@ -138,8 +160,38 @@ def _known(key: str) -> bool:
         or key in _SECONDS
         or key in BLACKHOLE_KEYS
         or key in RESUBMIT_DEFAULTS
-        or any(pattern.match(key) for pattern in (_OPTION, _CLUSTER, _FLOW_OPTION, _CLUSTER_FLOW))
+        or key in NOTIFY_DEFAULTS
+        or key in ADMISSION_KEYS
+        or any(pattern.match(key) for pattern in (_OPTION, _CLUSTER, _FLOW_OPTION, _CLUSTER_FLOW, _CLUSTER_USERS))
     )
+
+
+def known(key: str) -> bool:
+    """Whether ``key`` is a configuration key (the file's and the environment's keys are checked with it)."""
+    return _known(key)
+
+
+def defaults() -> dict[str, Any]:
+    """The default of each fixed key (the keys with a cluster's or a strategy's name in them have none)."""
+    from .cycle.context import Patience
+
+    patience, holes = Patience(), BlackHoles()
+    return {
+        "metasched": DEFAULT_STRATEGY,
+        HALF_LIFE_KEY: DEFAULT_HALF_LIFE,
+        "flow": DEFAULT_FLOW,
+        QUEUE_TIMEOUT: patience.queue_timeout,
+        WALLTIME_GRACE: patience.walltime_grace,
+        UNREACHABLE: patience.unreachable,
+        "spritz": "window",
+        "spritz.window": WINDOW,
+        "blackhole.streak": holes.streak,
+        "blackhole.seconds": holes.seconds,
+        "blackhole.ratio": holes.ratio,
+        **RESUBMIT_DEFAULTS,
+        **NOTIFY_DEFAULTS,
+        **dict.fromkeys(ADMISSION_KEYS),
+    }
 
 
 def _refuse_unknown(key: str) -> None:
@@ -147,11 +199,13 @@ def _refuse_unknown(key: str) -> None:
         raise ConfigError(f"{key}: unknown configuration key (valid: {KEYS})")
 
 
-def set_value(store: Store, key: str, value: Any) -> None:
-    """Set ``key`` once the configuration it makes is checked: the strategy it names (or whose option it
-    is) must build with its options; a cluster's strategy needs the cluster."""
+def check_value(
+    store: Store, settings: Mapping[str, Any], key: str, value: Any, declared: Collection[str] = ()
+) -> None:
+    """Check ``key``'s ``value`` in the configuration ``settings`` (which holds it): the strategy it names (or
+    whose option it is) must build with its options; a cluster's key needs the cluster, in the state or among
+    the ``declared`` ones (the configuration file's)."""
     _refuse_unknown(key)
-    settings = {**store.settings(), key: value}
     if key in _SECONDS:
         seconds(settings, key, 0.0)
     elif key in SPRITZ_KEYS:
@@ -160,26 +214,48 @@ def set_value(store: Store, key: str, value: Any) -> None:
         black_holes(settings)
     elif key in RESUBMIT_DEFAULTS:
         resubmit_value(settings, key)
+    elif key in NOTIFY_KEYS or key in ADMISSION_KEYS or _CLUSTER_USERS.match(key):
+        _check_user_side(store, key, value, declared)
     elif (match := _OPTION.match(key)) is not None:
         build(settings, match.group(1))
     elif key == "flow" or key.startswith("flow.") or _CLUSTER_FLOW.match(key):
-        _check_flow(store, settings, key, value)
+        _check_flow(store, settings, key, value, declared)
     else:
         if not isinstance(value, str):
             raise ConfigError(f"{key}: expected a strategy name, got {value!r}")
-        if (match := _CLUSTER.match(key)) is not None and not store.has_cluster(match.group(1)):
-            raise NotFound(f"{key}: no cluster named {match.group(1)!r}")
+        if (match := _CLUSTER.match(key)) is not None:
+            _need_cluster(store, key, match.group(1), declared)
         build(settings, value)
+
+
+def set_value(store: Store, key: str, value: Any) -> None:
+    """Record ``key`` in the state once the configuration it makes is checked (:func:`check_value`). A key
+    the configuration file or the environment gives is refused: theirs would win."""
+    _refuse_unknown(key)
+    if key in store.overrides:
+        raise ConfigError(f"{key}: set by {origin_of(store, key)}, which overrides the state; change it there")
+    check_value(store, {**store.settings(), key: value}, key, value)
     with store.transaction():
         store.set_setting(key, value)
+
+
+def origin_of(store: Store, key: str) -> str:
+    """Where an overridden key comes from, as :mod:`cigri.configfile` recorded it (file path or variable)."""
+    return store.origins.get(key, "the configuration file")
+
+
+def _need_cluster(store: Store, key: str, cluster: str, declared: Collection[str]) -> None:
+    if cluster not in declared and not store.has_cluster(cluster):
+        raise NotFound(f"{key}: no cluster named {cluster!r}")
 
 
 def unset_value(store: Store, key: str) -> bool:
     """Remove ``key`` (a known one); whether it was set. A registered strategy that needs the option
     refuses its removal."""
     _refuse_unknown(key)
-    settings = store.settings()
+    settings = store.state_settings()
     settings.pop(key, None)
+    settings.update(store.overrides)
     if (match := _OPTION.match(key)) is not None and match.group(1) in registry():
         build(settings, match.group(1))
     if (match := _FLOW_OPTION.match(key)) is not None and match.group(1) in flows.registry():
@@ -288,17 +364,19 @@ def sensor_host(key: str, value: Any) -> str | None:
     raise ConfigError(f"{key}: expected {WAITING} or {LOAD}HOST, got {value!r}")
 
 
-def _check_flow(store: Store, settings: Mapping[str, Any], key: str, value: Any) -> None:
+def _check_flow(
+    store: Store, settings: Mapping[str, Any], key: str, value: Any, declared: Collection[str] = ()
+) -> None:
     """The flow keys: a strategy name that builds with its options, an option it accepts, a sensor, a
     reference; a cluster's key needs the cluster."""
     if (match := _FLOW_OPTION.match(key)) is not None:
         build_flow(settings, match.group(1))
         return
-    if (match := _CLUSTER_FLOW.match(key)) is not None and not store.has_cluster(match.group(1)):
-        raise NotFound(f"{key}: no cluster named {match.group(1)!r}")
+    if (match := _CLUSTER_FLOW.match(key)) is not None:
+        _need_cluster(store, key, match.group(1), declared)
     what = match.group(2) if match is not None else "flow"
     if what == "sensor":
-        if sensor_host(key, value) is not None and match is not None:
+        if sensor_host(key, value) is not None and match is not None and store.has_cluster(match.group(1)):
             _check_reads_load(store, key, match.group(1))
     elif what == "reference":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
@@ -344,3 +422,61 @@ def cluster_flows(store: Store, names: Sequence[str], override: str | None = Non
             None if reference is None else float(reference),
         )
     return out
+
+
+# ---- issue 14, items 2 and 3: notifications and admission rules (their checks and readers) -----------------
+
+
+def _check_user_side(store: Store, key: str, value: Any, declared: Collection[str]) -> None:
+    """The notification keys, the admission limits and a cluster's ``users``."""
+    if key == SMTP:
+        smtp_server({SMTP: value})
+    elif key == "notify.sender":
+        if not isinstance(value, str) or "@" not in value or any(c.isspace() for c in value):
+            raise ConfigError(f"{key}: expected a mail address, got {value!r}")
+    elif key in NOTIFY_KEYS:
+        notify_number({key: value}, key)
+    elif key in ADMISSION_KEYS:
+        limit({key: value}, key)
+    else:
+        users = value if isinstance(value, list) else None
+        if not users or not all(isinstance(u, str) and u and not u.isspace() for u in users):
+            raise ConfigError(f"{key}: expected a list of user names, got {value!r}")
+        _need_cluster(store, key, _CLUSTER_USERS.match(key).group(1), declared)
+
+
+def smtp_server(settings: Mapping[str, Any]) -> tuple[str, int] | None:
+    """The SMTP server as (host, port) from ``notify.smtp`` (``host:port``, or ``host`` for port 25); None when
+    not configured."""
+    value = settings.get(SMTP)
+    if value is None:
+        return None
+    host, _, port = value.rpartition(":") if isinstance(value, str) and ":" in value else (value, ":", "25")
+    if not isinstance(host, str) or not _HOST.fullmatch(host) or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"{SMTP}: expected host:port, got {value!r}")
+    return host, int(port)
+
+
+def notify_number(settings: Mapping[str, Any], key: str) -> int | float:
+    """``notify.attempts`` (a whole number >= 1) or ``notify.timeout`` (seconds > 0), else its default."""
+    value = settings.get(key, NOTIFY_DEFAULTS[key])
+    whole = key == "notify.attempts"
+    kind = int if whole else int | float
+    if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
+        raise ConfigError(f"{key}: expected {'a whole number, at least 1' if whole else 'seconds > 0'}, got {value!r}")
+    return value
+
+
+def limit(settings: Mapping[str, Any], key: str) -> int | None:
+    """An admission limit (a whole number >= 1), None when not set."""
+    value = settings.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{key}: expected a whole number of jobs, at least 1, got {value!r}")
+    return value
+
+
+def cluster_users(settings: Mapping[str, Any], cluster: str) -> list[str] | None:
+    """Who may submit campaigns naming ``cluster`` (None: anyone)."""
+    return settings.get(cluster_key(cluster, "users"))

@@ -63,7 +63,7 @@ def test_show_is_empty_then_lists_what_was_set(cli):
         "metasched.tuned.depth": 3,  # the value is YAML: a number
         "clusters.local.metasched": "idle",
     }
-    assert "metasched.tuned.depth: 3" in cli("config", "show").splitlines()
+    assert "metasched.tuned.depth: 3  [state]" in cli("config", "show").splitlines()
 
 
 def test_an_unknown_strategy_is_refused_listing_the_valid_ones_and_nothing_is_written(cli):
@@ -89,7 +89,7 @@ def test_an_option_the_strategy_refuses_is_refused_with_its_words(cli):
 def test_an_unknown_key_is_refused_naming_it(cli):
     assert "color: unknown configuration key" in fails(cli, "config", "set", "color", "red")
     assert "color: unknown configuration key" in fails(cli, "config", "unset", "color")
-    assert "--cluster applies to metasched, flow, sensor, reference only" in fails(
+    assert "--cluster applies to metasched, flow, sensor, reference, users only" in fails(
         cli, "config", "set", "metasched.tuned.depth", "1", "--cluster", "local"
     )
     assert "no cluster named 'far'" in fails(cli, "config", "set", "metasched", "tuned", "--cluster", "far", code=5)

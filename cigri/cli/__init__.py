@@ -1,4 +1,4 @@
-"""The ``grid`` command and the standalone gridsub, gridstat, griddel, gridevents, gridclusters scripts."""
+"""The ``grid`` command and the standalone gridsub, gridstat, griddel, gridevents, gridclusters, gridnotify scripts."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from .cluster_cmds import gridclusters
 from .config_cmds import config
 from .cycle_cmds import STAGE_COMMANDS, almighty
 from .doctor_cmds import doctor
+from .notify_cmds import gridnotify
 from .policy_cmds import policy
 from .sim_cmds import simulate
 
@@ -35,6 +36,7 @@ for command in (
     griddel,
     gridevents,
     gridclusters,
+    gridnotify,
     almighty,
     *STAGE_COMMANDS,
     simulate,
@@ -45,7 +47,7 @@ for command in (
 ):
     grid.add_command(command)
 
-STANDALONE = {c.name: c for c in (gridsub, gridstat, griddel, gridevents, gridclusters)}
+STANDALONE = {c.name: c for c in (gridsub, gridstat, griddel, gridevents, gridclusters, gridnotify)}
 
 
 def _standalone(name: str):
@@ -60,5 +62,6 @@ gridstat_main = _standalone("gridstat")
 griddel_main = _standalone("griddel")
 gridevents_main = _standalone("gridevents")
 gridclusters_main = _standalone("gridclusters")
+gridnotify_main = _standalone("gridnotify")
 
 __all__ = ["common", "grid"]

@@ -24,17 +24,38 @@ class App:
 
     def __init__(self):
         self.state_path: Path | None = None
+        self.config_path: Path | None = None  # --config (else $CIGRI_CONFIG, else cigri.yaml beside the state)
+        self.layers = None  # the configuration file's and the environment's keys, once the store is open
         self.verbose = 0
         self.clock = RealClock()
 
     @cached_property
-    def store(self):
+    def bare_store(self):
+        """The state without the configuration file's keys (``grid config check`` reads a broken file)."""
         from ..clusters import ensure_default
         from ..store import Store, default_state_path
 
         store = Store(self.state_path or default_state_path())
         ensure_default(store, self.clock)
         return store
+
+    @cached_property
+    def store(self):
+        """The state, its configuration overridden by the file's and the environment's keys."""
+        from .. import configfile
+
+        store = self.bare_store
+        self.layers = self.load_config(store)
+        configfile.attach(store, self.layers)
+        return store
+
+    def load_config(self, store, path: Path | None = None):
+        """The configuration file's (``path``, else the one in use) and the environment's keys, checked."""
+        from .. import configfile
+
+        if path is not None:
+            return configfile.load(store, path, True, os.environ)
+        return configfile.load(store, *configfile.path_for(store.directory, self.config_path, os.environ), os.environ)
 
     def setup_logging(self, *, to_file: bool = False) -> None:
         level = logging.WARNING - 10 * min(self.verbose, 2)
@@ -101,6 +122,12 @@ def _set_state(ctx: click.Context, _param, value):
     return value
 
 
+def _set_config(ctx: click.Context, _param, value):
+    if value is not None:
+        app().config_path = Path(value).expanduser()
+    return value
+
+
 def _set_verbose(ctx: click.Context, _param, value):
     if value:
         app().verbose += value
@@ -135,7 +162,7 @@ def flow_option(command):
 
 
 def common(command):
-    """``--state`` and ``-v`` on every command, so that standalone gridsub etc. take them too."""
+    """``--state``, ``--config`` and ``-v`` on every command, so that standalone gridsub etc. take them too."""
     command = click.option(
         "--state",
         type=click.Path(),  # a directory or unwritable path is the store's StoreError (exit 7), not a usage error
@@ -144,6 +171,14 @@ def common(command):
         callback=_set_state,
         is_eager=True,
         help="State file [env CIGRI_STATE; default ~/.local/share/cigri/state.db].",
+    )(command)
+    command = click.option(
+        "--config",
+        type=click.Path(dir_okay=False),
+        expose_value=False,
+        callback=_set_config,
+        is_eager=True,
+        help="Configuration file [env CIGRI_CONFIG; default cigri.yaml beside the state file].",
     )(command)
     return click.option(
         "-v", "--verbose", count=True, expose_value=False, callback=_set_verbose, help="Say more (repeat for debug)."

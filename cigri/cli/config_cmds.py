@@ -1,12 +1,15 @@
-"""grid config: show, set and unset the state's configuration (the metascheduler and flow strategies)."""
+"""grid config: show the effective configuration, set and unset the state's keys, check a configuration file."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 import yaml
 
 from .. import config as ops
-from ..errors import ConfigError
+from .. import configfile
+from ..errors import ConfigError, NotFound
 from ..secrets import mask
 from . import output
 from .app import GridGroup, app, common
@@ -62,6 +65,24 @@ def config():
         blackhole.ratio             ratio x seconds or more elsewhere (default 10): the
                                     cluster is a black hole, kept off for the campaign
                                     (event BLACK_HOLE), and those jobs run again elsewhere
+        notify.smtp                 host:port of the SMTP server of gridnotify's mails
+                                    (env CIGRI_SMTP overrides it)
+        notify.sender               the mails' From (default cigri@localhost)
+        notify.attempts             tries of a notification, one per pass (default 5)
+        notify.timeout              seconds an SMTP or webhook call may take (default 10)
+        admission.jobs_per_campaign gridsub refuses a campaign with more jobs
+        admission.jobs_per_user     ... a user's unfinished jobs beyond this, new ones included
+        admission.test_jobs         ... a test campaign (-t test) with more jobs
+        clusters.CLUSTER.users      who may submit campaigns naming CLUSTER (a YAML list)
+
+    \b
+    The configuration file (YAML; --config, env CIGRI_CONFIG, default cigri.yaml
+    beside the state file) holds the same keys, nested or dotted, and may declare
+    clusters (clusters.NAME.adapter and gridclusters add's options; grid config
+    check --apply creates them). Its keys override the state's; CIGRI_ variables
+    override both: CIGRI_ + the key in capitals, __ for each dot, e.g.
+    CIGRI_METASCHED=fairshare, CIGRI_NIKITA__QUEUE_TIMEOUT=600. An unknown key is
+    an error naming it; set refuses a key the file or the environment gives.
 
     A cluster with its own strategy is decided by it, after the others, for the
     jobs they did not place. Each value is checked by building the strategy with
@@ -78,21 +99,78 @@ def config():
         grid config set sensor load:nfs1 --cluster dahu
         grid config set reference 3 --cluster dahu
         grid config set updator.unreachable 900
+        grid config set admission.test_jobs 50
+        grid config check cigri.yaml
         grid config show
     """
 
 
+def _text(value) -> str:
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+
+
 @config.command("show")
-@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@click.option("--all", "show_all", is_flag=True, help="Every fixed key, defaults included.")
+@click.option("--json", "as_json", is_flag=True, help="JSON output: key -> effective value.")
+@click.option("--origins", is_flag=True, help="With --json: key -> {value, from}.")
 @common
-def show(as_json):
-    """List the keys set, with their values."""
-    settings = mask(app().store.settings())
+def show(show_all, as_json, origins):
+    """List each key set, with its effective value and where it comes from: state
+    (grid config set), the configuration file (its path) or the environment (its
+    variable); --all adds the defaults of the keys not set.
+
+    \b
+    Example:
+        grid config show --all
+        CIGRI_METASCHED=fairshare grid config show --json --origins
+    """
+    a = app()
+    store = a.store
+    rows = {key: (value, "default") for key, value in ops.defaults().items()} if show_all else {}
+    rows.update({key: (value, "state") for key, value in store.state_settings().items()})
+    rows.update({key: (store.overrides[key], origin) for key, origin in store.origins.items()})
+    shown = {key: (mask({key: value})[key], origin) for key, (value, origin) in sorted(rows.items())}
     if as_json:
-        output.emit_json(settings)
+        if origins:
+            output.emit_json({key: {"value": value, "from": origin} for key, (value, origin) in shown.items()})
+        else:
+            output.emit_json({key: value for key, (value, _) in shown.items()})
         return
-    for key, value in sorted(settings.items()):
-        click.echo(f"{key}: {yaml.safe_dump(value, default_flow_style=True).strip().removesuffix('...').strip()}")
+    for key, (value, origin) in shown.items():
+        click.echo(f"{key}: {_text(value)}  [{origin}]")
+    for line in configfile.pending(store, a.layers):
+        click.echo(f"{line} (grid config check --apply)", err=True)
+
+
+@config.command("check")
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.option("--apply", "apply_", is_flag=True, help="Create or update the clusters the file declares.")
+@common
+def check(file, apply_):
+    """Check a configuration file (FILE, else the one in use) and the environment's
+    CIGRI_ keys against the state, running nothing: exit 0 when good, 4 with the
+    file, key and reason when not. --apply then creates or updates the clusters
+    it declares (clusters.NAME.adapter and the adapter's options).
+
+    \b
+    Example:
+        grid config check ~/.local/share/cigri/cigri.yaml
+        grid config check --apply
+    """
+    a = app()
+    store = a.bare_store
+    try:
+        layers = a.load_config(store, None if file is None else Path(file))
+    except NotFound as exc:  # a missing file is a configuration error here: exit 4 whatever went wrong
+        raise ConfigError(str(exc)) from None
+    where = layers.path or "no configuration file"
+    lines = configfile.apply(store, layers, a.clock) if apply_ else configfile.pending(store, layers)
+    for line in lines:
+        click.echo(line if apply_ else f"{line} (--apply to do it)")
+    click.echo(
+        f"{where}: ok ({len(layers.file)} keys, {len(layers.clusters)} clusters declared, "
+        f"{len(layers.env)} from the environment)"
+    )
 
 
 @config.command("set", context_settings={"ignore_unknown_options": True})

@@ -8,6 +8,7 @@ import sys
 import click
 
 from .. import cycle as cycle_mod
+from .. import notify
 from ..loop import run_passes
 from ..model import CampaignState, JobState
 from .app import GridCommand, app, common, policy_option
@@ -40,7 +41,8 @@ def _cycle(policy: str | None = None) -> cycle_mod.Cycle:
 @policy_option
 @common
 def almighty(loop, until_done, period, timeout, policy):
-    """Run the cycle: updator, spritz, metasched, runner, nikita.
+    """Run the cycle: updator, spritz, metasched, runner, nikita; then send
+    gridnotify's notifications.
 
     One pass and exit (for cron), or --loop, or --until-done. Two passes on the
     same state never overlap. Logs go to stderr (-v for more) and to
@@ -56,6 +58,12 @@ def almighty(loop, until_done, period, timeout, policy):
     a.setup_logging(to_file=True)
     cycle = _cycle(policy)
     progress = _Progress() if (loop or until_done) and sys.stderr.isatty() else None
+
+    def after_pass(done: cycle_mod.Cycle) -> None:
+        notify.run(done.store, done.clock)  # gridnotify's mails and webhooks: what this pass did
+        if progress:
+            progress.update(done)
+
     try:
         with cycle_mod.exclusive(a.store), progress or contextlib.nullcontext():
             blocked = run_passes(
@@ -65,7 +73,7 @@ def almighty(loop, until_done, period, timeout, policy):
                 until_done=until_done,
                 period=period,
                 timeout=timeout,
-                on_pass=progress.update if progress else None,
+                on_pass=after_pass,
             )
     finally:
         cycle.close()

@@ -131,6 +131,8 @@ class Store(Integrity, Files):
         except OSError as exc:
             raise StoreError(f"cannot create state file {self.path}: {exc.strerror}") from exc
         self._depth = 0
+        self.overrides: dict[str, object] = {}  # the configuration file's and environment's keys (cigri.configfile)
+        self.origins: dict[str, str] = {}  # where each of them comes from: the file's path or the variable
 
     def _open_readonly(self) -> sqlite3.Connection:
         if not self.path.is_file():
@@ -1356,7 +1358,12 @@ class Store(Integrity, Files):
             self.conn.execute(f"UPDATE jobs SET stop = 0 WHERE id IN ({_marks(len(chunk))})", chunk)
 
     def settings(self) -> dict[str, object]:
-        """The configuration (grid config): key -> value."""
+        """The effective configuration: the state's keys (grid config set), then :attr:`overrides` (the
+        configuration file's and the environment's, which win) -> value."""
+        return {**self.state_settings(), **self.overrides}
+
+    def state_settings(self) -> dict[str, object]:
+        """The keys recorded in the state (grid config set): key -> value."""
         return {key: json.loads(value) for key, value in self.conn.execute("SELECT key, value FROM settings")}
 
     def set_setting(self, key: str, value: object) -> None:
@@ -1365,6 +1372,116 @@ class Store(Integrity, Files):
     def unset_setting(self, key: str) -> bool:
         """Remove a key; whether it was set."""
         return self.conn.execute("DELETE FROM settings WHERE key = ?", (key,)).rowcount > 0
+
+    # ---- gridnotify (issue 14, item 3) ---------------------------------------------------------------
+
+    def subscribe(self, user: str, kind: str, target: str, severity: str, now: float) -> bool:
+        """Subscribe ``user``'s ``target`` (or change its severity); whether it is new."""
+        new = self._one("SELECT 1 FROM subscriptions WHERE user = ? AND kind = ? AND target = ?", (user, kind, target))
+        self.conn.execute(
+            "INSERT INTO subscriptions (user, kind, target, severity, created_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (user, kind, target) DO UPDATE SET severity = excluded.severity",
+            (user, kind, target, severity, now),
+        )
+        return new is None
+
+    def unsubscribe(self, user: str, kind: str | None = None, target: str | None = None) -> int:
+        """Remove ``user``'s subscriptions (those of ``kind`` and ``target`` when given) and their outbox;
+        how many."""
+        where, params = ["user = ?"], [user]
+        for column, value in (("kind", kind), ("target", target)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        ids = [r[0] for r in self.conn.execute(f"SELECT id FROM subscriptions WHERE {' AND '.join(where)}", params)]
+        for chunk in _chunks(ids):
+            marks = _marks(len(chunk))
+            self.conn.execute(f"DELETE FROM notifications WHERE subscription_id IN ({marks})", chunk)
+            self.conn.execute(f"DELETE FROM subscriptions WHERE id IN ({marks})", chunk)
+        return len(ids)
+
+    def subscriptions(self, user: str | None = None) -> list[dict]:
+        """Subscriptions (a user's, or everyone's), oldest first: id, user, kind, target, severity, created_at."""
+        sql = "SELECT id, user, kind, target, severity, created_at FROM subscriptions"
+        rows = self.conn.execute(sql + (" WHERE user = ?" if user else "") + " ORDER BY id", (user,) if user else ())
+        keys = ("id", "user", "kind", "target", "severity", "created_at")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    def notify_mark(self) -> int:
+        """The last event the notifier has looked at."""
+        return int(self._one("SELECT value FROM meta WHERE key = 'notify_event_id'")[0])
+
+    def set_notify_mark(self, event_id: int) -> None:
+        self.conn.execute("UPDATE meta SET value = ? WHERE key = 'notify_event_id'", (str(event_id),))
+
+    def events_after(self, event_id: int) -> list[tuple[Event, str | None, str | None]]:
+        """Events newer than ``event_id``, oldest first, each with its campaign's user and name (None, None: a
+        cluster's)."""
+        columns = ", ".join("e." + c for c in self._EVENT_COLUMNS.split(", "))
+        sql = (
+            f"SELECT {columns}, c.user, c.name FROM events e LEFT JOIN campaigns c ON c.id = e.campaign_id "
+            "WHERE e.id > ? ORDER BY e.id"
+        )
+        return [(self._event(row[:-2]), row[-2], row[-1]) for row in self.conn.execute(sql, (event_id,))]
+
+    def ended_since(self, since: float) -> list[Campaign]:
+        """Campaigns ended (terminated or cancelled) at or after ``since``."""
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM campaigns WHERE ended_at >= ? ORDER BY id", (since,))]
+        return [self.campaign(i) for i in ids]
+
+    def queue_notification(
+        self, subscription_id: int, topic: str, severity: str, subject: str, body: str, now: float
+    ) -> None:
+        """Queue a notification unless that subscription already has that topic (each is sent once)."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO notifications (subscription_id, topic, severity, subject, body, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (subscription_id, topic, severity, subject, body, now),
+        )
+
+    def unsent_notifications(self, max_attempts: int) -> list[dict]:
+        """Notifications not yet sent, tried fewer than ``max_attempts`` times, with their target, oldest first."""
+        rows = self.conn.execute(
+            "SELECT n.id, s.kind, s.target, n.topic, n.severity, n.subject, n.body, n.attempts FROM notifications n "
+            "JOIN subscriptions s ON s.id = n.subscription_id WHERE n.sent_at IS NULL AND n.attempts < ? "
+            "ORDER BY n.id",
+            (max_attempts,),
+        )
+        keys = ("id", "kind", "target", "topic", "severity", "subject", "body", "attempts")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    def notification_sent(self, notification_id: int, now: float) -> None:
+        self.conn.execute("UPDATE notifications SET sent_at = ?, error = NULL WHERE id = ?", (now, notification_id))
+
+    def notification_failed(self, notification_id: int, error: str) -> None:
+        self.conn.execute(
+            "UPDATE notifications SET attempts = attempts + 1, error = ? WHERE id = ?",
+            (mask_text(error), notification_id),
+        )
+
+    def notifications(self) -> list[dict]:
+        """Every queued notification: id, subscription_id, topic, severity, subject, sent_at, attempts, error."""
+        rows = self.conn.execute(
+            "SELECT id, subscription_id, topic, severity, subject, sent_at, attempts, error "
+            "FROM notifications ORDER BY id"
+        )
+        keys = ("id", "subscription_id", "topic", "severity", "subject", "sent_at", "attempts", "error")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    # ---- per-user job counts (admission rules, issue 14 item 2) ---------------------------------------------
+
+    def user_jobs(self, user: str) -> int:
+        """Jobs of ``user``'s running or paused campaigns not ended yet (waiting, launching, queued, running)."""
+        return self._one(
+            "SELECT count(*) FROM jobs j JOIN campaigns c ON c.id = j.campaign_id "
+            "WHERE c.user = ? AND c.state IN ('in_treatment', 'paused') "
+            "AND j.state IN ('to_launch', 'launching', 'submitted', 'running')",
+            (user,),
+        )[0]
+
+    def campaign_jobs(self, campaign_id: int) -> int:
+        """All jobs of a campaign, whatever their state."""
+        return self._one("SELECT count(*) FROM jobs WHERE campaign_id = ?", (campaign_id,))[0]
 
     def strategy_states(self) -> dict[str, dict]:
         """Each metascheduler strategy's state, as it left it."""

@@ -447,6 +447,41 @@ def _m014_files(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m017_notify(conn: sqlite3.Connection) -> None:
+    _run_script(
+        conn,
+        """
+        -- gridnotify (issue 14, item 3): who is told, where (a mail address or a webhook URL), from which
+        -- severity on; and the outbox: one row per (subscription, topic) so that each notification is sent
+        -- once, retried a bounded number of times while its server fails
+        CREATE TABLE subscriptions (
+            id INTEGER PRIMARY KEY,
+            user TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            target TEXT NOT NULL,
+            severity TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            UNIQUE (user, kind, target)
+        );
+        CREATE TABLE notifications (
+            id INTEGER PRIMARY KEY,
+            subscription_id INTEGER NOT NULL,
+            topic TEXT NOT NULL,
+            severity TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            body TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            sent_at REAL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            error TEXT,
+            UNIQUE (subscription_id, topic)
+        );
+        CREATE INDEX notifications_unsent ON notifications (sent_at) WHERE sent_at IS NULL;
+        INSERT INTO meta VALUES ('notify_event_id', '0');
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -462,6 +497,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("012_resubmit", _m012_resubmit),
     ("013_blackhole", _m013_blackhole),
     ("014_files", _m014_files),
+    ("017_notify", _m017_notify),
 ]
 
 
