@@ -52,6 +52,8 @@ EVENT_SEVERITY: dict[EventCode, str] = {
     EventCode.BLACKLIST: "high",
     EventCode.ADMIN_BLACKLIST: "high",
     EventCode.FAILURE_RATE: "high",
+    EventCode.INPUT_CHANGED: "high",  # pauses its campaign, as FAILURE_RATE does
+    EventCode.OUTPUT_ERROR: "medium",
 }
 CAMPAIGN_END = "medium"
 _ADDRESS = re.compile(r"^[^@\s]+@[^@\s]+$")
