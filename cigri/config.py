@@ -37,7 +37,12 @@ and nothing is written):
 - ``spritz``: the predictor of campaigns' ends (default ``window``, see :mod:`cigri.prediction`);
   ``spritz.window``: the seconds of terminations its throughput is measured over (default 3600);
 - ``blackhole.streak``, ``blackhole.seconds``, ``blackhole.ratio``: the black-hole detector's thresholds
-  (see :class:`BlackHoles`).
+  (see :class:`BlackHoles`);
+- ``locality``: which waiting jobs of a campaign with input files each cluster gets, once the metascheduler
+  said how many: ``locality`` (the default, BOINC's locality scheduling), ``cursors`` (its teams-and-cursors
+  redesign, for jobs reading contiguous ranges of a file sequence) or ``in-order`` (lowest ids first, as for
+  campaigns without input files); see :mod:`cigri.scheduling.locality`;
+- ``locality.generator_wait``: seconds a campaign's ``work_generator`` may take to answer (default 30).
 """
 
 from __future__ import annotations
@@ -52,7 +57,8 @@ from . import flow as flows
 from .errors import ConfigError, JdlError, NotFound
 from .jdl import exit_code
 from .prediction import WINDOW, Predictor, predictor
-from .scheduling import MetaScheduler, metascheduler, registry
+from .scheduling import MetaScheduler, locality, metascheduler, registry
+from .scheduling.locality import JobPicker
 from .store import Store
 
 DEFAULT_STRATEGY = "fifo"
@@ -86,7 +92,7 @@ KEYS = (
     "metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched, flow, flow.NAME.OPTION, "
     f"clusters.CLUSTER.flow, clusters.CLUSTER.sensor, clusters.CLUSTER.reference, {QUEUE_TIMEOUT}, {WALLTIME_GRACE}, "
     f"{UNREACHABLE}, spritz, spritz.window, blackhole.streak, blackhole.seconds, blackhole.ratio, "
-    + ", ".join(RESUBMIT_DEFAULTS)
+    "locality, locality.generator_wait, " + ", ".join(RESUBMIT_DEFAULTS)
 )
 CLUSTER_KEYS = ("metasched", "flow", "sensor", "reference")  # the keys a cluster may have of its own
 WAITING = "waiting"  # the default sensor: cigri's jobs waiting in the cluster's queue
@@ -137,6 +143,7 @@ def _known(key: str) -> bool:
         key in ("metasched", "flow", *SPRITZ_KEYS)
         or key in _SECONDS
         or key in BLACKHOLE_KEYS
+        or key in LOCALITY_KEYS
         or key in RESUBMIT_DEFAULTS
         or any(pattern.match(key) for pattern in (_OPTION, _CLUSTER, _FLOW_OPTION, _CLUSTER_FLOW))
     )
@@ -158,6 +165,9 @@ def set_value(store: Store, key: str, value: Any) -> None:
         forecaster(settings)
     elif key in BLACKHOLE_KEYS:
         black_holes(settings)
+    elif key in LOCALITY_KEYS:
+        job_picker(settings)
+        generator_wait(settings)
     elif key in RESUBMIT_DEFAULTS:
         resubmit_value(settings, key)
     elif (match := _OPTION.match(key)) is not None:
@@ -242,6 +252,28 @@ def black_holes(settings: Mapping[str, Any]) -> BlackHoles:
             raise ConfigError(f"blackhole.{name}: expected a number, {bound}, got {value!r}")
         figures[name] = float(value)
     return BlackHoles(streak, **figures)
+
+
+# ---- issue 13, items 3 and 4: job pickers and on-demand work (cigri.scheduling.locality, .cursors) ---------
+
+LOCALITY_KEYS = ("locality", "locality.generator_wait")
+DEFAULT_GENERATOR_WAIT = 30.0  # seconds
+
+
+def job_picker(settings: Mapping[str, Any]) -> JobPicker:
+    """The configured job picker for campaigns with input files (``locality``, default ``locality``)."""
+    name = settings.get("locality", locality.Locality.name)
+    if not isinstance(name, str):
+        raise ConfigError(f"locality: expected a job picker's name, got {name!r}")
+    return locality.picker(name)
+
+
+def generator_wait(settings: Mapping[str, Any]) -> float:
+    """Seconds a work generator may take (``locality.generator_wait``: a number > 0, default 30)."""
+    value = settings.get("locality.generator_wait", DEFAULT_GENERATOR_WAIT)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"locality.generator_wait: expected seconds, more than 0, got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)
