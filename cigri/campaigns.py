@@ -79,6 +79,14 @@ def add_jobs(store: Store, campaign_id: int, jdl: Jdl, *, user: str | None = Non
         return store.add_jobs(campaign_id, job_blocks(jdl, store.job_names(campaign_id)))
 
 
+def add_generated(store: Store, campaign: Campaign, lines: list[str]) -> int:
+    """Append the jobs a campaign's ``work_generator`` answered (param lines, as in a param_file), as
+    :func:`add_jobs` does, in one transaction: a bad line or a name already used adds nothing (JdlError)."""
+    jdl = Jdl(name=campaign.name, clusters={}, params=tuple(lines))
+    with store.transaction():
+        return store.add_jobs(campaign.id, job_blocks(jdl, store.job_names(campaign.id)))
+
+
 def _owned(store: Store, campaign_id: int, user: str | None) -> Campaign:
     campaign = store.campaign(campaign_id)
     check_owner(campaign, user or current_user())

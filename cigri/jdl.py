@@ -14,6 +14,10 @@ Resubmission and checkpoints (cigri's; CiGri stored ``checkpointing_type`` and i
 - ``checkpointing_type`` (per cluster): ``signal`` or ``exit-code``, with ``checkpointing_signal``,
   ``checkpointing_grace`` and ``checkpointing_exit_code`` (:func:`_checkpointing`). A resumed job finds
   ``CIGRI_RESUME=1`` in its environment (0 on a first start).
+
+On-demand work (cigri's, after BOINC's locality scheduling): ``work_generator`` (campaign-wide) is a command
+asked for more jobs reading an input file when a cluster holding it has none left; see
+:mod:`cigri.cycle.ondemand` for how it is called and what it answers.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ GLOBAL_ONLY = (
     "class",
     "finalize",
     "max_attempts",
+    "work_generator",  # issue 13, item 3: on-demand work (cigri.cycle.ondemand)
 )
 # CiGri keys cigri does not build yet: refused by name rather than accepted and silently ignored
 NOT_SUPPORTED = ("jobs_type",)
@@ -383,6 +388,7 @@ class Jdl:
     klass: str = ""  # the JDL's ``class``: Scoot's requestor, matched by the classload strategy
     finalize: bool = False  # replicate the campaign's last jobs on idle slots of other clusters
     max_attempts: int | None = None  # runs of a job that end asking to run again (None: the configured limit)
+    work_generator: str | None = None  # a command asked for more jobs reading a file (cigri.cycle.ondemand)
     raw: dict = field(default_factory=dict)
 
     def as_record(self) -> dict:
@@ -400,6 +406,7 @@ class Jdl:
             "class": self.klass,
             "finalize": self.finalize,
             "max_attempts": self.max_attempts,
+            **({"work_generator": self.work_generator} if self.work_generator else {}),
         }
 
     def param_blocks(self, size: int) -> Iterator[tuple[int, list[str]]]:
@@ -639,8 +646,21 @@ def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None)
         klass=_str(top.get("class", ""), "class"),
         finalize=_bool(top.get("finalize", False), "finalize"),
         max_attempts=None if top.get("max_attempts") is None else _int(top["max_attempts"], "max_attempts", 1),
+        work_generator=_command(top["work_generator"], "work_generator") if "work_generator" in top else None,
         raw=data,
     )
+
+
+def _command(value: object, path: str) -> str:
+    """A command line (split as a POSIX shell would, nothing expanded), not empty."""
+    text = _str(value, path)
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise JdlError(path, f"cannot split {text!r}: {exc}") from exc
+    if not words:
+        raise JdlError(path, "expected a command, got an empty string")
+    return text
 
 
 def load(path: str | os.PathLike, *, test: bool | None = None) -> Jdl:

@@ -89,6 +89,7 @@ class EventCode(StrEnum):
     BLACKLIST = "BLACKLIST"  # a campaign kept off a cluster by a job's error there (its parent): until fixed
     ADMIN_BLACKLIST = "ADMIN_BLACKLIST"  # the admin keeps every campaign off a cluster: until --unblacklist
     FAILURE_RATE = "FAILURE_RATE"  # too many of the campaign's last ends failed: it is paused until fixed
+    WORK_GENERATOR = "WORK_GENERATOR"  # the campaign's work_generator failed for a file: nothing added for it
 
 
 @dataclass(frozen=True)
