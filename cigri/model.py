@@ -125,6 +125,16 @@ class Job:
 
 
 @dataclass(frozen=True)
+class DataFile:
+    """One input file of a campaign: its key (its name under the campaign's data_source, also its name in
+    the job's CIGRI_INPUT_DIR), its size in bytes and its sha256 (hex)."""
+
+    key: str
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
 class Event:
     id: int
     cls: EventClass

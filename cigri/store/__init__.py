@@ -35,6 +35,7 @@ from ..model import (
 from ..private import open_private, private_dir
 from ..secrets import mask_text
 from . import migrations
+from .files import Files
 from .integrity import Integrity
 
 CHUNK = 900  # stays under SQLite's default limit of host parameters per statement
@@ -106,7 +107,7 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-class Store(Integrity):
+class Store(Integrity, Files):
     def __init__(self, path: str | os.PathLike, *, clock_now=None, readonly: bool = False):
         """Open (creating it when missing) and migrate the state file; ``readonly`` opens an existing one as
         it is, for reading only (``grid admin check``)."""

@@ -383,6 +383,62 @@ def _m013_blackhole(conn: sqlite3.Connection) -> None:
     )
 
 
+FINAL = "('terminated', 'cancelled', 'skipped')"  # JobState's final states: a job there needs no file
+
+
+def _m014_files(conn: sqlite3.Connection) -> None:
+    _run_script(
+        conn,
+        f"""
+        -- a campaign's input files (issue 13): the key is the file's name under the campaign's data_source;
+        -- waiting and remaining count the jobs using it (to_launch; not final), kept by the trigger below
+        CREATE TABLE data_files (
+            id INTEGER PRIMARY KEY,
+            campaign_id INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            waiting INTEGER NOT NULL DEFAULT 0,
+            remaining INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (campaign_id, key)
+        );
+        CREATE INDEX data_files_waiting ON data_files(campaign_id) WHERE waiting > 0;
+        -- which job uses which file, both ways
+        CREATE TABLE job_files (
+            file_id INTEGER NOT NULL,
+            job_id INTEGER NOT NULL,
+            PRIMARY KEY (file_id, job_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX job_files_job ON job_files(job_id, file_id);
+        CREATE TRIGGER jobs_files_state AFTER UPDATE OF state ON jobs
+        WHEN old.state IS NOT new.state BEGIN
+            UPDATE data_files SET
+                waiting = waiting + (new.state = 'to_launch') - (old.state = 'to_launch'),
+                remaining = remaining + (new.state NOT IN {FINAL}) - (old.state NOT IN {FINAL})
+            WHERE id IN (SELECT file_id FROM job_files WHERE job_id = new.id);
+        END;
+        -- each cluster's cache: staging (being copied), held (there, checksum verified), unneeded (held, and
+        -- no remaining job uses it: BOINC's deletion hint, for the cycle to delete)
+        CREATE TABLE cluster_files (
+            cluster TEXT NOT NULL,
+            file_id INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            staged_at REAL,
+            last_use REAL NOT NULL,
+            PRIMARY KEY (cluster, file_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX cluster_files_file ON cluster_files(file_id);
+        CREATE INDEX cluster_files_unneeded ON cluster_files(cluster) WHERE state = 'unneeded';
+        CREATE TRIGGER data_files_unneeded AFTER UPDATE OF remaining ON data_files
+        WHEN (old.remaining > 0) != (new.remaining > 0) BEGIN
+            UPDATE cluster_files SET state = CASE WHEN new.remaining > 0 THEN 'held' ELSE 'unneeded' END
+            WHERE file_id = new.id AND state != 'staging';
+        END;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -397,6 +453,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("011_events", _m011_events),
     ("012_resubmit", _m012_resubmit),
     ("013_blackhole", _m013_blackhole),
+    ("014_files", _m014_files),
 ]
 
 
