@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .. import config
 from ..scheduling import Assignment, Snapshot
@@ -26,15 +27,21 @@ def state_name(picker_name: str) -> str:
     return f"picker.{picker_name}"
 
 
-def pick(ctx: Context, snapshot: Snapshot, plan: Sequence[Assignment]) -> dict[tuple[str, int], list[Job]]:
-    """The jobs of each launch of a campaign with input files (launches of other campaigns are absent: the
-    caller takes the store's next jobs for them)."""
+@dataclass
+class Picked:
+    campaigns: set[int]  # the campaigns whose launches were picked for
+    jobs: dict[tuple[str, int], list[Job]]  # (cluster, campaign id) -> its launches' jobs, all of them
+
+
+def pick(ctx: Context, snapshot: Snapshot, plan: Sequence[Assignment]) -> Picked:
+    """The jobs of the launches of campaigns with input files (the caller takes the store's next jobs for
+    the other campaigns)."""
     by_campaign: dict[int, list[Assignment]] = defaultdict(list)
     for assignment in plan:
         by_campaign[assignment.campaign_id].append(assignment)
     with_files = ctx.store.with_input_files(list(by_campaign))
     if not with_files:
-        return {}
+        return Picked(set(), {})
     picker = config.job_picker(ctx.store.settings())
     name = state_name(picker.name)
     kept = ctx.store.strategy_states().get(name, {})
@@ -45,11 +52,12 @@ def pick(ctx: Context, snapshot: Snapshot, plan: Sequence[Assignment]) -> dict[t
         assignments = by_campaign[campaign_id]
         wanted: dict[str, int] = {}
         for a in assignments:
-            resuming = ctx.store.resuming_jobs(campaign_id, a.cluster, a.jobs)
-            chosen[a.cluster, campaign_id] = resuming
-            wanted[a.cluster] = wanted.get(a.cluster, 0) + a.jobs - len(resuming)
+            wanted[a.cluster] = wanted.get(a.cluster, 0) + a.jobs
+        for cluster, n in list(wanted.items()):
+            chosen[cluster, campaign_id] = ctx.store.resuming_jobs(campaign_id, cluster, n)
+            wanted[cluster] = n - len(chosen[cluster, campaign_id])
         holdings = Holdings(
-            tuple(Waiting(job_id, files) for job_id, files in ctx.store.waiting_job_files(campaign_id)),
+            tuple(Waiting(job_id, files) for job_id, files in ctx.store.pickable_jobs(campaign_id)),
             held={cluster: frozenset(keys) for cluster, keys in ctx.store.campaign_cluster_files(campaign_id).items()},
             speeds=_speeds(snapshot, campaign_id),
             exclude=_avoided(ctx, campaign_id, now),
@@ -61,7 +69,7 @@ def pick(ctx: Context, snapshot: Snapshot, plan: Sequence[Assignment]) -> dict[t
             chosen[cluster, campaign_id] += ctx.store.jobs_by_id(ids)
     if states or kept:
         ctx.store.set_strategy_state(name, states)
-    return chosen
+    return Picked(with_files, chosen)
 
 
 def _avoided(ctx: Context, campaign_id: int, now: float) -> dict[str, frozenset[int]]:
