@@ -27,6 +27,14 @@ def test_waiting_files_count_to_launch_jobs_and_name_the_lowest(tmp_path):
     assert store.waiting_files(cid) == {"b.dat": (1, ids[2])}
     assert store.jobs_using(cid, "b.dat", 10) == [ids[2]]
     assert store.job_files([ids[1], ids[3]]) == {ids[1]: [A, B]}
+    assert store.waiting_job_files(cid) == [(ids[2], ("b.dat",))]
+
+
+def test_waiting_job_files_in_id_order_up_to_a_limit(tmp_path):
+    store = Store(tmp_path / "s.db")
+    cid, ids = _campaign(store, {"j0": ["b.dat", "a.dat"], "j1": [], "j2": ["c.dat"], "j3": ["a.dat"]})
+    assert store.waiting_job_files(cid) == [(ids[0], ("a.dat", "b.dat")), (ids[2], ("c.dat",)), (ids[3], ("a.dat",))]
+    assert store.waiting_job_files(cid, limit=2) == [(ids[0], ("a.dat", "b.dat")), (ids[2], ("c.dat",))]
 
 
 def test_jobs_using_a_file_come_in_increasing_order(tmp_path):

@@ -25,10 +25,11 @@ class Files:
     # -- submission
 
     def add_files(self, campaign_id: int, files: Sequence[DataFile], uses: Iterable[tuple[int, str]]) -> None:
-        """Record a campaign's files and which of its (to_launch) jobs use which: ``uses`` holds distinct
-        (job id, file key) pairs, every key one of ``files``."""
+        """Record a campaign's files (those it already has are kept as they are) and which of its new
+        to_launch jobs use which: ``uses`` holds distinct (job id, file key) pairs, each key a file of the
+        campaign (given here or before)."""
         self.conn.executemany(
-            "INSERT INTO data_files (campaign_id, key, size, sha256) VALUES (?, ?, ?, ?)",
+            "INSERT OR IGNORE INTO data_files (campaign_id, key, size, sha256) VALUES (?, ?, ?, ?)",
             [(campaign_id, f.key, f.size, f.sha256) for f in files],
         )
         rows = self.conn.execute("SELECT key, id FROM data_files WHERE campaign_id = ?", (campaign_id,))
@@ -76,6 +77,28 @@ class Files:
             (cluster, campaign_id),
         )
         return {row[0] for row in rows}
+
+    def waiting_job_files(self, campaign_id: int, limit: int | None = None) -> list[tuple[int, tuple[str, ...]]]:
+        """(job id, its file keys) of the campaign's to_launch jobs that use files, in increasing id order
+        (the first ``limit`` of them)."""
+        rows = self.conn.execute(
+            "SELECT j.id, f.key FROM jobs j JOIN job_files jf ON jf.job_id = j.id JOIN data_files f "
+            "ON f.id = jf.file_id WHERE j.campaign_id = ? AND j.state = 'to_launch' ORDER BY j.id, f.key",
+            (campaign_id,),
+        )
+        out: list[tuple[int, tuple[str, ...]]] = []
+        current, keys = None, []
+        for job_id, key in rows:
+            if job_id != current:
+                if current is not None:
+                    out.append((current, tuple(keys)))
+                    if limit is not None and len(out) >= limit:
+                        return out
+                current, keys = job_id, []
+            keys.append(key)
+        if current is not None:
+            out.append((current, tuple(keys)))
+        return out
 
     def jobs_using(self, campaign_id: int, key: str, limit: int, after: int = 0) -> list[int]:
         """Ids of up to ``limit`` fresh to_launch jobs (not resuming a checkpoint, not deferred) using file
