@@ -53,10 +53,15 @@ def test_a_fresh_cluster_avoids_a_file_another_cluster_holds_even_when_that_one_
     assert picks == {"A": [3]}
 
 
-def test_the_working_set_is_the_first_files_by_job_order():
-    # two clusters: the working set is f1, f2 (f3 is beyond it although nobody holds it)
-    waiting = jobs(["f1"], ["f2"], ["f3"])
-    picks, _ = Locality().pick(Holdings(waiting, held(Busy=["f1", "f2"])), {"A": 1}, {})
+def test_a_cluster_takes_the_first_file_nobody_holds_before_sharing_one():
+    waiting = jobs(["f1"], ["f2"], ["f3"], ["f4"])
+    picks, _ = Locality().pick(Holdings(waiting, held(B=["f1", "f2"])), {"A": 1}, {})
+    assert picks == {"A": [3]}
+
+
+def test_once_every_file_has_a_holder_a_cluster_shares_the_first_held_by_fewest():
+    waiting = jobs(["f1"], ["f2"], ["f1"], ["f2"])
+    picks, _ = Locality().pick(Holdings(waiting, held(B=["f1"], C=["f1", "f2"], D=["f2"], E=["f2"])), {"A": 1}, {})
     assert picks == {"A": [1]}
 
 

@@ -91,13 +91,13 @@ class Locality:
 
     1. each cluster first takes the jobs all of whose files it already holds, in increasing id order (jobs
        without input files count as held everywhere);
-    2. a cluster that still wants jobs takes a file: among the *working set* (the first N files in the order
-       of their lowest waiting job, N the number of clusters that hold files or want jobs; BOINC's N/M with
-       one copy of each job), the file held or taken by the fewest clusters, the earliest on a tie, so that
-       clusters starting afresh spread over files instead of flocking onto the first one (BOINC picks within
-       the working set at random; the fewest holders is the same spread, deterministically). It then takes
-       that file's jobs in increasing id order (their other files come with them), and the next file while
-       it wants more.
+    2. a cluster that still wants jobs takes a file: the first file (in the order of its lowest waiting job)
+       held or taken by the fewest clusters, so that clusters starting afresh spread over the files instead of
+       flocking onto the first one, and a file goes to a second cluster only once every file with jobs left
+       has one. It takes that file's jobs in increasing id order (their other files come with them), and the
+       next file while it wants more. (BOINC draws the file at random within a working set of about N/M
+       files, N hosts and M replicas of each job; counting holders is the same spread, deterministic, and a
+       window of N files would send a cluster to a file already being read whenever the first N are.)
 
     Clusters take turns in the order of ``wanted``, one file at a time in step 2. A file counts as held by a
     cluster from the moment it takes a job reading it (the file is then staged there)."""
@@ -116,11 +116,10 @@ class Locality:
             need[cluster] -= len(picks[cluster])
         by_file = _jobs_by_file(holdings.jobs)
         files_of = {job.job_id: job.files for job in holdings.jobs}
-        width = max(1, len(set(held) | set(wanted)))
         while any(n > 0 for n in need.values()):
             progress = False
             for cluster in [c for c, n in need.items() if n > 0]:
-                file = _choose(by_file, taken, held, cluster, holdings, width)
+                file = _choose(by_file, taken, held, cluster, holdings)
                 if file is None:
                     need[cluster] = 0  # nothing left it may take
                     continue
@@ -146,25 +145,20 @@ def _jobs_by_file(jobs: Iterable[Waiting]) -> dict[str, list[int]]:
 
 
 def _choose(
-    by_file: Mapping[str, list[int]],
-    taken: set[int],
-    held: Mapping[str, set[str]],
-    cluster: str,
-    holdings: Holdings,
-    width: int,
+    by_file: Mapping[str, list[int]], taken: set[int], held: Mapping[str, set[str]], cluster: str, holdings: Holdings
 ) -> str | None:
     """The file a cluster wanting more work takes next (see :class:`Locality`, step 2), None when no file has
     a job left that it may take."""
-    working: list[str] = []
+    best, fewest = None, None
     for file, job_ids in by_file.items():
-        if any(j not in taken and holdings.allowed(cluster, j) for j in job_ids):
-            working.append(file)
-            if len(working) == width:
-                break
-    if not working:
-        return None
-    holders = {file: sum(file in files for other, files in held.items() if other != cluster) for file in working}
-    return min(working, key=lambda file: (holders[file], working.index(file)))
+        if not any(j not in taken and holdings.allowed(cluster, j) for j in job_ids):
+            continue
+        holders = sum(file in files for other, files in held.items() if other != cluster)
+        if fewest is None or holders < fewest:
+            best, fewest = file, holders
+            if holders == 0:
+                break  # nobody holds it: none can do better
+    return best
 
 
 _PICKERS: dict[str, type] = {InOrder.name: InOrder, Locality.name: Locality}
@@ -241,11 +235,10 @@ def evaluate_locality(scenario: Mapping[str, Any]) -> dict:
     {"wants": jobs it takes this pass (default 0), "holds": [FILE, ...] files in its cache, "exclude": [ID, ...]
     jobs it must not get (a copy runs there)}}, in turn order; "picker": "locality" (default) or "in-order".
     Rules: a cluster first takes the jobs whose files it holds, lowest id first; then, one file at a time, the
-    file of the working set (the first N files by lowest job, N clusters) held by the fewest clusters, its
-    jobs lowest id first. Output: {"picks": {NAME: [ID, ...]}}.
+    first file (by lowest job) held by the fewest clusters, its jobs lowest id first. Output: {"picks": {NAME:
+    [ID, ...]}}.
 
-    Example (B holds f1 and f2 and takes job 1; A holds nothing: of the working set f2, f3 it takes f3, which
-    no cluster holds):
+    Example (B holds f1 and f2 and takes job 1; A holds nothing and takes f3, the first file nobody holds):
       {"jobs": [{"id": 1, "files": ["f1"]}, {"id": 2, "files": ["f2"]}, {"id": 3, "files": ["f3"]},
                 {"id": 4, "files": ["f2"]}],
        "clusters": {"B": {"wants": 1, "holds": ["f2", "f1"]}, "A": {"wants": 1}}}
