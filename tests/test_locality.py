@@ -5,6 +5,8 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cigri.cli import grid
 from cigri.errors import ConfigError
@@ -216,3 +218,34 @@ def test_the_locality_key_chooses_the_picker_and_refuses_an_unknown_one(cli):
         result = cli.runner.invoke(grid, ["--state", str(cli.state), "config", "set", key, value])
         assert result.exit_code == 4 and result.stderr.strip().endswith(message)
     assert cli.json("config", "show") == {"locality": "cursors", "locality.generator_wait": 5}
+
+
+# ---- invariants -----------------------------------------------------------------------------------------------
+
+CLUSTERS = ("A", "B", "C")
+
+
+@st.composite
+def situations(draw):
+    n = draw(st.integers(0, 30))
+    files = [f"f{i}" for i in range(draw(st.integers(1, 6)))]
+    waiting = tuple(
+        Waiting(job_id, tuple(draw(st.sets(st.sampled_from(files), max_size=2))))
+        for job_id in sorted(draw(st.sets(st.integers(1, 60), min_size=n, max_size=n)))
+    )
+    holds = {c: frozenset(draw(st.sets(st.sampled_from(files)))) for c in CLUSTERS}
+    wanted = {c: draw(st.integers(0, 12)) for c in draw(st.permutations(CLUSTERS))}
+    speeds = {c: draw(st.floats(0.1, 10)) for c in CLUSTERS}
+    return Holdings(waiting, holds, speeds), wanted
+
+
+@settings(max_examples=100, deadline=None)
+@given(situation=situations(), name=st.sampled_from(["in-order", "locality", "cursors"]))
+def test_a_picker_fills_every_slot_it_can_and_gives_each_job_once(situation, name):
+    holdings, wanted = situation
+    picks, _ = picker(name).pick(holdings, wanted, {})
+    chosen = [job_id for ids in picks.values() for job_id in ids]
+    assert len(chosen) == len(set(chosen))  # never one job to two clusters
+    assert set(chosen) <= {job.job_id for job in holdings.jobs}
+    assert all(len(picks.get(c, [])) <= n for c, n in wanted.items())
+    assert len(chosen) == min(sum(wanted.values()), len(holdings.jobs))  # no slot idle while a job waits
