@@ -9,9 +9,12 @@ import os
 import pwd
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import events as event_rules
+from . import staging
 from .adapters import AdapterContext, adapter_for
+from .adapters.files import check_files
 from .clock import Clock, RealClock
 from .cycle import RETRY, stage_remote
 from .errors import CigriError, JdlError, NotFound, PermissionDenied
@@ -36,16 +39,21 @@ def check_owner(campaign: Campaign, user: str) -> None:
 def check_clusters(store: Store, jdl: Jdl, clock: Clock, adapters: Callable[[str], object] | None = None) -> None:
     """Every cluster the JDL names exists, and can honour the settings given for it. ``adapters`` gives
     live adapters by cluster name (the simulator's); by default each is built from its configuration."""
+    moves_files = bool(jdl.input_files or jdl.output_files)
     for name, settings in jdl.clusters.items():
         if not store.has_cluster(name):
             known = ", ".join(c.name for c in store.clusters())
             raise JdlError(f"clusters.{name}", f"unknown cluster (known: {known}; add one with gridclusters add)")
         if adapters is not None:
             adapters(name).check(settings, f"clusters.{name}")
+            if moves_files:
+                check_files(adapters(name), name)
             continue
         adapter = adapter_for(store.cluster(name), AdapterContext(store.directory, clock))
         try:
             adapter.check(settings, f"clusters.{name}")
+            if moves_files:
+                check_files(adapter, name)
         finally:
             adapter.close()
 
@@ -66,6 +74,10 @@ def submit(
             jdl.name, user or current_user(), kind, mask(jdl.as_record()), jdl.clusters, clock.now()
         )
         count = store.add_jobs(campaign_id, job_blocks(jdl))
+        if jdl.input_files:
+            staging.register(store, campaign_id, jdl.data_source, jdl.input_files)
+        if jdl.output_files:
+            store.gather_outputs_of(campaign_id)
     return campaign_id, count
 
 
@@ -75,8 +87,13 @@ def add_jobs(store: Store, campaign_id: int, jdl: Jdl, *, user: str | None = Non
     check_owner(campaign, user or current_user())
     if campaign.state not in (CampaignState.IN_TREATMENT, CampaignState.PAUSED):
         raise CigriError(f"campaign {campaign_id} is {campaign.state.value}: jobs can no longer be added")
+    record = campaign.jdl
     with store.transaction():
-        return store.add_jobs(campaign_id, job_blocks(jdl, store.job_names(campaign_id)))
+        last = store.last_job_id(campaign_id)
+        count = store.add_jobs(campaign_id, job_blocks(jdl, store.job_names(campaign_id)))
+        if record.get("input_files"):  # the new jobs read their files as the campaign's others do
+            staging.register(store, campaign_id, Path(record["data_source"]), tuple(record["input_files"]), last)
+        return count
 
 
 def add_generated(store: Store, campaign: Campaign, lines: list[str]) -> int:

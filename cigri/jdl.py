@@ -47,10 +47,15 @@ GLOBAL_ONLY = (
     "finalize",
     "max_attempts",
     "work_generator",  # issue 13, item 3: on-demand work (cigri.cycle.ondemand)
+    "data_source",
+    "input_files",
+    "output_gathering_method",
+    "output_file",
+    "output_destination",
 )
 # CiGri keys cigri does not build yet: refused by name rather than accepted and silently ignored
 NOT_SUPPORTED = ("jobs_type",)
-NOT_SUPPORTED_PREFIX = "output_"  # output_gathering_method, output_file, output_destination
+OUTPUT_METHODS = ("copy", "none")  # output_gathering_method values built (CiGri stored the key, unused)
 
 # per-cluster keys and their defaults (CiGri v3's); None means "not set"
 CLUSTER_DEFAULTS: dict[str, object] = {
@@ -389,6 +394,10 @@ class Jdl:
     finalize: bool = False  # replicate the campaign's last jobs on idle slots of other clusters
     max_attempts: int | None = None  # runs of a job that end asking to run again (None: the configured limit)
     work_generator: str | None = None  # a command asked for more jobs reading a file (cigri.cycle.ondemand)
+    data_source: Path | None = None  # the local folder input_files are read from
+    input_files: tuple[str, ...] = ()  # templates of each job's input files (keys under data_source)
+    output_files: tuple[str, ...] = ()  # templates of each job's outputs, under its exec_directory
+    output_destination: Path | None = None  # the local folder outputs are gathered to (one folder per job)
     raw: dict = field(default_factory=dict)
 
     def as_record(self) -> dict:
@@ -407,6 +416,16 @@ class Jdl:
             "finalize": self.finalize,
             "max_attempts": self.max_attempts,
             **({"work_generator": self.work_generator} if self.work_generator else {}),
+            **(
+                {"data_source": str(self.data_source), "input_files": list(self.input_files)}
+                if self.input_files
+                else {}
+            ),
+            **(
+                {"output_file": list(self.output_files), "output_destination": str(self.output_destination)}
+                if self.output_files
+                else {}
+            ),
         }
 
     def param_blocks(self, size: int) -> Iterator[tuple[int, list[str]]]:
@@ -517,7 +536,7 @@ def _lower_keys(data: dict, path: str) -> dict:
 
 def _check_keys(keys, allowed, path: str) -> None:
     for key in keys:
-        if key in NOT_SUPPORTED or key.startswith(NOT_SUPPORTED_PREFIX):
+        if key in NOT_SUPPORTED:
             raise JdlError(
                 f"{path}.{key}" if path else key, "not supported yet (cigri would ignore it): remove the key"
             )
@@ -635,6 +654,8 @@ def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None)
             raise JdlError("nb_jobs", f"at most {MAX_NB_JOBS:,} jobs".replace(",", " "))
 
     test_mode = any(s["test_mode"] for s in clusters.values()) if test is None else test
+    data_source, input_files = _inputs(top, base_dir)
+    output_files, output_destination = _outputs(top, base_dir)
     return Jdl(
         name=name,
         clusters=clusters,
@@ -647,6 +668,10 @@ def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None)
         finalize=_bool(top.get("finalize", False), "finalize"),
         max_attempts=None if top.get("max_attempts") is None else _int(top["max_attempts"], "max_attempts", 1),
         work_generator=_command(top["work_generator"], "work_generator") if "work_generator" in top else None,
+        data_source=data_source,
+        input_files=input_files,
+        output_files=output_files,
+        output_destination=output_destination,
         raw=data,
     )
 
@@ -661,6 +686,94 @@ def _command(value: object, path: str) -> str:
     if not words:
         raise JdlError(path, "expected a command, got an empty string")
     return text
+
+
+_FIELD = re.compile(r"\{([^{}]*)\}")
+
+
+def _templates(value: object, path: str) -> tuple[str, ...]:
+    """``input_files``/``output_file``: one template or a list of them. A template is a relative path whose
+    ``{1}``, ``{2}``... are the words of the job's param line (the arguments its exec_file gets, ``{1}`` its
+    name) and ``{name}`` its name; no other ``{...}``."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or not all(isinstance(item, str) for item in items):
+        raise JdlError(path, "expected a file name template or a non-empty list of them")
+    for index, item in enumerate(items):
+        where = f"{path}[{index}]" if isinstance(value, list) else path
+        for name in _FIELD.findall(item):
+            if name != "name" and not (name.isdigit() and int(name) >= 1):
+                raise JdlError(where, f"unknown field {{{name}}} (use {{1}}, {{2}}... or {{name}})")
+        _relative(_FIELD.sub("x", item), where)
+    return tuple(items)
+
+
+def _relative(key: str, path: str) -> str:
+    """A file name under a folder: not empty, not absolute, no ``..``, no control character."""
+    if not key or key.startswith("/") or ".." in key.split("/") or any(ord(c) < 32 for c in key):
+        raise JdlError(path, f"{key!r} is not a relative file name (no leading /, no .., no control characters)")
+    return key
+
+
+def expand_files(templates: tuple[str, ...], words: list[str], path: str) -> list[str]:
+    """The file names a job's templates give with its param words, each once, in the templates' order."""
+    out: list[str] = []
+
+    def field_value(match: re.Match) -> str:
+        name = match.group(1)
+        if name == "name":
+            return words[0]
+        if int(name) > len(words):
+            raise JdlError(path, f"{{{name}}} but the job's param line has {len(words)} words")
+        return words[int(name) - 1]
+
+    for template in templates:
+        key = _relative(_FIELD.sub(field_value, template), path)
+        if key not in out:
+            out.append(key)
+    return out
+
+
+def _local_folder(value: object, path: str, base_dir: Path | None) -> Path:
+    """A folder of this machine (``~`` and ``{HOME}`` expanded, relative to the JDL's folder)."""
+    text = _str(value, path).strip()
+    if "://" in text or re.match(r"^[\w.-]+@?[\w.-]*:", text):
+        raise JdlError(path, f"only a local folder is built, not {text!r} (no URL nor host:path)")
+    folder = Path(os.path.expanduser(text.replace("{HOME}", "~")))
+    return folder if folder.is_absolute() else (base_dir or Path.cwd()) / folder
+
+
+def _inputs(top: dict, base_dir: Path | None) -> tuple[Path | None, tuple[str, ...]]:
+    """``data_source`` (a local folder) and ``input_files`` go together; the folder must exist."""
+    if "input_files" not in top and "data_source" not in top:
+        return None, ()
+    if "input_files" not in top:
+        raise JdlError("input_files", "required with data_source (the files each job reads)")
+    if "data_source" not in top:
+        raise JdlError("data_source", "required with input_files (the local folder they are read from)")
+    folder = _local_folder(top["data_source"], "data_source", base_dir)
+    if not folder.is_dir():
+        raise JdlError("data_source", f"{folder} is not a folder")
+    return folder, _templates(top["input_files"], "input_files")
+
+
+def _outputs(top: dict, base_dir: Path | None) -> tuple[tuple[str, ...], Path | None]:
+    """``output_gathering_method`` (copy, the default when output_file is given; none), ``output_file``
+    (templates, under the job's exec_directory) and ``output_destination`` (a local folder, created)."""
+    method = top.get("output_gathering_method")
+    if method is not None:
+        method = _str(method, "output_gathering_method").strip().lower()
+        if method not in OUTPUT_METHODS:
+            raise JdlError("output_gathering_method", f"only {' and '.join(OUTPUT_METHODS)} are built, not {method!r}")
+    given = [key for key in ("output_file", "output_destination") if key in top]
+    if method == "none" or (method is None and not given):
+        if given:
+            raise JdlError(given[0], "goes with output_gathering_method: copy (outputs are not gathered)")
+        return (), None
+    for key in ("output_file", "output_destination"):
+        if key not in top:
+            raise JdlError(key, "required to gather outputs (output_file and output_destination go together)")
+    files = _templates(top["output_file"], "output_file")
+    return files, _local_folder(top["output_destination"], "output_destination", base_dir)
 
 
 def load(path: str | os.PathLike, *, test: bool | None = None) -> Jdl:

@@ -89,6 +89,7 @@ class EventCode(StrEnum):
     BLACKLIST = "BLACKLIST"  # a campaign kept off a cluster by a job's error there (its parent): until fixed
     ADMIN_BLACKLIST = "ADMIN_BLACKLIST"  # the admin keeps every campaign off a cluster: until --unblacklist
     FAILURE_RATE = "FAILURE_RATE"  # too many of the campaign's last ends failed: it is paused until fixed
+    OUTPUT_ERROR = "OUTPUT_ERROR"  # a terminated job's declared output is missing or arrived damaged
     WORK_GENERATOR = "WORK_GENERATOR"  # the campaign's work_generator failed for a file: nothing added for it
 
 
@@ -178,6 +179,7 @@ class JobSpec:
     resume: bool = False  # it resumes from its checkpoint (CIGRI_RESUME=1)
     checkpoint_signal: str = ""  # sent checkpoint_grace seconds before the walltime ("USR2"; "": none)
     checkpoint_grace: int = 0
+    inputs: tuple[str, ...] = ()  # keys of its input files, staged in CIGRI_INPUT_DIR (env) before it is submitted
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ def test_evictable_copies_spare_those_active_jobs_use(tmp_path):
         store.set_held("local", file_ids["b.dat"], 1.0)
         store.note_staging("local", file_ids["a.dat"], 10, 2.0)
         store.set_held("local", file_ids["a.dat"], 2.0)
-    assert [row[2] for row in store.evictable("local", ())] == ["b.dat", "a.dat"]  # least recently used first
+    assert [row[2] for row in store.evictable("local")] == ["b.dat", "a.dat"]  # least recently used first
     store.conn.execute("UPDATE jobs SET cluster = 'local' WHERE id = ?", (ids[1],))
     store.set_job_state([ids[1]], JobState.RUNNING)
-    assert [row[2] for row in store.evictable("local", ())] == ["a.dat"]
+    assert [row[2] for row in store.evictable("local")] == ["a.dat"]

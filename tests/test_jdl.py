@@ -57,10 +57,7 @@ def test_defaults_are_cigris():
     ("key", "value"),
     [
         ("jobs_type", "desktop_computing"),
-        ("output_gathering_method", "scp"),
-        ("output_file", "out.tgz"),
-        ("output_destination", "frontend:/data"),
-        ("OUTPUT_anything", "x"),
+        ("JOBS_TYPE", "x"),
     ],
 )
 def test_keys_cigri_would_ignore_are_refused_by_name(key, value):
@@ -304,3 +301,50 @@ def test_a_walltime_given_as_null_is_the_default_walltime(extra):
     )
     settings = parsed.clusters["c"]
     assert (settings["walltime"], settings["prologue_walltime"], settings["epilogue_walltime"]) == (3600, 3600, 3600)
+
+
+BASE = {"name": "n", "exec_file": "x", "params": ["a 1", "b 2"], "clusters": {"c": {}}}
+
+
+def test_input_files_go_with_a_local_data_source(tmp_path):
+    parsed = jdl.parse({**BASE, "data_source": str(tmp_path), "input_files": ["in_{2}.dat", "common.dat"]})
+    assert parsed.data_source == tmp_path and parsed.input_files == ("in_{2}.dat", "common.dat")
+    assert jdl.expand_files(parsed.input_files, ["a", "1"], "x") == ["in_1.dat", "common.dat"]
+    assert jdl.expand_files(("{name}/x", "{name}/x"), ["a"], "x") == ["a/x"]  # each file once
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"input_files": "a"}, "data_source: required with input_files (the local folder they are read from)"),
+        ({"data_source": "."}, "input_files: required with data_source (the files each job reads)"),
+        ({"data_source": "host:/data", "input_files": "a"}, "data_source: only a local folder is built"),
+        ({"data_source": "s3://b/x", "input_files": "a"}, "data_source: only a local folder is built"),
+        ({"data_source": "nowhere", "input_files": "a"}, "data_source: "),
+        ({"data_source": ".", "input_files": "{x}.dat"}, "input_files: unknown field {x}"),
+        ({"data_source": ".", "input_files": ["a", "/etc/passwd"]}, "input_files[1]: '/etc/passwd' is not a relative"),
+        ({"data_source": ".", "input_files": "../up"}, "input_files: '../up' is not a relative"),
+        ({"data_source": ".", "input_files": []}, "input_files: expected a file name template"),
+        ({"output_gathering_method": "scp"}, "output_gathering_method: only copy and none are built, not 'scp'"),
+        ({"output_file": "o"}, "output_destination: required to gather outputs"),
+        ({"output_gathering_method": "none", "output_file": "o"}, "output_file: goes with output_gathering_method"),
+        ({"output_destination": "out"}, "output_file: required to gather outputs"),
+        ({"clusters": {"c": {"input_files": "a"}}}, "clusters.c.input_files: a campaign-wide key"),
+    ],
+)
+def test_bad_file_keys_name_their_field(tmp_path, fields, message):
+    with pytest.raises(JdlError) as error:
+        jdl.parse({**BASE, **fields}, base_dir=tmp_path)
+    assert str(error.value).startswith(message)
+
+
+def test_a_template_field_beyond_the_line_is_an_error():
+    with pytest.raises(JdlError, match=r"job a: \{3\} but the job's param line has 2 words"):
+        jdl.expand_files(("in_{3}",), ["a", "1"], "job a")
+
+
+def test_outputs_are_gathered_by_copy_to_a_local_folder(tmp_path):
+    parsed = jdl.parse({**BASE, "output_file": "out_{1}.txt", "output_destination": "results"}, base_dir=tmp_path)
+    assert parsed.output_files == ("out_{1}.txt",) and parsed.output_destination == tmp_path / "results"
+    record = parsed.as_record()
+    assert record["output_file"] == ["out_{1}.txt"] and record["output_destination"] == str(tmp_path / "results")

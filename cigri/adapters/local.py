@@ -15,6 +15,7 @@ from ..jdl import parse_resources, resource_slots
 from ..model import Capacity, Cluster, JobSpec, KillCause, RemoteState, RemoteStatus
 from ..private import write_private
 from . import AdapterContext, Option, expand_home, job_environment
+from .files import FILE_OPTIONS, LocalFiles
 from .local_rm import Spool
 from .transport import LOCAL_HOSTS, LocalRunner, read_load
 
@@ -63,7 +64,7 @@ def default_slots() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-class LocalAdapter:
+class LocalAdapter(LocalFiles):
     """Runs jobs as processes of this machine, ``slots`` at a time (default: the CPUs this process may use)."""
 
     options = (
@@ -75,6 +76,7 @@ class LocalAdapter:
             minimum=0,
         ),
         Option("idle_exit", int, "seconds the daemon waits without work before it exits (default 30)", minimum=1),
+        *FILE_OPTIONS,
     )
     best_effort = False
 

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from ..errors import AdapterError, SubmitError
 from ..model import Capacity, Cluster, JobSpec, RemoteStatus
 from . import AdapterContext, Option, expand_home
+from .files import FILE_OPTIONS, RemoteFiles
 from .oar import (
     MOVED_FROM,
     OAR_OPTIONS,
@@ -54,7 +55,7 @@ _ARRAY_ID = re.compile(r"^OAR_ARRAY_ID=([0-9]+)\s*$", re.M)
 IDS_PER_QUERY = 200  # -j options per oarstat call
 
 
-class OarSsh(RemoteCommands):
+class OarSsh(RemoteFiles, RemoteCommands):
     """OAR's commands through ssh, or locally on a frontend."""
 
     options = (
@@ -66,6 +67,7 @@ class OarSsh(RemoteCommands):
         Option("remote_dir", str, "cigri's folder on the cluster for param files (default ~/.cigri)"),
         Option("slots", int, "cores of the cluster (default: counted by oarnodes -J)", minimum=1),
         *OAR_OPTIONS,
+        *FILE_OPTIONS,
     )
     best_effort = True  # OAR's besteffort job type
     unreachable = UNREACHABLE

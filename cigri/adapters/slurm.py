@@ -23,6 +23,7 @@ from ..errors import AdapterError, ConfigError, JdlError, SubmitError
 from ..jdl import format_walltime, parse_resources, property_terms
 from ..model import Capacity, Cluster, JobSpec, KillCause, RemoteState, RemoteStatus
 from . import AdapterContext, Option, batch_environment, expand_home, exports
+from .files import FILE_OPTIONS, RemoteFiles
 from .packing import RemotePackFiles
 from .reading import epoch, whole
 from .transport import CommandRunner, RemoteCommands, at_most_once, read_load, runner_for, shell
@@ -318,7 +319,7 @@ SLURM_OPTIONS = (
 )
 
 
-class SlurmSsh(RemotePackFiles, RemoteCommands):
+class SlurmSsh(RemotePackFiles, RemoteFiles, RemoteCommands):
     """Slurm's commands (sbatch, squeue, scancel, sinfo) through ssh, or locally on a login node."""
 
     unreachable = UNREACHABLE
@@ -330,6 +331,7 @@ class SlurmSsh(RemotePackFiles, RemoteCommands):
         Option("bin_dir", str, "where the cluster's Slurm commands are (default: found on its PATH)"),
         Option("remote_dir", str, "cigri's folder on the cluster for job scripts and outputs (default ~/.cigri)"),
         *SLURM_OPTIONS,
+        *FILE_OPTIONS,
     )
 
     def __init__(self, cluster: Cluster, context: AdapterContext, runner: CommandRunner | None = None):

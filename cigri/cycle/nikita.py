@@ -1,5 +1,6 @@
 """Nikita: every kill of the pass, one ``cancel`` per cluster; then hold paused campaigns' queued jobs and
-release resumed ones.
+release resumed ones; last, gather the outputs of the jobs that terminated and delete from the clusters' caches
+the input files no remaining job uses (:mod:`cigri.staging`).
 
 What it kills, each job once and for one reason:
 
@@ -36,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from .. import config
+from .. import config, staging
 from ..adapters import packing
 from ..errors import AdapterError
 from ..model import JobState, KillCause
@@ -166,6 +167,8 @@ def run(ctx: Context) -> None:
         if kills and cluster_usable(ctx, cluster):
             _kill_on(ctx, cluster, kills, limits)
     _hold_paused(ctx)
+    staging.gather(ctx)
+    staging.clean(ctx)
 
 
 def _own(ctx: Context, cluster: str, limits: Limits) -> dict[int, Own]:

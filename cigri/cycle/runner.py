@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import fields, replace
+from pathlib import Path
 
+from .. import staging
 from ..adapters import packing
 from ..errors import AdapterError, SubmitError
 from ..jdl import split_params
@@ -115,17 +117,31 @@ def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign)
         return
     settings = ctx.settings(campaign.id)[cluster]
     resume, scale = ctx.store.batch_kind(batch_id)
-    # what the batch's jobs share
-    base = _spec(campaign, settings, 0, "", [settings["exec_file"]], scaled_walltime(settings, scale), resume)
-    shared = {f.name: getattr(base, f.name) for f in fields(JobSpec) if f.name not in ("job_id", "name", "argv")}
-    specs = [
-        JobSpec(job_id=job_id, name=name, argv=(*base.argv, *split_params(params, f"job {job_id}")), **shared)
-        for job_id, name, params in jobs
-    ]
     adapter = ctx.adapter(cluster)
     key = ctx.batch_key(campaign.id, "b", batch_id)
     try:
         ctx.watch(cluster)
+        inputs = _stage(ctx, batch_id, cluster, campaign, [job_id for job_id, _, _ in jobs])
+        if inputs is None:
+            return
+        jobs = ctx.store.batch_jobs(batch_id)  # without those the cache quota left out
+        # what the batch's jobs share
+        base = _spec(campaign, settings, 0, "", [settings["exec_file"]], scaled_walltime(settings, scale), resume)
+        if campaign.jdl.get("input_files"):
+            base = replace(base, env={**base.env, "CIGRI_INPUT_DIR": staging.input_dir(adapter, campaign.id)})
+        shared = {
+            f.name: getattr(base, f.name) for f in fields(JobSpec) if f.name not in ("job_id", "name", "argv", "inputs")
+        }
+        specs = [
+            JobSpec(
+                job_id=job_id,
+                name=name,
+                argv=(*base.argv, *split_params(params, f"job {job_id}")),
+                inputs=tuple(inputs.get(job_id, ())),
+                **shared,
+            )
+            for job_id, name, params in jobs
+        ]
         layout = _pack_layout(ctx, batch_id, cluster, campaign.id, settings)
         if layout is not None and layout["size"] > 1:
             packs = [specs[i : i + layout["size"]] for i in range(0, len(specs), layout["size"])]
@@ -157,6 +173,34 @@ def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign)
         )
     ctx.report.add("submitted", len(jobs))
     log.info("runner: %d jobs of campaign %d submitted to %s", len(jobs), campaign.id, cluster)
+
+
+def _stage(ctx: Context, batch_id: int, cluster: str, campaign: Campaign, job_ids: list[int]):
+    """Stage the batch's input files on the cluster (:mod:`cigri.staging`): each job's file keys, or None when
+    the cluster's cache quota cannot take the first job's (the batch goes back to the bag for this pass); the
+    jobs whose files do not fit beside the first ones leave the batch the same way. AdapterError: the cluster
+    failed (the batch stays recorded, for a later pass)."""
+    if not campaign.jdl.get("input_files"):
+        return {}
+    try:
+        inputs, left = staging.stage_batch(ctx, cluster, campaign.id, job_ids, Path(campaign.jdl["data_source"]))
+    except staging.QuotaFull as exc:
+        with ctx.store.transaction():
+            ctx.store.abandon_batch(batch_id)
+        ctx.report.add("quota-full", len(job_ids))
+        log.warning("runner: %d jobs of campaign %d kept off %s this pass: %s", len(job_ids), campaign.id, cluster, exc)
+        return None
+    if left:
+        with ctx.store.transaction():
+            ctx.store.leave_batch(batch_id, left)
+        ctx.report.add("quota-full", len(left))
+        log.warning(
+            "runner: %d jobs of campaign %d kept off %s this pass: its cache quota is full",
+            len(left),
+            campaign.id,
+            cluster,
+        )
+    return inputs
 
 
 def _pack_layout(ctx: Context, batch_id: int, cluster: str, campaign_id: int, settings: dict):

@@ -554,6 +554,14 @@ class Store(Integrity, Files, Picking):
         )
         self.conn.execute("UPDATE batches SET state = 'abandoned' WHERE id = ?", (batch_id,))
 
+    def leave_batch(self, batch_id: int, job_ids: Sequence[int]) -> None:
+        """These jobs leave the batch before it is submitted: back to to_launch."""
+        self.conn.executemany(
+            "UPDATE jobs SET state = 'to_launch', cluster = NULL, batch_id = NULL "
+            "WHERE id = ? AND batch_id = ? AND state = 'launching'",
+            [(job_id, batch_id) for job_id in job_ids],
+        )
+
     def active_jobs(self, cluster: str) -> list[tuple[int, int, str, str | None, float | None]]:
         """(id, campaign, state, remote_id, unknown_since) of the cluster's submitted and running jobs."""
         return self.conn.execute(

@@ -47,6 +47,10 @@ class Files:
 
     # -- what jobs need (the locality strategies' reads)
 
+    def last_job_id(self, campaign_id: int) -> int:
+        row = self.conn.execute("SELECT max(id) FROM jobs WHERE campaign_id = ?", (campaign_id,)).fetchone()
+        return row[0] or 0
+
     def campaign_files(self, campaign_id: int) -> dict[str, DataFile]:
         """Every file of a campaign by key."""
         rows = self.conn.execute("SELECT key, size, sha256 FROM data_files WHERE campaign_id = ?", (campaign_id,))
@@ -193,18 +197,17 @@ class Files:
         rows = self.conn.execute("SELECT DISTINCT cluster FROM cluster_files WHERE state = 'unneeded'")
         return [row[0] for row in rows]
 
-    def evictable(self, cluster: str, keep: Iterable[int]) -> list[tuple[int, int, str, int]]:
-        """(file id, campaign id, key, size) of the cluster's verified copies that no queued or running job
-        needs, least recently used first, except ``keep``: what a full cache may delete to make room."""
-        keep = set(keep)
+    def evictable(self, cluster: str) -> list[tuple[int, int, str, int]]:
+        """(file id, campaign id, key, size) of the cluster's verified copies that no job queued or running there
+        uses, least recently used first: what a full cache may delete to make room."""
         rows = self.conn.execute(
             "SELECT c.file_id, f.campaign_id, f.key, c.size FROM cluster_files c JOIN data_files f ON f.id = c.file_id "
             "WHERE c.cluster = ? AND c.state != 'staging' AND NOT EXISTS (SELECT 1 FROM job_files jf JOIN jobs j "
             "ON j.id = jf.job_id WHERE jf.file_id = c.file_id AND j.cluster = ? "
-            "AND j.state IN ('launching', 'submitted', 'running')) ORDER BY c.last_use",
+            "AND j.state IN ('submitted', 'running')) ORDER BY c.last_use",
             (cluster, cluster),
         )
-        return [row for row in rows if row[0] not in keep]
+        return rows.fetchall()
 
     def forget_cluster_files(self, cluster: str, file_ids: Sequence[int]) -> None:
         """The cluster no longer holds these copies (deleted there)."""
@@ -220,3 +223,23 @@ class Files:
             (cluster,),
         )
         return rows.fetchall()
+
+    # -- outputs (gathered after a job terminates)
+
+    def gather_outputs_of(self, campaign_id: int) -> None:
+        self.conn.execute("INSERT OR IGNORE INTO output_campaigns (campaign_id) VALUES (?)", (campaign_id,))
+
+    def outputs_due(self, limit: int) -> list[tuple[int, int, str, str, str]]:
+        """(job id, campaign id, cluster, name, params) of up to ``limit`` terminated jobs whose outputs wait."""
+        rows = self.conn.execute(
+            "SELECT j.id, j.campaign_id, o.cluster, j.name, j.params FROM outputs_due o JOIN jobs j ON j.id = o.job_id "
+            "ORDER BY o.job_id LIMIT ?",
+            (limit,),
+        )
+        return rows.fetchall()
+
+    def outputs_gathered(self, job_ids: Sequence[int]) -> None:
+        self.conn.executemany("DELETE FROM outputs_due WHERE job_id = ?", [(i,) for i in job_ids])
+
+    def has_outputs_due(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM outputs_due LIMIT 1").fetchone() is not None

@@ -435,6 +435,14 @@ def _m014_files(conn: sqlite3.Connection) -> None:
             UPDATE cluster_files SET state = CASE WHEN new.remaining > 0 THEN 'held' ELSE 'unneeded' END
             WHERE file_id = new.id AND state != 'staging';
         END;
+        -- outputs to gather (issue 13 item 5): a job of a campaign listed here that terminates is queued
+        CREATE TABLE output_campaigns (campaign_id INTEGER PRIMARY KEY);
+        CREATE TABLE outputs_due (job_id INTEGER PRIMARY KEY, cluster TEXT NOT NULL);
+        CREATE TRIGGER jobs_outputs_due AFTER UPDATE OF state ON jobs
+        WHEN new.state = 'terminated' AND old.state != 'terminated'
+            AND EXISTS (SELECT 1 FROM output_campaigns WHERE campaign_id = new.campaign_id) BEGIN
+            INSERT OR IGNORE INTO outputs_due (job_id, cluster) VALUES (new.id, coalesce(new.cluster, ''));
+        END;
         """,
     )
 

@@ -1,0 +1,182 @@
+"""Files to and from a cluster (issue 13): staging input files into its cache, gathering outputs back.
+
+An adapter that can move files offers :class:`FileAccess`; ``local`` by plain copies on this machine,
+``slurm-ssh`` and ``oar-ssh`` through their command runner (ssh, or local on a login node): the bytes travel
+as base64 on the command's stdin or stdout, in blocks, and ``sha256sum`` runs on the cluster, so that the
+checksum proves the copy there, not the one sent. The REST adapters have no file path: a campaign with input
+or output files is refused there at submission (:func:`check_files`).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import shlex
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import AdapterError, JdlError
+from ..model import DataFile
+from . import Option, expand_home
+
+BLOCK = 4 * 1024 * 1024  # bytes per command when staging through a transport (base64: a third more)
+DEFAULT_CACHE_DIR = "~/.cigri/cache"
+
+FILE_OPTIONS = (
+    Option(
+        "cache_dir", str, f"folder of staged input files on the cluster's shared storage (default {DEFAULT_CACHE_DIR})"
+    ),
+    Option("cache_quota", int, "bytes the cache may hold (default: no quota)", minimum=1),
+)
+
+
+class FileAccess(Protocol):
+    def cache_dir(self) -> str: ...
+
+    def put_file(self, source: Path, target: str, expected: DataFile) -> str: ...
+
+    def get_file(self, source: str, target: Path) -> str | None: ...
+
+    def remove_paths(self, paths: Sequence[str]) -> None: ...
+
+    def job_path(self, directory: str, name: str) -> str: ...
+
+
+def can_move_files(adapter: object) -> bool:
+    return hasattr(adapter, "put_file")
+
+
+def check_files(adapter: object, cluster: str) -> None:
+    """Refuse a campaign with input or output files on a cluster whose adapter cannot move files."""
+    if not can_move_files(adapter):
+        raise JdlError(
+            f"clusters.{cluster}",
+            "this cluster's adapter has no file path (REST): it cannot stage input_files nor gather outputs",
+        )
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class LocalFiles:
+    """Plain copies on this machine (``home`` is the adapter's)."""
+
+    home: str
+    config: dict
+
+    def cache_dir(self) -> str:
+        folder = expand_home(self.config.get("cache_dir") or DEFAULT_CACHE_DIR, self.home)
+        return folder if folder.startswith("/") else f"{self.home}/{folder}"
+
+    def job_path(self, directory: str, name: str) -> str:
+        return os.path.join(expand_home(directory, self.home), name)
+
+    def put_file(self, source: Path, target: str, expected: DataFile) -> str:
+        """Copy ``source`` to ``target`` (through a temporary name, so that no job reads half a file); the
+        copy's sha256. ``expected`` (what the file should be) is for adapters that copy nothing: the
+        simulator's."""
+        try:
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            partial = f"{target}.part"
+            shutil.copyfile(source, partial)
+            checksum = sha256_of(Path(partial))
+            os.replace(partial, target)
+        except OSError as exc:
+            raise AdapterError(f"{getattr(self, 'name', 'local')}: cannot stage {target}: {exc.strerror}") from exc
+        return checksum
+
+    def get_file(self, source: str, target: Path) -> str | None:
+        """Copy ``source`` back to ``target``; its sha256 read at the source, or None when it is not there."""
+        if not os.path.isfile(source):
+            return None
+        try:
+            checksum = sha256_of(Path(source))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+        except OSError as exc:
+            raise AdapterError(f"{getattr(self, 'name', 'local')}: cannot read {source}: {exc.strerror}") from exc
+        return checksum
+
+    def remove_paths(self, paths: Sequence[str]) -> None:
+        for path in paths:
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise AdapterError(f"{getattr(self, 'name', 'local')}: cannot delete {path}: {exc.strerror}") from exc
+
+
+# the cluster side of a transfer, in sh: bytes arrive as base64 on stdin and are appended to the partial file;
+# the last block renames it into place and prints its checksum
+_PUT = 'set -e; mkdir -p "$(dirname "$1")"; [ "$2" = first ] && : > "$1.part"; base64 -d >> "$1.part"; '
+_PUT_LAST = _PUT + 'mv -f "$1.part" "$1"; sha256sum "$1" | cut -d" " -f1'
+_GET = '[ -f "$1" ] || { echo "missing" >&2; exit 3; }; sha256sum "$1" | cut -d" " -f1; base64 "$1"'
+
+
+class RemoteFiles:
+    """File moves through the adapter's command runner (see the module's docstring). The adapter gives
+    ``_run``, ``home``, ``config`` and ``name`` (:class:`~cigri.adapters.transport.RemoteCommands`)."""
+
+    home: str
+    config: dict
+    name: str
+
+    def cache_dir(self) -> str:
+        folder = expand_home(self.config.get("cache_dir") or DEFAULT_CACHE_DIR, self.home)
+        return folder if folder.startswith("/") else f"{self.home}/{folder}"
+
+    def job_path(self, directory: str, name: str) -> str:
+        return os.path.join(expand_home(directory, self.home), name)
+
+    def put_file(self, source: Path, target: str, expected: DataFile) -> str:
+        try:
+            with open(source, "rb") as handle:
+                block, first = handle.read(BLOCK), True
+                while True:
+                    following = handle.read(BLOCK)
+                    checksum = self._send(target, block, first=first, last=not following)
+                    if not following:
+                        return checksum
+                    block, first = following, False
+        except OSError as exc:
+            raise AdapterError(f"{self.name}: cannot read {source}: {exc.strerror}") from exc
+
+    def _send(self, target: str, block: bytes, *, first: bool, last: bool) -> str:
+        """One block of a file to the cluster; the last one answers the checksum computed there."""
+        result = self._run(
+            ["sh", "-c", _PUT_LAST if last else _PUT, "sh", target, "first" if first else "more"],
+            input=base64.b64encode(block).decode(),
+        )
+        if not result.ok:
+            raise AdapterError(f"{self.name}: cannot stage {target}: {result.describe()}")
+        return result.stdout.strip()
+
+    def get_file(self, source: str, target: Path) -> str | None:
+        result = self._run(["sh", "-c", _GET, "sh", source])
+        if result.returncode == 3 and "missing" in result.stderr:
+            return None
+        if not result.ok:
+            raise AdapterError(f"{self.name}: cannot read {source}: {result.describe()}")
+        checksum, _, data = result.stdout.partition("\n")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(base64.b64decode(data))
+        except (OSError, ValueError) as exc:
+            raise AdapterError(f"{self.name}: cannot write {target}: {exc}") from exc
+        return checksum.strip()
+
+    def remove_paths(self, paths: Sequence[str]) -> None:
+        if not paths:
+            return
+        result = self._run(["sh", "-c", 'rm -f -- "$@"', "sh", *paths])
+        if not result.ok:
+            raise AdapterError(f"{self.name}: cannot delete {shlex.join(paths[:3])}...: {result.describe()}")

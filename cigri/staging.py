@@ -1,0 +1,232 @@
+"""Input files and outputs of campaigns (issue 13, after BOINC's locality scheduling).
+
+- At submission (:func:`register`), each job's ``input_files`` templates are expanded over its param words;
+  every file named is read under the campaign's ``data_source`` (size, sha256): a missing one refuses the
+  campaign, nothing written.
+- Before the runner submits a batch (:func:`stage_batch`), every file its jobs use that the cluster's cache
+  does not hold is copied there through the cluster's adapter, into ``<cache_dir>/<campaign id>/<key>``,
+  and its checksum, computed on the cluster, must match. Jobs find the folder in ``CIGRI_INPUT_DIR``. With a
+  ``cache_quota``, copies no queued or running job uses are deleted first, least recently used first; if the
+  batch still does not fit, it goes back to the bag for this pass (never half staged).
+- Each pass (:func:`clean`) deletes from the clusters the copies that no remaining job of their campaign
+  uses (BOINC's deletion hints), in batches.
+- After a job terminates (:func:`gather`), its ``output_file`` files are copied from its exec_directory on its
+  cluster to ``<output_destination>/<job name>/``, checksum compared; a missing or damaged one is an
+  OUTPUT_ERROR event of the job.
+
+A cluster that fails a transfer is that cluster's trouble: it is closed for the pass with an event, the batch
+stays recorded for a later pass, the other clusters go on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from .adapters.files import can_move_files, sha256_of
+from .errors import AdapterError, JdlError
+from .jdl import expand_files, split_params
+from .model import DataFile, EventClass, EventCode
+from .store import Store
+
+log = logging.getLogger("cigri.staging")
+
+DELETE_BATCH = 500  # copies deleted from one cluster per pass, at most
+GATHER_BATCH = 200  # jobs whose outputs are gathered per pass, at most
+
+
+def register(store: Store, campaign_id: int, data_source: Path, templates: tuple[str, ...], after: int = 0) -> int:
+    """Record the input files of the campaign's jobs above id ``after`` (in the caller's transaction); how many
+    distinct files. Raises JdlError naming the first job whose file is not under ``data_source``."""
+    uses: list[tuple[int, str]] = []
+    first_user: dict[str, str] = {}
+    for job in store.jobs(campaign_id):
+        if job.id <= after:
+            continue
+        where = f"input_files (job {job.name})"
+        for key in expand_files(templates, split_params(job.params, where), where):
+            uses.append((job.id, key))
+            first_user.setdefault(key, job.name)
+    known = store.campaign_files(campaign_id)
+    files = describe(data_source, [key for key in first_user if key not in known], first_user)
+    store.add_files(campaign_id, files, uses)
+    return len(first_user)
+
+
+def describe(data_source: Path, keys: list[str], users: dict[str, str] | None = None) -> list[DataFile]:
+    """Each file's size and sha256, read under ``data_source``."""
+    out = []
+    for key in keys:
+        path = data_source / key
+        if not path.is_file():
+            job = f" (job {users[key]})" if users and key in users else ""
+            raise JdlError("input_files", f"{key}{job}: no such file in data_source {data_source}")
+        try:
+            out.append(DataFile(key, path.stat().st_size, sha256_of(path)))
+        except OSError as exc:
+            raise JdlError("input_files", f"{key}: cannot read {path}: {exc.strerror}") from exc
+    return out
+
+
+def input_dir(adapter, campaign_id: int) -> str:
+    return f"{adapter.cache_dir().rstrip('/')}/{campaign_id}"
+
+
+class QuotaFull(Exception):
+    """Not even the batch's first job's files fit in the cluster's cache quota, after evictions."""
+
+
+def stage_batch(
+    ctx, cluster: str, campaign_id: int, job_ids: list[int], data_source: Path
+) -> tuple[dict[int, list[str]], list[int]]:
+    """Put in the cluster's cache every file the batch's jobs use: (each staged job's file keys, the jobs left
+    out because the cluster's cache quota cannot take their files too; in job order, so the first ones go).
+    Raises AdapterError (the cluster failed: the caller closes it) or :class:`QuotaFull`."""
+    store: Store = ctx.store
+    per_job = store.job_files(job_ids)
+    needed = {f.key: f for files in per_job.values() for f in files}
+    if not needed:
+        return {}, []
+    adapter = ctx.adapter(cluster)
+    ids = store.file_ids(campaign_id, needed)
+    held = store.cache_state(cluster, list(ids.values()))
+    kept, left = _fitting(ctx, cluster, job_ids, per_job, ids, held)
+    needed = {f.key: f for job_id in kept for f in per_job.get(job_id, ())}
+    missing = [key for key in sorted(needed) if held.get(ids[key]) not in ("held", "unneeded")]
+    folder = input_dir(adapter, campaign_id)
+    for key in missing:
+        file = needed[key]
+        with store.transaction():  # recorded first: a pass killed mid-copy leaves a row to redo
+            store.note_staging(cluster, ids[key], file.size, ctx.clock.now())
+        checksum = adapter.put_file(data_source / key, f"{folder}/{key}", file)
+        if checksum != file.sha256:
+            raise AdapterError(f"{cluster}: {key} arrived damaged (sha256 {checksum or 'none'}, not {file.sha256})")
+        with store.transaction():
+            store.set_held(cluster, ids[key], ctx.clock.now())
+        ctx.report.add("staged", 1)
+        log.info("staging: %s (%d bytes) of campaign %d on %s", key, file.size, campaign_id, cluster)
+    with store.transaction():
+        store.touch_files(cluster, [ids[key] for key in needed], ctx.clock.now())
+    return {job_id: [f.key for f in per_job[job_id]] for job_id in kept if job_id in per_job}, left
+
+
+def _fitting(ctx, cluster: str, job_ids: list[int], per_job, ids, held) -> tuple[list[int], list[int]]:
+    """The batch's jobs whose files fit in the cluster's cache_quota (the first ones, in order), once the least
+    recently used copies no job queued or running there uses are evicted as needed (done here), sparing the
+    copies the kept jobs use; and the others."""
+    quota = ctx.store.cluster(cluster).config.get("cache_quota")
+    if not quota:
+        return list(job_ids), []
+    used = ctx.store.cache_used(cluster)
+    evictable = ctx.store.evictable(cluster)
+    protected: set[int] = set()
+    adding, kept = 0, []
+    for job_id in job_ids:
+        files = per_job.get(job_id, ())
+        new = {ids[f.key]: f.size for f in files if ids[f.key] not in held and ids[f.key] not in protected}
+        spared = protected | {ids[f.key] for f in files}
+        freeable = sum(row[3] for row in evictable if row[0] not in spared)
+        if used - freeable + adding + sum(new.values()) > quota:
+            break
+        adding += sum(new.values())
+        protected = spared
+        kept.append(job_id)
+    if not kept:
+        raise QuotaFull(f"{cluster}: its cache quota ({quota} bytes) cannot take the files of the next job")
+    victims, freed = [], 0
+    for file_id, campaign_id, key, size in evictable:
+        if used - freed + adding <= quota:
+            break
+        if file_id not in protected:
+            victims.append((file_id, campaign_id, key))
+            freed += size
+    if victims:
+        _delete(ctx, cluster, victims)
+        log.info("staging: %d copies evicted from %s (%d bytes) to make room", len(victims), cluster, freed)
+    return kept, job_ids[len(kept) :]
+
+
+def _delete(ctx, cluster: str, rows: list[tuple[int, int, str]]) -> None:
+    adapter = ctx.adapter(cluster)
+    adapter.remove_paths([f"{input_dir(adapter, campaign_id)}/{key}" for _, campaign_id, key in rows])
+    with ctx.store.transaction():
+        ctx.store.forget_cluster_files(cluster, [file_id for file_id, _, _ in rows])
+    ctx.report.add("deleted", len(rows))
+
+
+def clean(ctx) -> None:
+    """Delete from each usable cluster up to DELETE_BATCH copies that no remaining job uses."""
+    from .cycle.health import cluster_failed, cluster_usable
+
+    for cluster in ctx.store.clusters_with_unneeded():
+        if not ctx.store.has_cluster(cluster) or not cluster_usable(ctx, cluster):
+            continue
+        rows = ctx.store.unneeded_files(cluster, DELETE_BATCH)
+        try:
+            _delete(ctx, cluster, rows)
+        except AdapterError as exc:
+            cluster_failed(ctx, cluster, exc)
+            continue
+        log.info("staging: %d copies no job needs deleted from %s", len(rows), cluster)
+
+
+def gather(ctx) -> None:
+    """Copy the declared outputs of terminated jobs back to their campaign's output_destination."""
+    from .cycle.health import cluster_failed, cluster_usable
+
+    if not ctx.store.has_outputs_due():
+        return
+    done: list[int] = []
+    for job_id, campaign_id, cluster, name, params in ctx.store.outputs_due(GATHER_BATCH):
+        record = ctx.store.campaign(campaign_id).jdl
+        if not ctx.store.has_cluster(cluster) or not cluster_usable(ctx, cluster):
+            continue
+        adapter = ctx.adapter(cluster)
+        if not can_move_files(adapter):
+            continue
+        directory = ctx.settings(campaign_id)[cluster]["exec_directory"].replace("{CAMPAIGN_ID}", str(campaign_id))
+        destination = Path(record["output_destination"]) / name
+        try:
+            problems = _gather_job(adapter, directory, destination, record["output_file"], params, name)
+        except AdapterError as exc:
+            cluster_failed(ctx, cluster, exc)
+            continue
+        with ctx.store.transaction():
+            for problem in problems:
+                ctx.store.open_event(
+                    EventClass.JOB,
+                    EventCode.OUTPUT_ERROR,
+                    problem,
+                    ctx.clock.now(),
+                    campaign_id=campaign_id,
+                    job_id=job_id,
+                )
+            ctx.store.outputs_gathered([job_id])
+        done.append(job_id)
+        ctx.report.add("gathered", 1)
+    if done:
+        log.info("staging: outputs of %d jobs gathered", len(done))
+
+
+def _gather_job(adapter, directory: str, destination: Path, templates, params: str, name: str) -> list[str]:
+    """Copy one job's outputs; the problems found (a missing file, a damaged copy)."""
+    problems = []
+    where = f"output_file (job {name})"
+    try:
+        keys = expand_files(tuple(templates), split_params(params, where), where)
+    except JdlError as exc:
+        return [str(exc)]
+    for key in keys:
+        target = destination / key
+        checksum = adapter.get_file(adapter.job_path(directory, key), target)
+        if checksum is None:
+            problems.append(f"output {key} of job {name}: not found in its exec_directory")
+            continue
+        try:
+            if checksum != sha256_of(target):
+                os.remove(target)
+                problems.append(f"output {key} of job {name}: damaged in transfer (checksums differ)")
+        except OSError as exc:
+            problems.append(f"output {key} of job {name}: cannot check {target}: {exc.strerror}")
+    return problems

@@ -1,0 +1,104 @@
+"""Input files staged into the local cluster's cache, outputs gathered back, copies deleted once no job needs
+them (issue 13 items 1, 2, 5), end to end through gridsub and almighty."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from .conftest import write_jdl
+
+READER = """#!/bin/sh
+# reads its input file and the shared one from CIGRI_INPUT_DIR, writes their checksums as its output
+name=$1; chunk=$2
+cat "$CIGRI_INPUT_DIR/chunk_$chunk.dat" "$CIGRI_INPUT_DIR/common.dat" | sha256sum | cut -d' ' -f1 > "out_$name.txt"
+"""
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"chunk_{i}.dat").write_bytes(bytes([i]) * (1000 + i))
+    (folder / "common.dat").write_bytes(b"shared\n" * 100)
+    return folder
+
+
+@pytest.fixture
+def reader(tmp_path: Path) -> Path:
+    script = tmp_path / "reader.sh"
+    script.write_text(READER)
+    script.chmod(0o755)
+    return script
+
+
+def test_jobs_read_staged_files_outputs_come_back_and_the_cache_is_emptied(cli, tmp_path, data, reader):
+    cache = tmp_path / "cache"
+    cli("gridclusters", "set", "local", "--cache-dir", str(cache))
+    jdl = write_jdl(
+        tmp_path,
+        exec_file=str(reader),
+        params=["a 0", "b 1", "c 2", "d 0"],
+        data_source=str(data),
+        input_files=["chunk_{2}.dat", "common.dat"],
+        output_file="out_{1}.txt",
+        output_destination=str(tmp_path / "results"),
+    )
+    cid = cli.submit(jdl)
+    cli.until_done()
+    assert cli.json("gridstat", "-c", str(cid))["done"] == 4
+    for name, chunk in (("a", 0), ("b", 1), ("c", 2), ("d", 0)):
+        both = (data / f"chunk_{chunk}.dat").read_bytes() + (data / "common.dat").read_bytes()
+        gathered = tmp_path / "results" / name / f"out_{name}.txt"
+        assert gathered.read_text().strip() == hashlib.sha256(both).hexdigest()
+    assert [p for p in cache.rglob("*") if p.is_file()] == []  # no job needs them any more: deleted
+
+
+def test_a_missing_input_file_refuses_the_campaign_and_writes_nothing(cli, tmp_path, data, reader):
+    jdl = write_jdl(
+        tmp_path, exec_file=str(reader), params=["a 0", "b 7"], data_source=str(data), input_files="chunk_{2}.dat"
+    )
+    out = cli("gridsub", str(jdl), code=3)
+    assert "input_files: chunk_7.dat (job b): no such file in data_source" in out
+    assert cli.json("gridstat") == []
+
+
+def test_a_cache_quota_sends_the_jobs_whose_files_fit_and_evicts_unused_copies(cli, tmp_path, data, reader):
+    """Each chunk is about 1 kB and common.dat 700 B: a 2 kB cache holds common.dat and one chunk, so jobs go
+    chunk by chunk, the previous chunk evicted, and every job still runs."""
+    cache = tmp_path / "cache"
+    cli("gridclusters", "set", "local", "--cache-dir", str(cache), "--cache-quota", "2000")
+    jdl = write_jdl(
+        tmp_path,
+        exec_file=str(reader),
+        params=["a 0", "b 1", "c 2", "d 0"],
+        data_source=str(data),
+        input_files=["chunk_{2}.dat", "common.dat"],
+        output_file="out_{1}.txt",
+        output_destination=str(tmp_path / "results"),
+    )
+    cid = cli.submit(jdl)
+    log = cli("almighty", "--until-done", "--period", "0.5", "--timeout", "60", "-v")
+    assert cli.json("gridstat", "-c", str(cid))["done"] == 4
+    assert "cache quota is full" in log or "cache quota" in log
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["a", "b", "c", "d"]
+    assert [p for p in cache.rglob("*") if p.is_file()] == []
+
+
+def test_output_a_job_did_not_write_is_an_event_of_that_job(cli, tmp_path, job_script):
+    cid = cli.submit(
+        write_jdl(
+            tmp_path,
+            exec_file=str(job_script),
+            params=["a ok"],
+            output_file="never_{1}.txt",
+            output_destination=str(tmp_path / "results"),
+        )
+    )
+    cli.until_done()
+    events = cli.json("gridevents", "-c", str(cid))
+    assert [(e["code"], e["job_id"]) for e in events] == [("OUTPUT_ERROR", 1)]
+    assert "never_a.txt of job a: not found in its exec_directory" in events[0]["message"]
