@@ -14,7 +14,7 @@ from pathlib import Path
 from . import events as event_rules
 from . import staging
 from .adapters import AdapterContext, adapter_for
-from .adapters.files import check_files
+from .adapters.files import NO_FILE_PATH, can_move_files
 from .clock import Clock, RealClock
 from .cycle import RETRY, stage_remote
 from .errors import CigriError, JdlError, NotFound, PermissionDenied
@@ -22,6 +22,9 @@ from .jdl import Jdl, job_blocks
 from .model import Campaign, CampaignState, CampaignType, EventClass, EventCode, EventState, JobState
 from .secrets import mask
 from .store import Store
+
+# events that pause their campaign: fixing one, or resuming the campaign, lifts the pause
+PAUSING = (EventCode.FAILURE_RATE, EventCode.INPUT_CHANGED)
 
 
 def current_user() -> str:
@@ -36,26 +39,35 @@ def check_owner(campaign: Campaign, user: str) -> None:
         raise PermissionDenied(f"campaign {campaign.id} belongs to {campaign.user}, not {user}")
 
 
-def check_clusters(store: Store, jdl: Jdl, clock: Clock, adapters: Callable[[str], object] | None = None) -> None:
+def check_clusters(
+    store: Store, jdl: Jdl, clock: Clock, adapters: Callable[[str], object] | None = None
+) -> dict[str, str]:
     """Every cluster the JDL names exists, and can honour the settings given for it. ``adapters`` gives
-    live adapters by cluster name (the simulator's); by default each is built from its configuration."""
+    live adapters by cluster name (the simulator's); by default each is built from its configuration.
+    A campaign with input or output files does not use the clusters that cannot move files (REST): returned,
+    each with why; when none of its clusters can, it is refused."""
     moves_files = bool(jdl.input_files or jdl.output_files)
+    without_files: dict[str, str] = {}
     for name, settings in jdl.clusters.items():
         if not store.has_cluster(name):
             known = ", ".join(c.name for c in store.clusters())
             raise JdlError(f"clusters.{name}", f"unknown cluster (known: {known}; add one with gridclusters add)")
-        if adapters is not None:
-            adapters(name).check(settings, f"clusters.{name}")
-            if moves_files:
-                check_files(adapters(name), name)
-            continue
-        adapter = adapter_for(store.cluster(name), AdapterContext(store.directory, clock))
+        adapter = (
+            adapters(name)
+            if adapters is not None
+            else adapter_for(store.cluster(name), AdapterContext(store.directory, clock))
+        )
         try:
             adapter.check(settings, f"clusters.{name}")
-            if moves_files:
-                check_files(adapter, name)
+            if moves_files and not can_move_files(adapter):
+                without_files[name] = NO_FILE_PATH
         finally:
-            adapter.close()
+            if adapters is None:
+                adapter.close()
+    if without_files and len(without_files) == len(jdl.clusters):
+        name = next(iter(without_files))
+        raise JdlError(f"clusters.{name}", without_files[name])
+    return without_files
 
 
 def submit(
@@ -67,12 +79,16 @@ def submit(
     adapters: Callable[[str], object] | None = None,
 ) -> tuple[int, int]:
     """Record a campaign and its jobs; return (campaign id, number of jobs)."""
-    check_clusters(store, jdl, clock, adapters)
+    unused = check_clusters(store, jdl, clock, adapters)
     kind = CampaignType.TEST if jdl.test_mode else CampaignType.DEFAULT
     with store.transaction():
         campaign_id = store.create_campaign(
             jdl.name, user or current_user(), kind, mask(jdl.as_record()), jdl.clusters, clock.now()
         )
+        for cluster, why in unused.items():  # an open campaign event keeps the campaign off the cluster
+            store.open_event(
+                EventClass.CAMPAIGN, EventCode.SUBMIT_ERROR, why, clock.now(), cluster=cluster, campaign_id=campaign_id
+            )
         count = store.add_jobs(campaign_id, job_blocks(jdl))
         if jdl.input_files:
             staging.register(store, campaign_id, jdl.data_source, jdl.input_files)
@@ -136,15 +152,15 @@ def pause(store: Store, campaign_id: int, *, user: str | None = None) -> None:
 
 
 def resume(store: Store, campaign_id: int, *, user: str | None = None, clock: Clock | None = None) -> None:
-    """A paused campaign runs again; a FAILURE_RATE event that paused it is closed (at ``clock``'s time,
-    the real one by default)."""
+    """A paused campaign runs again; a FAILURE_RATE or INPUT_CHANGED event that paused it is closed (at
+    ``clock``'s time, the real one by default)."""
     campaign = _owned(store, campaign_id, user)
     if campaign.state != CampaignState.PAUSED:
         raise CigriError(f"campaign {campaign_id} is {campaign.state.value}, not paused: cannot resume")
     with store.transaction():
         store.set_campaign_state(campaign_id, CampaignState.IN_TREATMENT)
         # the pause it lifts, when its failure rate paused it, is over
-        paused = [e.id for e in store.events(campaign_id=campaign_id) if e.code == EventCode.FAILURE_RATE]
+        paused = [e.id for e in store.events(campaign_id=campaign_id) if e.code in PAUSING]
         store.close_events(paused, (clock or RealClock()).now())
 
 
@@ -206,7 +222,7 @@ def fix_events(
         jobs = [e.job_id for e in closed if e.job_id is not None]
         stages = [(e.campaign_id, e.cluster, e.code.value) for e in closed if e.code.value.endswith("LOGUE_ERROR")]
         for event in closed:  # a campaign its failure rate paused runs again once that event is fixed
-            if event.code == EventCode.FAILURE_RATE and store.campaign(event.campaign_id).state == CampaignState.PAUSED:
+            if event.code in PAUSING and store.campaign(event.campaign_id).state == CampaignState.PAUSED:
                 store.set_campaign_state(event.campaign_id, CampaignState.IN_TREATMENT)
         resubmitted = 0
         if resubmit:

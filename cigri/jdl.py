@@ -15,6 +15,21 @@ Resubmission and checkpoints (cigri's; CiGri stored ``checkpointing_type`` and i
   ``checkpointing_grace`` and ``checkpointing_exit_code`` (:func:`_checkpointing`). A resumed job finds
   ``CIGRI_RESUME=1`` in its environment (0 on a first start).
 
+Input files and outputs (issue 13; CiGri stored its ``output_*`` keys and ignored them), all campaign-wide:
+
+- ``data_source: DIR``: a folder of this machine (``~``, ``{HOME}``, ``{JDL_DIR}``; relative to the JDL's
+  folder). A URL or ``host:path`` is refused: only local folders are built.
+- ``input_files: TEMPLATE`` or a list of them: each job's files, relative names under data_source, where
+  ``{1}``, ``{2}``... are the words of its param line (the arguments its exec_file gets: ``{1}`` is its name)
+  and ``{name}`` its name. At submission every file is read (size, sha256): a missing one refuses the campaign.
+  Before a job is submitted its files are staged into the cluster's cache (cluster options ``cache_dir``,
+  default ``~/.cigri/cache``, and ``cache_quota``); the job finds them in ``$CIGRI_INPUT_DIR/<name>``
+  (:mod:`cigri.staging`). Clusters whose adapter has no file path (REST) refuse such campaigns.
+- ``output_gathering_method``: ``copy`` (the default when output_file is given) or ``none``; others refused.
+  ``output_file: TEMPLATE`` or a list (same fields), under the job's exec_directory, and
+  ``output_destination: DIR`` (a local folder): after a job terminates each of its outputs is copied to
+  ``DIR/<job name>/<file>``, checksum compared; a missing or damaged one is an OUTPUT_ERROR event of the job.
+
 On-demand work (cigri's, after BOINC's locality scheduling): ``work_generator`` (campaign-wide) is a command
 asked for more jobs reading an input file when a cluster holding it has none left; see
 :mod:`cigri.cycle.ondemand` for how it is called and what it answers.

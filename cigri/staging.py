@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from .adapters.files import can_move_files, sha256_of
 from .errors import AdapterError, JdlError
-from .jdl import expand_files, split_params
-from .model import DataFile, EventClass, EventCode
+from .jdl import expand_files, jobs_of, split_params
+from .model import DataFile, EventClass, EventCode, JobSpec
 from .store import Store
 
 log = logging.getLogger("cigri.staging")
@@ -54,6 +55,21 @@ def register(store: Store, campaign_id: int, data_source: Path, templates: tuple
     return len(first_user)
 
 
+def check_inputs(jdl) -> tuple[int, int]:
+    """For ``gridsub --dry-run``: every job's input files exist under data_source (nothing hashed); how many
+    distinct files, and their bytes. Raises JdlError as :func:`register`."""
+    sizes: dict[str, int] = {}
+    for name, line in jobs_of(jdl):
+        where = f"input_files (job {name})"
+        for key in expand_files(jdl.input_files, split_params(line, where), where):
+            if key not in sizes:
+                path = jdl.data_source / key
+                if not path.is_file():
+                    raise JdlError("input_files", f"{key} (job {name}): no such file in data_source {jdl.data_source}")
+                sizes[key] = path.stat().st_size
+    return len(sizes), sum(sizes.values())
+
+
 def describe(data_source: Path, keys: list[str], users: dict[str, str] | None = None) -> list[DataFile]:
     """Each file's size and sha256, read under ``data_source``."""
     out = []
@@ -69,8 +85,18 @@ def describe(data_source: Path, keys: list[str], users: dict[str, str] | None = 
     return out
 
 
+def data_source(campaign) -> Path | None:
+    """The campaign's local data_source (None for the simulator's campaigns, whose files are made up)."""
+    folder = campaign.jdl.get("data_source")
+    return Path(folder) if folder else None
+
+
 def input_dir(adapter, campaign_id: int) -> str:
     return f"{adapter.cache_dir().rstrip('/')}/{campaign_id}"
+
+
+class InputChanged(Exception):
+    """A file of the campaign's data_source is no longer what was read at submission (or is gone)."""
 
 
 class QuotaFull(Exception):
@@ -78,11 +104,13 @@ class QuotaFull(Exception):
 
 
 def stage_batch(
-    ctx, cluster: str, campaign_id: int, job_ids: list[int], data_source: Path
+    ctx, cluster: str, campaign_id: int, job_ids: list[int], data_source: Path | None
 ) -> tuple[dict[int, list[str]], list[int]]:
     """Put in the cluster's cache every file the batch's jobs use: (each staged job's file keys, the jobs left
     out because the cluster's cache quota cannot take their files too; in job order, so the first ones go).
-    Raises AdapterError (the cluster failed: the caller closes it) or :class:`QuotaFull`."""
+    Each file is checked against its submission checksum before it is sent (``data_source`` None: the
+    simulator's, which copies nothing). Raises AdapterError (the cluster failed: the caller closes it),
+    :class:`QuotaFull` or :class:`InputChanged`."""
     store: Store = ctx.store
     per_job = store.job_files(job_ids)
     needed = {f.key: f for files in per_job.values() for f in files}
@@ -97,10 +125,13 @@ def stage_batch(
     folder = input_dir(adapter, campaign_id)
     for key in missing:
         file = needed[key]
+        if data_source is not None:
+            _check_source(data_source / key, file)
         with store.transaction():  # recorded first: a pass killed mid-copy leaves a row to redo
             store.note_staging(cluster, ids[key], file.size, ctx.clock.now())
-        checksum = adapter.put_file(data_source / key, f"{folder}/{key}", file)
-        if checksum != file.sha256:
+        checksum = adapter.put_file((data_source or Path(".")) / key, f"{folder}/{key}", file)
+        if checksum != file.sha256:  # damaged on the way: no job may read it
+            _delete(ctx, cluster, [(ids[key], campaign_id, key)])
             raise AdapterError(f"{cluster}: {key} arrived damaged (sha256 {checksum or 'none'}, not {file.sha256})")
         with store.transaction():
             store.set_held(cluster, ids[key], ctx.clock.now())
@@ -109,6 +140,28 @@ def stage_batch(
     with store.transaction():
         store.touch_files(cluster, [ids[key] for key in needed], ctx.clock.now())
     return {job_id: [f.key for f in per_job[job_id]] for job_id in kept if job_id in per_job}, left
+
+
+def _check_source(path: Path, file: DataFile) -> None:
+    try:
+        if sha256_of(path) == file.sha256:
+            return
+        problem = "changed since the campaign was submitted"
+    except OSError as exc:
+        problem = f"unreadable since the campaign was submitted ({exc.strerror})"
+    raise InputChanged(f"input file {file.key} is {problem}: restore it, then fix this event (gridevents -f)")
+
+
+def staged_spec(ctx, cluster: str, campaign, spec: JobSpec) -> JobSpec:
+    """One job's description with its input files staged on ``cluster`` (a finalize replica's): unchanged for a
+    campaign without files. Raises as :func:`stage_batch`."""
+    if not ctx.store.has_files(campaign.id):
+        return spec
+    inputs, left = stage_batch(ctx, cluster, campaign.id, [spec.job_id], data_source(campaign))
+    if left:
+        raise QuotaFull(f"{cluster}: its cache quota cannot take the files of job {spec.job_id}")
+    folder = input_dir(ctx.adapter(cluster), campaign.id)
+    return replace(spec, env={**spec.env, "CIGRI_INPUT_DIR": folder}, inputs=tuple(inputs.get(spec.job_id, ())))
 
 
 def _fitting(ctx, cluster: str, job_ids: list[int], per_job, ids, held) -> tuple[list[int], list[int]]:

@@ -51,3 +51,12 @@ def test_two_cluster_example_uses_both_clusters(cli, home):
     assert (row["state"], row["done"]) == ("terminated", 60)
     sent = {c["cluster"]: c["launched"] for c in row["clusters"]}
     assert sent["local"] > 0 and sent["annex"] > 0 and sent["local"] + sent["annex"] == 60
+
+
+def test_files_example_stages_reads_gathers_and_cleans(cli, home):
+    cid = cli.submit(EXAMPLES / "files.yaml")
+    cli.until_done(timeout=120)
+    assert cli.json("gridstat", "-c", str(cid))["done"] == 4
+    counts = {p.parent.name: p.read_text().split() for p in (home / "cigri-files" / "results").glob("*/count_*.txt")}
+    assert counts == {"a": ["a", "44"], "b": ["b", "44"], "c": ["c", "44"], "d": ["d", "44"]}  # 41 + 3 lines
+    assert [p for p in (home / ".cigri" / "cache").rglob("*") if p.is_file()] == []

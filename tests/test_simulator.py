@@ -563,9 +563,7 @@ def test_grid_simulate_stall_option_is_a_one_line_error(tmp_path, state):
 
 def test_a_scenario_job_completed_on_two_clusters_is_done_once_and_its_second_run_is_waste():
     ledger, clock = Ledger(), SimClock()
-    first, second = (
-        SimCluster(ClusterSpec(n, (NodeGroup(1, 2),)), clock, random.Random(1), None, ledger) for n in "ab"
-    )
+    first, second = (SimCluster(ClusterSpec(n, (NodeGroup(1, 2),)), clock, random.Random(1), ledger) for n in "ab")
     first.submit("b", [sim_job(1, 100)])
     second.submit("b", [sim_job(7, 150)])
     for cluster in (first, second):

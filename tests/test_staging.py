@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from cigri.adapters.files import LocalFiles
+
 from .conftest import write_jdl
 
 READER = """#!/bin/sh
@@ -35,10 +37,9 @@ def reader(tmp_path: Path) -> Path:
     return script
 
 
-def test_jobs_read_staged_files_outputs_come_back_and_the_cache_is_emptied(cli, tmp_path, data, reader):
-    cache = tmp_path / "cache"
-    cli("gridclusters", "set", "local", "--cache-dir", str(cache))
-    jdl = write_jdl(
+def reading(tmp_path: Path, data: Path, reader: Path) -> Path:
+    """Four jobs reading their chunk and common.dat, writing out_<name>.txt, gathered to results/."""
+    return write_jdl(
         tmp_path,
         exec_file=str(reader),
         params=["a 0", "b 1", "c 2", "d 0"],
@@ -47,6 +48,12 @@ def test_jobs_read_staged_files_outputs_come_back_and_the_cache_is_emptied(cli, 
         output_file="out_{1}.txt",
         output_destination=str(tmp_path / "results"),
     )
+
+
+def test_jobs_read_staged_files_outputs_come_back_and_the_cache_is_emptied(cli, tmp_path, data, reader):
+    cache = tmp_path / "cache"
+    cli("gridclusters", "set", "local", "--cache-dir", str(cache))
+    jdl = reading(tmp_path, data, reader)
     cid = cli.submit(jdl)
     cli.until_done()
     assert cli.json("gridstat", "-c", str(cid))["done"] == 4
@@ -71,15 +78,7 @@ def test_a_cache_quota_sends_the_jobs_whose_files_fit_and_evicts_unused_copies(c
     chunk by chunk, the previous chunk evicted, and every job still runs."""
     cache = tmp_path / "cache"
     cli("gridclusters", "set", "local", "--cache-dir", str(cache), "--cache-quota", "2000")
-    jdl = write_jdl(
-        tmp_path,
-        exec_file=str(reader),
-        params=["a 0", "b 1", "c 2", "d 0"],
-        data_source=str(data),
-        input_files=["chunk_{2}.dat", "common.dat"],
-        output_file="out_{1}.txt",
-        output_destination=str(tmp_path / "results"),
-    )
+    jdl = reading(tmp_path, data, reader)
     cid = cli.submit(jdl)
     log = cli("almighty", "--until-done", "--period", "0.5", "--timeout", "60", "-v")
     assert cli.json("gridstat", "-c", str(cid))["done"] == 4
@@ -102,3 +101,86 @@ def test_output_a_job_did_not_write_is_an_event_of_that_job(cli, tmp_path, job_s
     events = cli.json("gridevents", "-c", str(cid))
     assert [(e["code"], e["job_id"]) for e in events] == [("OUTPUT_ERROR", 1)]
     assert "never_a.txt of job a: not found in its exec_directory" in events[0]["message"]
+
+
+def test_a_cluster_that_cannot_stage_is_closed_and_the_others_run_the_campaign(cli, tmp_path, data, reader):
+    (tmp_path / "a-file").write_text("not a folder")
+    cli("gridclusters", "set", "local", "--cache-dir", str(tmp_path / "a-file" / "cache"))
+    cli("gridclusters", "add", "annex", "--adapter", "local", "--slots", "1", "--idle-exit", "2")
+    cli("gridclusters", "set", "annex", "--cache-dir", str(tmp_path / "cache"))
+    cid = cli.submit(
+        write_jdl(
+            tmp_path,
+            exec_file=str(reader),
+            params=["a 0", "b 1"],
+            data_source=str(data),
+            input_files=["chunk_{2}.dat", "common.dat"],
+            clusters={"local": {}, "annex": {}},
+        )
+    )
+    cli.until_done()
+    assert cli.json("gridstat", "-c", str(cid))["done"] == 2
+    assert {j["cluster"] for j in cli.json("gridstat", "-c", str(cid), "-f")} == {"annex"}
+    events = cli.json("gridevents", "--all")
+    assert any(
+        e["code"] == "CLUSTER_UNREACHABLE" and e["cluster"] == "local" and "cannot stage" in e["message"]
+        for e in events
+    )
+
+
+def test_a_cluster_without_a_file_path_is_not_used_by_file_campaigns(cli, state, tmp_path, data):
+    rest = ["--url", "http://127.0.0.1:6820", "--user", "u", "--token-file", str(state.parent / "token")]
+    cli("gridclusters", "add", "rest", "--adapter", "slurm-rest", *rest, "--home", "/home/u")
+    files = {"data_source": str(data), "input_files": "chunk_{2}.dat"}
+    only_rest = write_jdl(tmp_path, exec_file="x", params=["a 0"], clusters={"rest": {}}, **files)
+    out = cli("gridsub", str(only_rest), code=3)
+    assert out.strip().endswith(
+        "clusters.rest: this cluster's adapter has no file path (REST): it cannot stage input_files nor gather outputs"
+    )
+    both = write_jdl(tmp_path, exec_file="x", params=["a 0"], clusters={"rest": {}, "local": {}}, **files)
+    cid = cli.submit(both)
+    events = cli.json("gridevents", "-c", str(cid))
+    assert [(e["code"], e["cluster"]) for e in events] == [("SUBMIT_ERROR", "rest")]  # kept off rest only
+
+
+def test_a_file_changed_since_submission_pauses_the_campaign_until_fixed(cli, tmp_path, data, reader):
+    cache = tmp_path / "cache"
+    cli("gridclusters", "set", "local", "--cache-dir", str(cache))
+    jdl = write_jdl(tmp_path, exec_file=str(reader), params=["a 0"], data_source=str(data), input_files="chunk_{2}.dat")
+    cid = cli.submit(jdl)
+    original = (data / "chunk_0.dat").read_bytes()
+    (data / "chunk_0.dat").write_bytes(b"changed")
+    cli("almighty")
+    assert cli.json("gridstat", "-c", str(cid))["state"] == "paused"
+    assert [j["state"] for j in cli.json("gridstat", "-c", str(cid), "-f")] == ["to_launch"]
+    events = cli.json("gridevents", "--all")
+    assert [e["code"] for e in events] == ["INPUT_CHANGED"]  # the campaign's trouble, not the cluster's
+    assert "chunk_0.dat is changed since the campaign was submitted" in events[0]["message"]
+    assert not cache.exists()  # nothing sent
+    (data / "chunk_0.dat").write_bytes(original)
+    cli("gridevents", "-c", str(cid), "-f")
+    cli.until_done()
+    assert cli.json("gridstat", "-c", str(cid))["done"] == 1
+
+
+def test_a_copy_damaged_on_the_way_is_removed_and_closes_that_cluster(cli, tmp_path, data, reader, monkeypatch):
+    cache = tmp_path / "cache"
+    cli("gridclusters", "set", "local", "--cache-dir", str(cache))
+    sent = LocalFiles.put_file
+    monkeypatch.setattr(LocalFiles, "put_file", lambda self, *args: sent(self, *args)[::-1])  # a wrong checksum
+    jdl = write_jdl(tmp_path, exec_file=str(reader), params=["a 0"], data_source=str(data), input_files="chunk_{2}.dat")
+    cid = cli.submit(jdl)
+    cli("almighty")
+    assert [j["state"] for j in cli.json("gridstat", "-c", str(cid), "-f")] == ["to_launch"]
+    events = cli.json("gridevents", "--all")
+    assert [(e["code"], e["cluster"]) for e in events] == [("CLUSTER_UNREACHABLE", "local")]
+    assert "chunk_0.dat arrived damaged" in events[0]["message"]
+    assert [p for p in cache.rglob("*") if p.is_file()] == []
+
+
+def test_a_dry_run_checks_the_input_files_and_says_their_size(cli, tmp_path, data, reader):
+    out = cli("gridsub", "--dry-run", str(reading(tmp_path, data, reader)))
+    assert f"input files: 4 (3703 bytes) from {data}" in out  # chunks 0-2 (1000, 1001, 1002) and common (700)
+    (data / "chunk_2.dat").unlink()
+    out = cli("gridsub", "--dry-run", str(reading(tmp_path, data, reader)), code=3)
+    assert "input_files: chunk_2.dat (job c): no such file in data_source" in out

@@ -4,7 +4,7 @@ An adapter that can move files offers :class:`FileAccess`; ``local`` by plain co
 ``slurm-ssh`` and ``oar-ssh`` through their command runner (ssh, or local on a login node): the bytes travel
 as base64 on the command's stdin or stdout, in blocks, and ``sha256sum`` runs on the cluster, so that the
 checksum proves the copy there, not the one sent. The REST adapters have no file path: a campaign with input
-or output files is refused there at submission (:func:`check_files`).
+or output files does not use them (:func:`cigri.campaigns.check_clusters`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import AdapterError, JdlError
+from ..errors import AdapterError
 from ..model import DataFile
 from . import Option, expand_home
 
@@ -45,17 +45,11 @@ class FileAccess(Protocol):
     def job_path(self, directory: str, name: str) -> str: ...
 
 
+NO_FILE_PATH = "this cluster's adapter has no file path (REST): it cannot stage input_files nor gather outputs"
+
+
 def can_move_files(adapter: object) -> bool:
     return hasattr(adapter, "put_file")
-
-
-def check_files(adapter: object, cluster: str) -> None:
-    """Refuse a campaign with input or output files on a cluster whose adapter cannot move files."""
-    if not can_move_files(adapter):
-        raise JdlError(
-            f"clusters.{cluster}",
-            "this cluster's adapter has no file path (REST): it cannot stage input_files nor gather outputs",
-        )
 
 
 def sha256_of(path: Path) -> str:
@@ -66,8 +60,9 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-class LocalFiles:
-    """Plain copies on this machine (``home`` is the adapter's)."""
+class ClusterPaths:
+    """Where files are on a cluster: its cache folder and a job's files, from the adapter's ``home`` and
+    ``config``."""
 
     home: str
     config: dict
@@ -78,6 +73,10 @@ class LocalFiles:
 
     def job_path(self, directory: str, name: str) -> str:
         return os.path.join(expand_home(directory, self.home), name)
+
+
+class LocalFiles(ClusterPaths):
+    """Plain copies on this machine (``home`` is the adapter's)."""
 
     def put_file(self, source: Path, target: str, expected: DataFile) -> str:
         """Copy ``source`` to ``target`` (through a temporary name, so that no job reads half a file); the
@@ -122,20 +121,11 @@ _PUT_LAST = _PUT + 'mv -f "$1.part" "$1"; sha256sum "$1" | cut -d" " -f1'
 _GET = '[ -f "$1" ] || { echo "missing" >&2; exit 3; }; sha256sum "$1" | cut -d" " -f1; base64 "$1"'
 
 
-class RemoteFiles:
+class RemoteFiles(ClusterPaths):
     """File moves through the adapter's command runner (see the module's docstring). The adapter gives
     ``_run``, ``home``, ``config`` and ``name`` (:class:`~cigri.adapters.transport.RemoteCommands`)."""
 
-    home: str
-    config: dict
     name: str
-
-    def cache_dir(self) -> str:
-        folder = expand_home(self.config.get("cache_dir") or DEFAULT_CACHE_DIR, self.home)
-        return folder if folder.startswith("/") else f"{self.home}/{folder}"
-
-    def job_path(self, directory: str, name: str) -> str:
-        return os.path.join(expand_home(directory, self.home), name)
 
     def put_file(self, source: Path, target: str, expected: DataFile) -> str:
         try:

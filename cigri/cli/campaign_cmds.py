@@ -11,6 +11,7 @@ import click
 
 from .. import campaigns as ops
 from .. import jdl as jdl_mod
+from .. import staging
 from ..errors import CigriError, JdlError, NotFound
 from ..model import CampaignState, EventCode, JobState
 from ..prediction import Spread
@@ -106,6 +107,9 @@ def gridsub(jdl_file, file_opt, json_text, kind, dry_run, campaign, jobs_file, j
         for name, line in first:
             exec_file = next(iter(jdl.clusters.values()))["exec_file"]
             click.echo(f"  job {name}: {exec_file} {line}")
+        if jdl.input_files:
+            files, size = staging.check_inputs(jdl)
+            click.echo(f"  input files: {files} ({size} bytes) from {jdl.data_source}")
         click.echo("nothing submitted (--dry-run)")
         return
     campaign_id, count = ops.submit(a.store, jdl, a.clock)

@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from .. import staging
 from ..errors import AdapterError, SubmitError
 from ..jdl import split_params
 from ..model import Campaign, CampaignType, JobSpec, RemoteState
@@ -100,7 +101,8 @@ def _record(ctx: Context, replicas: Sequence[Replica]) -> None:
 def submit(ctx: Context, spec_of: Callable[..., JobSpec]) -> None:
     """Submit the recorded replicas, each under its own key (found on the RM, it is not submitted again).
     ``spec_of(campaign, settings, job_id, name, argv)`` builds a job's description, as for a batch. A cluster
-    that refuses a replica gets no event: the replica is dropped, the job runs on."""
+    that refuses a replica, or whose cache quota cannot take its input files, gets no event: the replica is
+    dropped, the job runs on."""
     campaigns: dict[int, Campaign] = {}
     for replica_id, campaign_id, cluster, job_id, name, params in ctx.store.replicas_to_submit():
         if not cluster_usable(ctx, cluster):
@@ -114,8 +116,9 @@ def submit(ctx: Context, spec_of: Callable[..., JobSpec]) -> None:
         name_on_rm = key(ctx, campaign_id, replica_id)
         try:
             ctx.watch(cluster)
+            spec = staging.staged_spec(ctx, cluster, campaign, spec)  # its input files there first
             remote = adapter.find_batch(name_on_rm) or adapter.submit(name_on_rm, [spec])
-        except SubmitError:
+        except (SubmitError, staging.QuotaFull, staging.InputChanged):
             with ctx.store.transaction():
                 ctx.store.end_replicas([replica_id], "failed")
             continue

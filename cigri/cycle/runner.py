@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import fields, replace
-from pathlib import Path
 
 from .. import staging
 from ..adapters import packing
 from ..errors import AdapterError, SubmitError
 from ..jdl import split_params
-from ..model import Campaign, EventClass, EventCode, JobSpec, JobState
+from ..model import Campaign, CampaignState, EventClass, EventCode, JobSpec, JobState
 from . import replicas
 from .context import Context, job_slots, log, stage_retry
 from .health import cancel_each, cluster_failed, cluster_usable
@@ -127,7 +126,7 @@ def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign)
         jobs = ctx.store.batch_jobs(batch_id)  # without those the cache quota left out
         # what the batch's jobs share
         base = _spec(campaign, settings, 0, "", [settings["exec_file"]], scaled_walltime(settings, scale), resume)
-        if campaign.jdl.get("input_files"):
+        if ctx.store.has_files(campaign.id):
             base = replace(base, env={**base.env, "CIGRI_INPUT_DIR": staging.input_dir(adapter, campaign.id)})
         shared = {
             f.name: getattr(base, f.name) for f in fields(JobSpec) if f.name not in ("job_id", "name", "argv", "inputs")
@@ -179,11 +178,20 @@ def _stage(ctx: Context, batch_id: int, cluster: str, campaign: Campaign, job_id
     """Stage the batch's input files on the cluster (:mod:`cigri.staging`): each job's file keys, or None when
     the cluster's cache quota cannot take the first job's (the batch goes back to the bag for this pass); the
     jobs whose files do not fit beside the first ones leave the batch the same way. AdapterError: the cluster
-    failed (the batch stays recorded, for a later pass)."""
-    if not campaign.jdl.get("input_files"):
+    failed to stage (the batch goes back to the bag: other clusters may take its jobs)."""
+    if not ctx.store.has_files(campaign.id):
         return {}
     try:
-        inputs, left = staging.stage_batch(ctx, cluster, campaign.id, job_ids, Path(campaign.jdl["data_source"]))
+        inputs, left = staging.stage_batch(ctx, cluster, campaign.id, job_ids, staging.data_source(campaign))
+    except AdapterError:  # the cluster's trouble: its jobs may go elsewhere meanwhile
+        with ctx.store.transaction():
+            ctx.store.abandon_batch(batch_id)
+        raise
+    except staging.InputChanged as exc:
+        with ctx.store.transaction():
+            ctx.store.abandon_batch(batch_id)
+            _pause(ctx, campaign, EventCode.INPUT_CHANGED, str(exc))
+        return None
     except staging.QuotaFull as exc:
         with ctx.store.transaction():
             ctx.store.abandon_batch(batch_id)
@@ -201,6 +209,15 @@ def _stage(ctx: Context, batch_id: int, cluster: str, campaign: Campaign, job_id
             cluster,
         )
     return inputs
+
+
+def _pause(ctx: Context, campaign: Campaign, code: EventCode, message: str) -> None:
+    """Pause a running campaign with an event saying why (fixing it resumes the campaign)."""
+    if ctx.store.campaign(campaign.id).state != CampaignState.IN_TREATMENT:
+        return
+    ctx.store.set_campaign_state(campaign.id, CampaignState.PAUSED)
+    ctx.store.open_event(EventClass.CAMPAIGN, code, message, ctx.clock.now(), campaign_id=campaign.id)
+    log.warning("runner: campaign %d paused: %s", campaign.id, message)
 
 
 def _pack_layout(ctx: Context, batch_id: int, cluster: str, campaign_id: int, settings: dict):

@@ -6,12 +6,13 @@ as a JDL does, for ``resources`` (``/nodes=N/core=C``: N nodes with C free cores
 first nodes that fit and frees them when it ends. A request no node of the cluster could ever satisfy
 is refused at submission (SubmitError), as a real resource manager refuses it.
 
-Its jobs live on the simulated clock: a submitted job waits ``delay`` seconds, starts FIFO when its
-nodes are free, and runs its duration (read from its params, divided by ``speed``, plus staging time).
-Non-grid local load comes and goes, takes cores on one node, and preempts best-effort grid jobs; jobs
-fail with probability ``failure``; during an outage the cluster answers nothing, runs nothing, and the
-jobs it ran are lost; a black-hole cluster (from ``black_hole_from`` on) ends every job it starts at once
-with exit 0 (the seed's sink effect), and records when each such end happened.
+Its jobs live on the simulated clock: a submitted job waits ``delay`` seconds, starts FIFO when its nodes are
+free, and runs its duration (read from its params, divided by ``speed``, plus staging time). Non-grid local load
+comes and goes, takes cores on one node, and preempts best-effort grid jobs; jobs fail with probability
+``failure``, and exit 2 when one of their input files is not in the cluster's cache (never staged there, or
+deleted while they ran: cigri's mistake, shown as failures); during an outage the cluster answers nothing, runs
+nothing, and the jobs it ran are lost; a black-hole cluster (from ``black_hole_from`` on) ends every job it
+starts at once with exit 0 (the seed's sink effect), and records when each such end happened.
 
 The cluster records what really happened (:class:`Usage`), and the clusters of one simulated world share a
 :class:`Ledger` of the scenario's jobs that ran to a real end: the simulator's metrics come from these
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 
 from ..errors import JdlError, SubmitError, TransportError
 from ..jdl import parse_resources, property_terms, resource_slots
-from ..model import Capacity, JobSpec, KillCause, RemoteState, RemoteStatus
+from ..model import Capacity, DataFile, JobSpec, KillCause, RemoteState, RemoteStatus
 from .fileserver import FileServer
 
 BLACK_HOLE_DURATION = 0.01
@@ -78,6 +79,7 @@ class ClusterSpec:
     black_hole: bool = False
     black_hole_from: float = 0.0  # a black hole from then on (jobs started before run as on any cluster)
     bandwidth: float = 0.0  # bytes per second for input staging (0: no staging cost)
+    cache_quota: int | None = None  # the cluster's cache_quota (bytes; None: none)
     local_rate: float = 0.0  # non-grid jobs arriving per second
     local_duration: float = 3600.0  # their mean duration
     local_size: int = 1  # cores each takes, on one node
@@ -178,6 +180,8 @@ class Usage:
     black_hole_ends: int = 0
     black_hole_times: list[float] = field(default_factory=list)  # when each job a black hole swallowed ended
     bytes_staged: int = 0
+    files_staged: int = 0
+    files_deleted: int = 0
     by_user: dict[str, float] = field(default_factory=dict)  # slot-seconds each user's jobs held
     completions: dict[int, int] = field(default_factory=dict)  # cigri job -> successful runs
     availability: list[tuple[float, int]] = field(default_factory=list)  # (from when, slots the grid could use)
@@ -204,7 +208,6 @@ class SimCluster:
         spec: ClusterSpec,
         clock,
         rng: random.Random,
-        file_sizes: dict[str, int] | None = None,
         ledger: Ledger | None = None,
     ):
         self.spec = spec
@@ -214,8 +217,8 @@ class SimCluster:
         self.best_effort = spec.best_effort
         self.queue_depth = spec.queue_depth if spec.queue_depth is not None else max(16, spec.slots // 4)
         self.max_batch = None
-        self.file_sizes = file_sizes or {}
-        self.cached: set[str] = set()
+        self.arrivals: dict[str, float] = {}  # each file in its cache: when its staging ends (link queued)
+        self.link_free = 0.0  # when the cluster's link has sent every file asked so far
         self.slots = spec.slots
         self.free = [node.cores for node in spec.node_list()]  # free cores of each node
         self.needs: dict[tuple[str, str], Need] = {}  # by (resources, properties)
@@ -313,7 +316,8 @@ class SimCluster:
             self._stop(job, RemoteState.KILLED, None, "walltime")
         else:
             failed = self.spec.failure > 0 and self.rng.random() < self.spec.failure
-            self._stop(job, RemoteState.EXITED, 1 if failed else 0, "")
+            missing = any(path not in self.arrivals for path in job.inputs)  # cigri did not stage it here
+            self._stop(job, RemoteState.EXITED, 2 if missing else 1 if failed else 0, "")
 
     def _on_local_arrival(self, _payload) -> None:
         duration = self.rng.expovariate(1 / self.spec.local_duration)
@@ -452,12 +456,8 @@ class SimCluster:
     def _run(self, job: SimJob, placed: tuple[int, ...]) -> None:
         job.sink = self.spec.black_hole and self.now >= self.spec.black_hole_from
         duration = BLACK_HOLE_DURATION if job.sink else job.duration / self.spec.speed
-        if self.spec.bandwidth and not job.sink:
-            missing = [f for f in job.inputs if f not in self.cached]
-            size = sum(self.file_sizes.get(f, 0) for f in missing)
-            self.usage.bytes_staged += size
-            self.cached.update(missing)
-            duration += size / self.spec.bandwidth
+        if job.inputs and not job.sink:  # its slot is held until its files have arrived
+            duration += max(0.0, max(self.arrivals.get(path, self.now) for path in job.inputs) - self.now)
         job.state, job.started, job.placed = RemoteState.RUNNING, self.now, placed
         job.duration = duration
         self.running[job.remote_id] = job
@@ -512,7 +512,7 @@ class SimCluster:
             remote_id = str(self._next_id)
             self._next_id += 1
             duration = float(spec.argv[2]) if len(spec.argv) > 2 else 0.0
-            inputs = tuple(spec.argv[3].split(",")) if len(spec.argv) > 3 and spec.argv[3] else ()
+            inputs = tuple(f"{spec.env.get('CIGRI_INPUT_DIR', '')}/{key}" for key in spec.inputs)
             job = SimJob(
                 remote_id,
                 spec.job_id,
@@ -540,6 +540,33 @@ class SimCluster:
     def find_batch(self, batch_key: str) -> list[str] | None:
         self._reachable()
         return self.batches.get(batch_key)
+
+    # ---- files (cigri.adapters.files.FileAccess): the world's own record of the bytes staged ------------
+
+    def cache_dir(self) -> str:
+        return f"/sim/{self.name}/cache"
+
+    def job_path(self, directory: str, name: str) -> str:
+        return f"{directory}/{name}"
+
+    def put_file(self, source, target: str, expected: DataFile) -> str:
+        """Stage a file: its bytes counted, its arrival after those queued on the link (at ``bandwidth``)."""
+        self._reachable()
+        self.usage.bytes_staged += expected.size
+        self.usage.files_staged += 1
+        start = max(self.now, self.link_free)
+        self.link_free = start + (expected.size / self.spec.bandwidth if self.spec.bandwidth else 0.0)
+        self.arrivals[target] = self.link_free
+        return expected.sha256
+
+    def get_file(self, source: str, target) -> str | None:
+        return None  # simulated jobs write nothing (scenarios declare no outputs)
+
+    def remove_paths(self, paths: Sequence[str]) -> None:
+        self._reachable()
+        for path in paths:
+            if self.arrivals.pop(path, None) is not None:
+                self.usage.files_deleted += 1
 
     def states(self, remote_ids: Sequence[str]) -> dict[str, RemoteStatus]:
         """Jobs that changed since the last call (the cycle acts only on changes; unchanged jobs would be

@@ -14,6 +14,7 @@ hole); a test campaign's jobs that never ran are skipped, any other job that nev
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import random
 import time
@@ -27,7 +28,7 @@ from ..errors import CigriError, ConfigError, TimedOut
 from ..jdl import MAX_WALLTIME
 from ..jdl import parse as parse_jdl
 from ..loop import wait_for_news
-from ..model import ACTIVE_JOB_STATES, FINAL_JOB_STATES, CampaignState, EventClass, JobState
+from ..model import ACTIVE_JOB_STATES, FINAL_JOB_STATES, CampaignState, DataFile, EventClass, JobState
 from ..scheduling import MetaScheduler, registry
 from ..store import Store
 from .clock import SimClock
@@ -199,13 +200,13 @@ class Simulation:
         self.rng = random.Random(self.seed)
         self.clock = SimClock(0.0, on_advance=self._advance_clusters)
         self.store = Store(":memory:")
-        file_sizes = dict(scenario.files)
         self.ledger = Ledger()
         self.clusters: dict[str, SimCluster] = {}
         for spec in scenario.clusters:
-            self.store.add_cluster(spec.name, "sim", {}, 0.0)
+            quota = {} if spec.cache_quota is None else {"cache_quota": spec.cache_quota}
+            self.store.add_cluster(spec.name, "sim", quota, 0.0)
             rng = random.Random(self.rng.random())
-            self.clusters[spec.name] = SimCluster(spec, self.clock, rng, file_sizes, self.ledger)
+            self.clusters[spec.name] = SimCluster(spec, self.clock, rng, self.ledger)
         self.file_server = self._file_server()
         self._configure(scenario.config)
         settings = self.store.settings()
@@ -314,7 +315,6 @@ class Simulation:
         index = self.scenario.campaigns.index(plan)
         longest = max(plan.durations, default=1.0)
         walltime = int(min(MAX_WALLTIME, max(3600, math.ceil(longest * 2))))
-        files = ",".join(plan.input_files)
         data = {
             "name": plan.name,
             "exec_file": "sim",
@@ -322,7 +322,7 @@ class Simulation:
             "resources": plan.resources,
             "test_mode": plan.type == "test",
             "clusters": {name: dict(plan.settings.get(name, {})) for name in names},
-            "params": [f"{self.work_key(index, i)} {d:.6f} {files}".rstrip() for i, d in enumerate(plan.durations)],
+            "params": [f"{self.work_key(index, i)} {d:.6f}" for i, d in enumerate(plan.durations)],
         }
         if plan.properties:
             data["properties"] = plan.properties
@@ -332,9 +332,56 @@ class Simulation:
         campaign_id, _ = campaign_ops.submit(
             self.store, jdl, self.clock, user=plan.user, adapters=self.clusters.__getitem__
         )
+        self._add_files(campaign_id, plan)
         self.plans[campaign_id] = plan
         self.campaign_of[index] = campaign_id
         self.demand[plan.user] = self.demand.get(plan.user, 0) + self._expected(plan) * plan.cores
+
+    def _plan_files(self, plan: CampaignPlan) -> tuple[dict[str, int], list[list[str]]]:
+        """A campaign's files (key -> bytes) and each of its jobs' keys, from the scenario."""
+        if plan.input_files:
+            keys = list(plan.input_files)
+            return {key: self.scenario.files.get(key, 0) for key in keys}, [keys] * len(plan.durations)
+        if plan.job_files:
+            sizes = {plan.file_key(n): plan.file_size for n in range(plan.file_count)}
+            return sizes, [[plan.file_key(n) for n in numbers] for numbers in plan.job_files]
+        return {}, []
+
+    def job_inputs(self) -> dict[str, tuple[str, ...]]:
+        """The world's own list of each scenario job's input files (by :meth:`work_key`), keys qualified by
+        their campaign (``c0/f07.dat``): two campaigns' files are never the same file."""
+        out = {}
+        for index, plan in enumerate(self.scenario.campaigns):
+            for job, keys in enumerate(self._plan_files(plan)[1]):
+                out[self.work_key(index, job)] = tuple(f"c{index}/{key}" for key in keys)
+        return out
+
+    @property
+    def file_sizes(self) -> dict[str, int]:
+        """Bytes of each input file of the scenario, by the qualified keys of :meth:`job_inputs`."""
+        return {
+            f"c{index}/{key}": size
+            for index, plan in enumerate(self.scenario.campaigns)
+            for key, size in self._plan_files(plan)[0].items()
+        }
+
+    def _add_files(self, campaign_id: int, plan: CampaignPlan) -> None:
+        """The campaign's input files (the scenario's ``input_files`` or ``files``), recorded as a submission
+        records a JDL's (:func:`cigri.staging.register`), with made-up checksums: the runner stages them."""
+        sizes, per_job = self._plan_files(plan)
+        if not sizes:
+            return
+        files = [
+            DataFile(key, size, hashlib.sha256(f"{plan.name}/{key}".encode()).hexdigest())
+            for key, size in sizes.items()
+        ]
+        job_ids = [job.id for job in self.store.jobs(campaign_id)]
+        with self.store.transaction():
+            self.store.add_files(
+                campaign_id,
+                files,
+                [(job_id, key) for job_id, keys in zip(job_ids, per_job, strict=True) for key in keys],
+            )
 
     def _fix_failures(self) -> None:
         """The simulated user runs `gridevents ID -f -r` on each failed job, ``fix_delay`` after it failed (the
@@ -561,6 +608,8 @@ class Simulation:
                     "cancelled_queued": c.usage.cancelled_queued,
                     "black_hole_ends": c.usage.black_hole_ends,
                     "bytes_staged": c.usage.bytes_staged,
+                    "files_staged": c.usage.files_staged,
+                    "files_deleted": c.usage.files_deleted,
                 }
                 for name, c in self.clusters.items()
             },

@@ -43,16 +43,25 @@ A scenario::
         io_weight: 2                          # each running job weighs 2 on the file server (default 1)
 
 A cluster's other keys: ``black_hole`` (true: every job it starts ends at once, exit 0; ``{from: SECONDS}``:
-from then on), ``bandwidth`` (bytes/s staging ``input_files`` declared in
-``files``), ``queue_depth``, ``best_effort``. The file server's load follows ``base + per_weight x`` the
-I/O weight of the grid jobs running on its clusters, with the time constant ``tau`` (seconds); a
-cluster whose ``sensor`` is ``load:HOST`` (config) reads it; ``reference`` is the load the metrics count
-the time above (default: the configured reference of a cluster reading it). A job needs its nodes, each
-with its cores free and every property asked for; it starts FIFO on the first nodes that fit. A cluster
-none of whose nodes can ever satisfy a campaign's request refuses it at submission: cigri opens a
-campaign event for that cluster and the campaign's jobs run elsewhere (once they have, the simulated user
-closes the event). A campaign that no cluster can ever run is an error here. Errors name the key path
-(``clusters[1].nodes[0].cores``).
+from then on), ``bandwidth`` (bytes/s of its link: cigri's staging of input files takes size / bandwidth,
+one file at a time, and a job whose files have not arrived holds its slot until they have; 0: instant),
+``cache_quota`` (bytes, the cluster's cache_quota), ``queue_depth``, ``best_effort``.
+
+A campaign's input files (staged by cigri's runner into the clusters' caches, :mod:`cigri.staging`):
+``input_files: [NAME, ...]`` (every job reads them all; their sizes in the top-level ``files: {NAME: BYTES}``),
+or ``files: {count: N, size: BYTES, per_job: K, layout: shared|contiguous}`` with keys ``f0.dat``.. padded to
+the count's width (``f007.dat``): with s = ``i * count // jobs`` (s = i when there are as many jobs as files),
+``contiguous``: job i reads files s .. s+K-1, clipped at the last one (the BOINC redesign's contiguous ranges);
+``shared``: job i reads file s alone (consecutive jobs share a file; K must be 1).
+
+The file server's load follows ``base + per_weight x`` the I/O weight of the grid jobs running on its clusters,
+with the time constant ``tau`` (seconds); a cluster whose ``sensor`` is ``load:HOST`` (config) reads it;
+``reference`` is the load the metrics count the time above (default: the configured reference of a cluster
+reading it). A job needs its nodes, each with its cores free and every property asked for; it starts FIFO on the
+first nodes that fit. A cluster none of whose nodes can ever satisfy a campaign's request refuses it at
+submission: cigri opens a campaign event for that cluster and the campaign's jobs run elsewhere (once they have,
+the simulated user closes the event). A campaign that no cluster can ever run is an error here. Errors name the
+key path (``clusters[1].nodes[0].cores``).
 """
 
 from __future__ import annotations
@@ -77,6 +86,7 @@ CAMPAIGN_KEYS = (
     "type",
     "clusters",
     "input_files",
+    "files",
     "cores",
     "resources",
     "properties",
@@ -97,12 +107,19 @@ class CampaignPlan:
     type: str = "default"
     clusters: tuple[str, ...] = ()  # empty: every cluster
     input_files: tuple[str, ...] = ()
+    job_files: tuple[tuple[int, ...], ...] = ()  # files: each job's file numbers (keys: file_key)
+    file_count: int = 0
+    file_size: int = 0
     resources: str = "core=1"  # the JDL's, for every cluster
     properties: str = ""
     settings: dict[str, dict[str, str]] = field(default_factory=dict)  # cluster -> its own resources, properties
     cores: int = 1  # cores a job holds: the fewest its clusters' requests take (the work's lower bound)
     finalize: bool = False  # the JDL's finalize: its last jobs replicated on idle slots of other clusters
     io_weight: float = 1.0  # what one of its running jobs weighs on the file server
+
+    def file_key(self, number: int) -> str:
+        """The key of file ``number`` of the campaign's ``files`` (``f007.dat`` among a thousand)."""
+        return f"f{number:0{len(str(max(self.file_count - 1, 0)))}d}.dat"
 
     @property
     def mean_duration(self) -> float:
@@ -278,6 +295,7 @@ def _cluster(raw: dict, index: int) -> ClusterSpec:
         "outages",
         "black_hole",
         "bandwidth",
+        "cache_quota",
         "local_load",
         "queue_depth",
         "best_effort",
@@ -300,6 +318,7 @@ def _cluster(raw: dict, index: int) -> ClusterSpec:
         black_hole=bool(raw.get("black_hole", False)),
         black_hole_from=_black_hole_from(raw.get("black_hole", False), f"{path}.black_hole"),
         bandwidth=_number(raw.get("bandwidth", 0.0), f"{path}.bandwidth"),
+        cache_quota=int(_number(raw["cache_quota"], f"{path}.cache_quota", 1)) if "cache_quota" in raw else None,
         local_rate=_number(local.get("rate", 0.0), f"{path}.local_load.rate"),
         local_duration=_number(local.get("duration", 3600.0), f"{path}.local_load.duration", 1e-9),
         local_size=local_size,
@@ -426,6 +445,9 @@ def _campaign(
         if not wanted or cluster.name in wanted
     }
     cores = _fewest_cores(path, {c.name: c for c in clusters}, requests)
+    if "files" in raw and "input_files" in raw:
+        _fail(path, "give files or input_files, not both")
+    job_files, file_count, file_size = _job_files(raw.get("files"), len(durations), f"{path}.files")
     return CampaignPlan(
         name=str(raw.get("name", f"c{index}")),
         user=str(raw.get("user", "user")),
@@ -434,6 +456,9 @@ def _campaign(
         type=str(raw.get("type", "default")),
         clusters=wanted,
         input_files=tuple(raw.get("input_files") or ()),
+        job_files=job_files,
+        file_count=file_count,
+        file_size=file_size,
         resources=resources,
         properties=properties,
         settings=settings,
@@ -441,6 +466,32 @@ def _campaign(
         finalize=_flag(raw.get("finalize", finalize), f"{path}.finalize"),
         io_weight=_number(raw.get("io_weight", 1.0), f"{path}.io_weight"),
     )
+
+
+FILES_KEYS = ("count", "size", "per_job", "layout")
+
+
+def _job_files(raw, jobs: int, path: str) -> tuple[tuple[tuple[int, ...], ...], int, int]:
+    """A campaign's ``files`` (see the module's docstring): each job's file numbers, the count, the size."""
+    if raw is None:
+        return (), 0, 0
+    if not isinstance(raw, dict):
+        _fail(path, "expected {count, size, per_job, layout}")
+    for key in raw:
+        if key not in FILES_KEYS:
+            _fail(f"{path}.{key}", f"unknown key (valid: {', '.join(FILES_KEYS)})")
+    count = _count(raw.get("count"), f"{path}.count")
+    size = int(_number(raw.get("size", 0), f"{path}.size"))
+    per_job = _count(raw.get("per_job", 1), f"{path}.per_job")
+    layout = raw.get("layout", "shared")
+    if layout == "shared":
+        if per_job != 1:
+            _fail(f"{path}.per_job", "a shared layout gives each job one file: per_job must be 1")
+        return tuple((i * count // jobs,) for i in range(jobs)), count, size
+    if layout == "contiguous":
+        starts = (i * count // jobs for i in range(jobs))
+        return tuple(tuple(range(start, min(start + per_job, count))) for start in starts), count, size
+    _fail(f"{path}.layout", f"expected shared or contiguous, not {layout!r}")
 
 
 def _fewest_cores(path: str, clusters: dict[str, ClusterSpec], requests: dict[str, tuple[str, str]]) -> int:
