@@ -158,6 +158,14 @@ Targets (issue 13, item 6):
 | layout | picker | measure | measured | target | met? |
 |---|---|---|---|---|---|
 {chr(10).join(targets(results, seeds))}
+
+Where `locality` misses the bytes target (contiguous ranges), it is BOINC's rule meeting the case it was not
+made for: a cluster first takes the jobs all of whose files it holds, and a job here shares only some of its
+files with its neighbours; a cluster with none complete starts afresh at the first file no cluster holds,
+right after another cluster's frontier, so clusters interleave along the sequence as in-order does. The
+redesign was made for that case: `cursors` keeps ranges disjoint (a cluster that runs out takes the upper part
+of the range with the most time left) and stays near the bound on both layouts, which is why it is the
+default picker (`grid config set locality in-order|locality|cursors` chooses another).
 """
     write_section(output, "bench/run_locality.py", body, HEADER)
 

@@ -39,9 +39,12 @@ and nothing is written):
 - ``blackhole.streak``, ``blackhole.seconds``, ``blackhole.ratio``: the black-hole detector's thresholds
   (see :class:`BlackHoles`);
 - ``locality``: which waiting jobs of a campaign with input files each cluster gets, once the metascheduler
-  said how many: ``locality`` (the default, BOINC's locality scheduling), ``cursors`` (its teams-and-cursors
-  redesign, for jobs reading contiguous ranges of a file sequence) or ``in-order`` (lowest ids first, as for
-  campaigns without input files); see :mod:`cigri.scheduling.locality`;
+  said how many: ``cursors`` (the default: the teams-and-cursors redesign of BOINC's locality scheduling),
+  ``locality`` (BOINC's locality scheduling) or ``in-order`` (lowest ids first, as for campaigns without input
+  files); see :mod:`cigri.scheduling.locality`. ``cursors`` is the default because it staged at most 1.05x
+  the bytes of the lower bound both where consecutive jobs share a file and where jobs read contiguous ranges
+  of a file sequence, where ``locality`` stages 2.5x (``docs/benchmarks.md``, ``bench/run_locality.py``);
+  ``locality`` suits campaigns whose jobs read their files in no order related to their ids;
 - ``locality.generator_wait``: seconds a campaign's ``work_generator`` may take to answer (default 30).
 """
 
@@ -258,11 +261,12 @@ def black_holes(settings: Mapping[str, Any]) -> BlackHoles:
 
 LOCALITY_KEYS = ("locality", "locality.generator_wait")
 DEFAULT_GENERATOR_WAIT = 30.0  # seconds
+DEFAULT_PICKER = "cursors"  # measured: see the docstring's ``locality`` key
 
 
 def job_picker(settings: Mapping[str, Any]) -> JobPicker:
-    """The configured job picker for campaigns with input files (``locality``, default ``locality``)."""
-    name = settings.get("locality", locality.Locality.name)
+    """The configured job picker for campaigns with input files (``locality``, default ``cursors``)."""
+    name = settings.get("locality", DEFAULT_PICKER)
     if not isinstance(name, str):
         raise ConfigError(f"locality: expected a job picker's name, got {name!r}")
     return locality.picker(name)

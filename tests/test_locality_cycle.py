@@ -93,7 +93,7 @@ def run_all(grid: Grid, *clusters: CachingRM) -> None:
 
 
 def test_a_cluster_gets_the_jobs_of_the_file_it_holds_and_stages_nothing_twice(tmp_path):
-    grid, a, b = two_clusters(tmp_path, None)  # locality is the default
+    grid, a, b = two_clusters(tmp_path, "locality")
     grid.at(0)
     assert (a.holds(RemoteState.PENDING), b.holds(RemoteState.PENDING)) == ([1, 2], [5, 6])
     run_all(grid, a, b)
@@ -109,7 +109,7 @@ def test_in_order_sends_the_lowest_ids_whatever_a_cluster_holds(tmp_path):
 
 
 def test_cursors_keep_their_ranges_from_pass_to_pass(tmp_path):
-    grid, a, b = two_clusters(tmp_path, "cursors")
+    grid, a, b = two_clusters(tmp_path, None)  # cursors is the default
     grid.at(0)
     (campaign_id,) = grid.store.strategy_states()["picker.cursors"]
     state = grid.store.strategy_states()["picker.cursors"][campaign_id]

@@ -5,7 +5,7 @@ A picker sees one campaign at a time through a small frozen :class:`Holdings` (i
 id order with the files each reads, the files each cluster holds or is staging, each cluster's speed, the jobs
 a cluster must not get) and the number of jobs each cluster takes this pass; it returns the job ids per
 cluster and its next state for the campaign (JSON). Pickers are pure, chosen by name from :func:`pickers`
-(configuration key ``locality``):
+(configuration key ``locality``, default ``cursors``: see :mod:`cigri.config`):
 
 - ``in-order``: the lowest ids first, cluster after cluster (what the cycle did before pickers);
 - ``locality``: BOINC's locality scheduling (``sched/sched_locality.cpp``), see :class:`Locality`;
@@ -162,7 +162,6 @@ def _choose(
 
 
 _PICKERS: dict[str, type] = {InOrder.name: InOrder, Locality.name: Locality}
-DEFAULT = InOrder.name
 
 
 def register(picker: type) -> type:
