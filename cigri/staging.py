@@ -4,18 +4,22 @@
   every file named is read under the campaign's ``data_source`` (size, sha256): a missing one refuses the
   campaign, nothing written.
 - Before the runner submits a batch (:func:`stage_batch`), every file its jobs use that the cluster's cache
-  does not hold is copied there through the cluster's adapter, into ``<cache_dir>/<campaign id>/<key>``,
-  and its checksum, computed on the cluster, must match. Jobs find the folder in ``CIGRI_INPUT_DIR``. With a
-  ``cache_quota``, copies no queued or running job uses are deleted first, least recently used first; if the
-  batch still does not fit, it goes back to the bag for this pass (never half staged).
+  does not hold is checked against its submission checksum here, copied through the cluster's adapter into
+  ``<cache_dir>/<campaign id>/<key>``, and its checksum computed on the cluster must match. Jobs find the folder
+  in ``CIGRI_INPUT_DIR``. With a ``cache_quota``, the batch's first jobs whose files fit go, once the least
+  recently used copies no job queued or running there uses are deleted as needed; the others go back to the
+  bag for this pass (a job is never sent with part of its files).
 - Each pass (:func:`clean`) deletes from the clusters the copies that no remaining job of their campaign
   uses (BOINC's deletion hints), in batches.
 - After a job terminates (:func:`gather`), its ``output_file`` files are copied from its exec_directory on its
   cluster to ``<output_destination>/<job name>/``, checksum compared; a missing or damaged one is an
   OUTPUT_ERROR event of the job.
 
-A cluster that fails a transfer is that cluster's trouble: it is closed for the pass with an event, the batch
-stays recorded for a later pass, the other clusters go on.
+A cluster that fails a transfer (or whose copy arrives damaged) is that cluster's trouble: it is closed for the
+pass with an event, the batch goes back to the bag, the other clusters go on. An input file changed or gone
+since submission is the campaign's: it is paused with an INPUT_CHANGED event (fixing it resumes it).
+Not built: data sources other than a local folder, one copy shared by campaigns using the same bytes (a file
+is its campaign's), outputs through anything but the cluster's own transport.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cigri.adapters.files import LocalFiles
+from cigri.store import Store
 
 from .conftest import write_jdl
 
@@ -184,3 +185,21 @@ def test_a_dry_run_checks_the_input_files_and_says_their_size(cli, tmp_path, dat
     (data / "chunk_2.dat").unlink()
     out = cli("gridsub", "--dry-run", str(reading(tmp_path, data, reader)), code=3)
     assert "input_files: chunk_2.dat (job c): no such file in data_source" in out
+
+
+def test_jobs_added_to_a_campaign_read_their_files_too(cli, state, tmp_path, data, reader):
+    cid = cli.submit(
+        write_jdl(tmp_path, exec_file=str(reader), params=["a 0"], data_source=str(data), input_files="chunk_{2}.dat")
+    )
+    cli("gridsub", "-c", str(cid), "-J", '["b 1", "c 2"]')
+    out = cli("gridsub", "-c", str(cid), "-J", '["d 9"]', code=3)
+    assert "input_files: chunk_9.dat (job d): no such file in data_source" in out
+    store = Store(state)
+    try:
+        assert [keys for _, keys in store.waiting_job_files(cid)] == [
+            ("chunk_0.dat",),
+            ("chunk_1.dat",),
+            ("chunk_2.dat",),
+        ]
+    finally:
+        store.close()

@@ -215,15 +215,6 @@ class Files:
             "DELETE FROM cluster_files WHERE cluster = ? AND file_id = ?", [(cluster, i) for i in file_ids]
         )
 
-    def cache(self, cluster: str) -> list[tuple[int, str, str, int, str, float | None, float]]:
-        """(campaign id, key, sha256, size, state, staged_at, last_use) of every copy on the cluster."""
-        rows = self.conn.execute(
-            "SELECT f.campaign_id, f.key, f.sha256, c.size, c.state, c.staged_at, c.last_use FROM cluster_files c "
-            "JOIN data_files f ON f.id = c.file_id WHERE c.cluster = ? ORDER BY f.campaign_id, f.key",
-            (cluster,),
-        )
-        return rows.fetchall()
-
     # -- outputs (gathered after a job terminates)
 
     def gather_outputs_of(self, campaign_id: int) -> None:
