@@ -123,7 +123,7 @@ import sys
 file = sys.argv[1]
 if file == "f2":
     print("new-1 f2\\nnew-2 f2")
-elif file == "f3":
+elif file in ("f1", "f3"):
     sys.exit(3)
 else:
     print("j0 clash")
@@ -172,3 +172,15 @@ def test_bad_generator_output_is_an_event_and_adds_nothing(tmp_path):
     assert [e.code for e in events] == [EventCode.WORK_GENERATOR]
     assert "f9" in events[0].message and "'j0' is used twice" in events[0].message
     assert grid.store.strategy_states()[MARKS] == {str(campaign_id): ["f9"]}
+
+
+def test_every_file_out_of_work_is_asked_for_in_the_pass_before_its_copy_is_deleted(tmp_path):
+    grid, campaign_id = generating(tmp_path, "f2")
+    (tmp_path / "data" / "f3").write_text("f3")
+    with grid.store.transaction():
+        grid.store.add_files(campaign_id, [DataFile("f3", 2, sha256_of(tmp_path / "data" / "f3"))], [])
+    hold(grid, "b", campaign_id, "f3")
+    grid.at(0)
+    assert len(grid.store.job_names(campaign_id)) == 4  # f2's two new jobs
+    assert grid.store.strategy_states()[MARKS] == {str(campaign_id): ["f3"]}
+    assert "f3" not in grid.store.cluster_files("b", campaign_id)  # no job needs it: deleted by nikita

@@ -5,10 +5,13 @@ slots this pass, has no waiting job of the campaign left for it.
 The metascheduler stage calls :func:`generate` before it builds its snapshot, so that the new jobs are
 placed in the same pass. The command runs on the cigri host (as the cycle's user), as ``COMMAND F`` with
 ``CIGRI_CAMPAIGN_ID`` in its environment, once per (campaign, file) and pass, and is waited for at most
-``locality.generator_wait`` seconds (config; BOINC's bounded wait). Its answer:
+``locality.generator_wait`` seconds (config; BOINC's bounded wait). Every such file is asked for in the pass
+it runs out of work: later in that pass nikita deletes copies no remaining job uses (BOINC's deletion hint),
+and a file no cluster holds is not asked for again. Its answer:
 
 - exit 0: each non-blank line of its output is a new job's param line (as in a ``param_file``: the first word
-  is the job's name, unique in the campaign); no line means no work for F now (it is asked again later);
+  is the job's name, unique in the campaign); no line means no work for F now (F is asked for again once a
+  cluster holds it without work again: the copies no job needs are deleted meanwhile);
 - exit :data:`NO_MORE_WORK` (3): no more work for F, ever: F is marked and never asked for again;
 - anything else (another exit status, no answer in time, a line that is not a valid param line or reuses a
   job name): a WORK_GENERATOR event of the campaign naming F and the cause; nothing is added, and F is
@@ -47,7 +50,8 @@ def generate(ctx: Context, campaigns: Sequence[Campaign], clusters: Sequence[Clu
         wait = config.generator_wait(ctx.store.settings())
         for campaign in generating:
             done = set(marks.get(str(campaign.id), []))
-            for file in sorted(set(ctx.store.files_without_work(campaign.id, roomy)) - done):
+            idle = ctx.store.files_without_work(campaign.id, roomy).values()
+            for file in sorted(set().union(*idle) - done):
                 if not _ask(ctx, campaign, file, wait):
                     done.add(file)
             if done:

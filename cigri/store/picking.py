@@ -93,16 +93,18 @@ class Picking:
             avoided[cluster].add(job_id)
         return dict(avoided)
 
-    def files_without_work(self, campaign_id: int, clusters: Sequence[str]) -> list[str]:
-        """Keys of the campaign's files that one of ``clusters`` holds (verified copies) and no to_launch job of
-        the campaign uses: where on-demand work is asked for."""
+    def files_without_work(self, campaign_id: int, clusters: Sequence[str]) -> dict[str, list[str]]:
+        """Cluster -> keys (in order) of the campaign's files it holds (verified copies) and no to_launch job of
+        the campaign uses, for those of ``clusters`` holding some: where on-demand work is asked for."""
         if not clusters:
-            return []
+            return {}
         rows = self.conn.execute(
-            "SELECT DISTINCT f.key FROM data_files f JOIN cluster_files c ON c.file_id = f.id "
+            "SELECT c.cluster, f.key FROM data_files f JOIN cluster_files c ON c.file_id = f.id "
             "WHERE f.campaign_id = ? AND f.waiting = 0 AND c.state != 'staging' "
-            f"AND c.cluster IN ({_marks(len(clusters))}) "
-            "ORDER BY f.key",
+            f"AND c.cluster IN ({_marks(len(clusters))}) ORDER BY c.cluster, f.key",
             (campaign_id, *clusters),
         )
-        return [row[0] for row in rows]
+        idle: dict[str, list[str]] = defaultdict(list)
+        for cluster, key in rows:
+            idle[cluster].append(key)
+        return dict(idle)
