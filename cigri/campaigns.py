@@ -127,14 +127,26 @@ def add_jobs(store: Store, campaign_id: int, jdl: Jdl, *, user: str | None = Non
     check_owner(campaign, user or current_user())
     if campaign.state not in (CampaignState.IN_TREATMENT, CampaignState.PAUSED):
         raise CigriError(f"campaign {campaign_id} is {campaign.state.value}: jobs can no longer be added")
+    return _append(store, campaign, jdl)
+
+
+def _append(store: Store, campaign: Campaign, jdl: Jdl) -> int:
+    """Add the jobs of ``jdl``'s param source to the campaign, in one transaction."""
     record = campaign.jdl
     with store.transaction():
-        last = store.last_job_id(campaign_id)
-        count = store.add_jobs(campaign_id, job_blocks(jdl, store.job_names(campaign_id)))
+        last = store.last_job_id(campaign.id)
+        count = store.add_jobs(campaign.id, job_blocks(jdl, store.job_names(campaign.id)))
         admit(store, campaign)
         if record.get("input_files"):  # the new jobs read their files as the campaign's others do
-            staging.register(store, campaign_id, Path(record["data_source"]), tuple(record["input_files"]), last)
+            staging.register(store, campaign.id, Path(record["data_source"]), tuple(record["input_files"]), last)
         return count
+
+
+def add_generated(store: Store, campaign: Campaign, lines: list[str]) -> int:
+    """Append the jobs a campaign's ``work_generator`` answered (param lines, as in a param_file), as
+    :func:`add_jobs` does, input files included, in one transaction: a bad line, a name already used or an
+    input file missing from the data_source adds nothing (JdlError)."""
+    return _append(store, campaign, Jdl(name=campaign.name, clusters={}, params=tuple(lines)))
 
 
 def _owned(store: Store, campaign_id: int, user: str | None) -> Campaign:

@@ -41,7 +41,15 @@ and nothing is written):
 - ``notify.smtp`` (``host:port``), ``notify.sender``, ``notify.attempts``, ``notify.timeout``: how gridnotify's
   mails and webhooks are sent (:mod:`cigri.notify`);
 - ``admission.jobs_per_campaign``, ``admission.jobs_per_user``, ``admission.test_jobs`` and
-  ``clusters.CLUSTER.users``: the admission rules gridsub checks (:func:`cigri.campaigns.admit`).
+  ``clusters.CLUSTER.users``: the admission rules gridsub checks (:func:`cigri.campaigns.admit`);
+- ``locality``: which waiting jobs of a campaign with input files each cluster gets, once the metascheduler
+  said how many: ``cursors`` (the default: the teams-and-cursors redesign of BOINC's locality scheduling),
+  ``locality`` (BOINC's locality scheduling) or ``in-order`` (lowest ids first, as for campaigns without input
+  files); see :mod:`cigri.scheduling.locality`. ``cursors`` is the default because it staged at most 1.05x
+  the bytes of the lower bound both where consecutive jobs share a file and where jobs read contiguous ranges
+  of a file sequence, where ``locality`` stages 2.5x (``docs/benchmarks.md``, ``bench/run_locality.py``);
+  ``locality`` suits campaigns whose jobs read their files in no order related to their ids;
+- ``locality.generator_wait``: seconds a campaign's ``work_generator`` may take to answer (default 30).
 
 The state holds the keys ``grid config set`` records; the configuration file and the environment override
 them (:mod:`cigri.configfile`, through ``Store.overrides``): every reader of ``store.settings()`` sees the
@@ -60,7 +68,8 @@ from . import flow as flows
 from .errors import ConfigError, JdlError, NotFound
 from .jdl import exit_code
 from .prediction import WINDOW, Predictor, predictor
-from .scheduling import MetaScheduler, metascheduler, registry
+from .scheduling import MetaScheduler, locality, metascheduler, registry
+from .scheduling.locality import JobPicker
 from .store import Store
 
 DEFAULT_STRATEGY = "fifo"
@@ -105,6 +114,7 @@ KEYS = (
     "metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched, flow, flow.NAME.OPTION, "
     f"clusters.CLUSTER.flow, clusters.CLUSTER.sensor, clusters.CLUSTER.reference, {QUEUE_TIMEOUT}, {WALLTIME_GRACE}, "
     f"{UNREACHABLE}, spritz, spritz.window, blackhole.streak, blackhole.seconds, blackhole.ratio, "
+    "locality, locality.generator_wait, "
     + ", ".join(RESUBMIT_DEFAULTS)
     + ", "
     + ", ".join((*NOTIFY_KEYS, *ADMISSION_KEYS))
@@ -159,6 +169,7 @@ def _known(key: str) -> bool:
         key in ("metasched", "flow", *SPRITZ_KEYS)
         or key in _SECONDS
         or key in BLACKHOLE_KEYS
+        or key in LOCALITY_KEYS
         or key in RESUBMIT_DEFAULTS
         or key in NOTIFY_DEFAULTS
         or key in ADMISSION_KEYS
@@ -212,6 +223,9 @@ def check_value(
         forecaster(settings)
     elif key in BLACKHOLE_KEYS:
         black_holes(settings)
+    elif key in LOCALITY_KEYS:
+        job_picker(settings)
+        generator_wait(settings)
     elif key in RESUBMIT_DEFAULTS:
         resubmit_value(settings, key)
     elif key in NOTIFY_KEYS or key in ADMISSION_KEYS or _CLUSTER_USERS.match(key):
@@ -318,6 +332,29 @@ def black_holes(settings: Mapping[str, Any]) -> BlackHoles:
             raise ConfigError(f"blackhole.{name}: expected a number, {bound}, got {value!r}")
         figures[name] = float(value)
     return BlackHoles(streak, **figures)
+
+
+# ---- issue 13, items 3 and 4: job pickers and on-demand work (cigri.scheduling.locality, .cursors) ---------
+
+LOCALITY_KEYS = ("locality", "locality.generator_wait")
+DEFAULT_GENERATOR_WAIT = 30.0  # seconds
+DEFAULT_PICKER = "cursors"  # measured: see the docstring's ``locality`` key
+
+
+def job_picker(settings: Mapping[str, Any]) -> JobPicker:
+    """The configured job picker for campaigns with input files (``locality``, default ``cursors``)."""
+    name = settings.get("locality", DEFAULT_PICKER)
+    if not isinstance(name, str):
+        raise ConfigError(f"locality: expected a job picker's name, got {name!r}")
+    return locality.picker(name)
+
+
+def generator_wait(settings: Mapping[str, Any]) -> float:
+    """Seconds a work generator may take (``locality.generator_wait``: a number > 0, default 30)."""
+    value = settings.get("locality.generator_wait", DEFAULT_GENERATOR_WAIT)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"locality.generator_wait: expected seconds, more than 0, got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,10 @@ Input files and outputs (issue 13; CiGri stored its ``output_*`` keys and ignore
   ``output_file: TEMPLATE`` or a list (same fields), under the job's exec_directory, and
   ``output_destination: DIR`` (a local folder): after a job terminates each of its outputs is copied to
   ``DIR/<job name>/<file>``, checksum compared; a missing or damaged one is an OUTPUT_ERROR event of the job.
+
+On-demand work (cigri's, after BOINC's locality scheduling): ``work_generator`` (campaign-wide) is a command
+asked for more jobs reading an input file when a cluster holding it has none left; see
+:mod:`cigri.cycle.ondemand` for how it is called and what it answers.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ GLOBAL_ONLY = (
     "class",
     "finalize",
     "max_attempts",
+    "work_generator",  # issue 13, item 3: on-demand work (cigri.cycle.ondemand)
     "data_source",
     "input_files",
     "output_gathering_method",
@@ -403,6 +408,7 @@ class Jdl:
     klass: str = ""  # the JDL's ``class``: Scoot's requestor, matched by the classload strategy
     finalize: bool = False  # replicate the campaign's last jobs on idle slots of other clusters
     max_attempts: int | None = None  # runs of a job that end asking to run again (None: the configured limit)
+    work_generator: str | None = None  # a command asked for more jobs reading a file (cigri.cycle.ondemand)
     data_source: Path | None = None  # the local folder input_files are read from
     input_files: tuple[str, ...] = ()  # templates of each job's input files (keys under data_source)
     output_files: tuple[str, ...] = ()  # templates of each job's outputs, under its exec_directory
@@ -424,6 +430,7 @@ class Jdl:
             "class": self.klass,
             "finalize": self.finalize,
             "max_attempts": self.max_attempts,
+            **({"work_generator": self.work_generator} if self.work_generator else {}),
             **(
                 {"data_source": str(self.data_source), "input_files": list(self.input_files)}
                 if self.input_files
@@ -675,12 +682,25 @@ def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None)
         klass=_str(top.get("class", ""), "class"),
         finalize=_bool(top.get("finalize", False), "finalize"),
         max_attempts=None if top.get("max_attempts") is None else _int(top["max_attempts"], "max_attempts", 1),
+        work_generator=_command(top["work_generator"], "work_generator") if "work_generator" in top else None,
         data_source=data_source,
         input_files=input_files,
         output_files=output_files,
         output_destination=output_destination,
         raw=data,
     )
+
+
+def _command(value: object, path: str) -> str:
+    """A command line (split as a POSIX shell would, nothing expanded), not empty."""
+    text = _str(value, path)
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise JdlError(path, f"cannot split {text!r}: {exc}") from exc
+    if not words:
+        raise JdlError(path, "expected a command, got an empty string")
+    return text
 
 
 _FIELD = re.compile(r"\{([^{}]*)\}")

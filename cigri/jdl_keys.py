@@ -93,6 +93,14 @@ KEYS: tuple[JdlKey, ...] = (
         False,
         "How outputs come back: copy (the default with output_file) or none.",
     ),
+    JdlKey(
+        "work_generator",
+        "command",
+        "",
+        False,
+        "Run with a file's name when a cluster holding it has no work for it: each output line is a new job's "
+        "param line; exit 3 means no more work for that file.",
+    ),
     # per-cluster keys (jdl.CLUSTER_DEFAULTS)
     JdlKey("exec_file", "path", "", True, "The program each job runs, followed by its param line (required)."),
     JdlKey("exec_directory", "path", "{HOME}", True, "The directory jobs start in on the cluster."),

@@ -90,6 +90,7 @@ class EventCode(StrEnum):
     ADMIN_BLACKLIST = "ADMIN_BLACKLIST"  # the admin keeps every campaign off a cluster: until --unblacklist
     FAILURE_RATE = "FAILURE_RATE"  # too many of the campaign's last ends failed: it is paused until fixed
     OUTPUT_ERROR = "OUTPUT_ERROR"  # a terminated job's declared output is missing or arrived damaged
+    WORK_GENERATOR = "WORK_GENERATOR"  # the campaign's work_generator failed for a file: nothing added for it
     INPUT_CHANGED = "INPUT_CHANGED"  # an input file changed or vanished since submission: campaign paused until fixed
 
 

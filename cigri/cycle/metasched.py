@@ -13,7 +13,7 @@ from ..adapters import packing
 from ..model import ACTIVE_JOB_STATES, Campaign, CampaignState, CampaignType, EventClass, EventCode, JobState
 from ..prediction import Spread
 from ..scheduling import Assignment, CampaignView, ClusterView, Demand, GridJob, Snapshot, State, Stop, decide
-from . import flow, replicas
+from . import flow, ondemand, picking, replicas
 from .context import Context, log
 from .health import cancel_each, capacities, usable
 
@@ -25,13 +25,14 @@ def run(ctx: Context) -> None:
     if not campaigns:
         return
     clusters = _clusters(ctx, campaigns)
+    ondemand.generate(ctx, campaigns, clusters)
     _take_back(ctx, campaigns, clusters)
     _recall(ctx)
     ctx.avoided = ctx.store.avoided(ctx.clock.now())
     ctx.checkpointed = ctx.store.checkpointed()
     snapshot = _snapshot(ctx, campaigns, clusters)
     launches, stops, states = _decide(ctx, snapshot)
-    _record(ctx, launches, stops, states)
+    _record(ctx, snapshot, launches, stops, states)
     replicas.place(ctx, snapshot, launches)
 
 
@@ -292,14 +293,21 @@ def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) ->
     )
 
 
-def _record(ctx: Context, plan: Sequence[Assignment], stops: Sequence[Stop], states: dict[str, State]) -> None:
-    """In one transaction: the launches as batches for the runner, the stops for the runner to carry out,
-    each strategy's state for the next pass, and each cluster's flow state with what it was sent."""
+def _record(
+    ctx: Context, snapshot: Snapshot, plan: Sequence[Assignment], stops: Sequence[Stop], states: dict[str, State]
+) -> None:
+    """In one transaction: the launches as batches for the runner (their jobs chosen by the job picker for
+    campaigns with input files, see :mod:`.picking`, else the store's next ones), the stops for the runner to
+    carry out, each strategy's state for the next pass, and each cluster's flow state with what it was sent."""
     now = ctx.clock.now()
     with ctx.store.transaction():
+        picked = picking.pick(ctx, snapshot, plan)
         for assignment in plan:
             avoiding = (assignment.cluster, now) if assignment.campaign_id in ctx.choosy else None
-            jobs = ctx.store.next_jobs(assignment.campaign_id, assignment.jobs, avoiding, assignment.cluster)
+            if assignment.campaign_id in picked.campaigns:
+                jobs = picked.jobs.pop((assignment.cluster, assignment.campaign_id), [])
+            else:
+                jobs = ctx.store.next_jobs(assignment.campaign_id, assignment.jobs, avoiding, assignment.cluster)
             # a batch's jobs share their environment and walltime: those resuming from a checkpoint, and
             # those with a walltime raised by retry_resources, go in batches of their own
             kinds: dict[tuple[bool, float | None], list[int]] = defaultdict(list)

@@ -285,4 +285,4 @@ def evaluators() -> list[str]:
 
 # strategies register themselves on import:
 # (each module below adds its class with @register and its ``grid policy`` function with @evaluates)
-from . import affinity, classload, fairshare, srpt  # noqa: E402, F401
+from . import affinity, classload, cursors, fairshare, locality, srpt  # noqa: E402, F401

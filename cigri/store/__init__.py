@@ -37,6 +37,7 @@ from ..secrets import mask_text
 from . import migrations
 from .files import Files
 from .integrity import Integrity
+from .picking import Picking
 
 CHUNK = 900  # stays under SQLite's default limit of host parameters per statement
 ROWS_PER_INSERT = 4096
@@ -107,7 +108,7 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-class Store(Integrity, Files):
+class Store(Integrity, Files, Picking):
     def __init__(self, path: str | os.PathLike, *, clock_now=None, readonly: bool = False):
         """Open (creating it when missing) and migrate the state file; ``readonly`` opens an existing one as
         it is, for reading only (``grid admin check``)."""
