@@ -94,7 +94,7 @@ def test_failures_open_events_block_and_fix_resubmits(cli, tmp_path, job_script)
     assert "exited with status 3" in events[0]["message"] and "failure of bad" in events[0]["message"]
     assert cli.json("gridstat", "-c", str(cid))["blocked"]
     assert f"campaign {cid} is blocked: 2 open event(s)" in out
-    assert cli.json("gridstat")[0]["letter"] == "Re"
+    assert (cli.json("gridstat")[0]["state"], cli.json("gridstat")[0]["open_events"]) == ("in_treatment", 2)
     cli("gridevents", "-c", str(cid), "-f", "-r")
     cli.until_done()
     assert runs(tmp_path).count("bad fail") == 2

@@ -97,7 +97,7 @@ def test_the_campaign_waits_on_its_blacklist_and_gridstat_says_so(tmp_path):
     cli = CliGrid(state)
     row = cli.json("gridstat", "-c", str(cid))
     assert (row["open_events"], row["blocked"]) == (2, f"2 open event(s): see gridevents -c {cid}")
-    assert row["letter"] == "Re"
+    assert row["state"] == "in_treatment"
     [shown] = cli.json("gridevents", "-c", str(cid), "-e", "blacklist")
     assert (shown["code"], shown["cluster"], shown["parent_id"]) == ("BLACKLIST", "a", 1)
     out = cli("gridevents", "-c", str(cid), "-f", "-r", "-e", "EXIT_ERROR")

@@ -15,7 +15,6 @@ from .sim_cmds import simulate
 
 
 @click.group("grid", cls=GridGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="cigri")
 @common
 def grid():
     """cigri: run campaigns of many independent jobs over clusters.

@@ -134,8 +134,26 @@ def flow_option(command):
     )(command)
 
 
+def _print_version(ctx: click.Context, _param, value):
+    """``--version``: the command as it was called (``gridstat`` or ``grid gridstat``) and cigri's version."""
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib.metadata import version
+
+    click.echo(f"{ctx.command_path}, version {version('cigri')}")
+    ctx.exit()
+
+
 def common(command):
-    """``--state`` and ``-v`` on every command, so that standalone gridsub etc. take them too."""
+    """``--state``, ``-v`` and ``--version`` on every command, so that standalone gridsub etc. take them too."""
+    command = click.option(
+        "--version",
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=_print_version,
+        help="Show cigri's version and exit.",
+    )(command)
     command = click.option(
         "--state",
         type=click.Path(),  # a directory or unwritable path is the store's StoreError (exit 7), not a usage error

@@ -1,0 +1,213 @@
+"""CiGri's commands and options as a user coming from CiGri tries them (issue 14 item 1), and completion (item 5)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from cigri import campaigns
+from cigri.cli import grid, griddel, gridstat
+from cigri.model import Capacity
+from cigri.store import Store
+
+from .conftest import write_jdl
+
+
+def _run(command, *args, code: int = 0, prog: str = "grid", env: dict | None = None):
+    result = CliRunner().invoke(command, list(args), prog_name=prog, catch_exceptions=False, env=env)
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    return result
+
+
+def _submit(cli, tmp_path, name="sweep", params=("a 1", "b 2")) -> int:
+    return cli.submit(write_jdl(tmp_path, name=name, exec_file="/bin/true", params=list(params)))
+
+
+# ---- --version ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["gridsub", "gridstat", "griddel", "gridevents", "gridclusters"])
+def test_every_standalone_command_answers_version(name):
+    from cigri.cli import STANDALONE
+
+    out = _run(STANDALONE[name], "--version", prog=name).output
+    assert out.startswith(f"{name}, version ")
+    assert _run(grid, name, "--version").output.startswith(f"grid {name}, version ")
+
+
+# ---- gridsub -d ---------------------------------------------------------------------------------
+
+
+def test_gridsub_d_prints_the_expanded_jobs_and_writes_nothing(cli, state, tmp_path):
+    path = write_jdl(tmp_path, name="sweep", exec_file="/bin/echo", params=["a 1", "b 2"])
+    out = cli("gridsub", "-d", str(path))
+    assert "job a: /bin/echo a 1" in out and "job b: /bin/echo b 2" in out
+    assert "nothing submitted" in out
+    assert cli.json("gridstat") == []
+
+
+# ---- gridstat -f header, -e, one state spelling -------------------------------------------------
+
+
+def test_gridstat_full_has_a_header_unless_H(cli, tmp_path):
+    campaign = _submit(cli, tmp_path)
+    lines = cli("gridstat", "-c", str(campaign), "-f").splitlines()
+    assert lines[0].split() == ["Job", "Remote", "State", "Cluster", "Name", "Params"]
+    assert len(lines) == 3
+    headerless = cli("gridstat", "-c", str(campaign), "-f", "-H").splitlines()
+    assert [line.split() for line in headerless] == [line.split() for line in lines[1:]]
+
+
+def test_gridstat_e_lists_a_campaigns_events(cli, store, tmp_path):
+    from cigri.model import EventClass, EventCode
+
+    campaign = _submit(cli, tmp_path)
+    with store.transaction():
+        store.open_event(EventClass.CAMPAIGN, EventCode.EXIT_ERROR, "job a exited 3", 1.0, campaign_id=campaign)
+    out = cli("gridstat", "-c", str(campaign), "-e")
+    assert "EXIT_ERROR" in out and "job a exited 3" in out
+    events = cli.json("gridstat", "-c", str(campaign), "-e")
+    assert [e["code"] for e in events] == ["EXIT_ERROR"]
+
+
+def test_gridstat_e_needs_a_campaign(state):
+    result = _run(grid, "--state", str(state), "gridstat", "-e", code=2)
+    assert "-e" in result.stderr
+
+
+def test_one_campaign_state_spelling_everywhere(cli, state, tmp_path):
+    running = _submit(cli, tmp_path, name="r")
+    paused = _submit(cli, tmp_path, name="p")
+    cli("griddel", "-p", str(paused))
+    listing = cli("gridstat")
+    detail = cli("gridstat", "-c", str(paused))
+    rows = {r["id"]: r for r in cli.json("gridstat")}
+    assert rows[running]["state"] == "in_treatment" and rows[paused]["state"] == "paused"
+    assert "letter" not in rows[running]
+    assert cli.json("gridstat", "-c", str(paused))["state"] == "paused"
+    assert " paused " in f" {listing} " and "State:" in detail and "paused" in detail
+    assert "in_treatment" in listing
+    assert " P " not in listing  # no second spelling
+
+
+# ---- griddel --purge ----------------------------------------------------------------------------
+
+
+def test_purge_removes_an_ended_campaign_and_its_files(cli, state, tmp_path):
+    campaign = _submit(cli, tmp_path)
+    cli("griddel", str(campaign))
+    spool = state.parent / "campaigns" / str(campaign)
+    spool.mkdir(parents=True)
+    (spool / "out.txt").write_text("x")
+    out = cli("griddel", "--purge", str(campaign))
+    assert f"campaign {campaign} purged" in out
+    assert not spool.exists()
+    assert cli.json("gridstat") == []
+    cli("gridstat", "-c", str(campaign), code=4)
+
+
+def test_purge_refuses_a_running_campaign(cli, state, tmp_path):
+    campaign = _submit(cli, tmp_path)
+    result = _run(grid, "--state", str(state), "griddel", "--purge", str(campaign), code=1)
+    assert "still running" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert [r["id"] for r in cli.json("gridstat")] == [campaign]
+
+
+def test_purge_is_owner_checked(cli, state, tmp_path, monkeypatch):
+    campaign = _submit(cli, tmp_path)
+    cli("griddel", str(campaign))
+    monkeypatch.setattr(campaigns, "current_user", lambda: "someone-else")
+    result = _run(grid, "--state", str(state), "griddel", "--purge", str(campaign), code=5)
+    assert "error" in result.stderr
+    monkeypatch.undo()
+    assert [r["id"] for r in cli.json("gridstat")] == [campaign]
+
+
+# ---- gridclusters -i / -u / -b ------------------------------------------------------------------
+
+
+def test_gridclusters_info_masks_secrets(cli, state):
+    cli("gridclusters", "add", "dahu", "--adapter", "slurm-rest", "--url", "http://x", "--token", "sekret-jwt")
+    out = cli("gridclusters", "-i", "dahu")
+    assert "slurm-rest" in out and "http://x" in out and "sekret-jwt" not in out
+    info = cli.json("gridclusters", "-i", "dahu")
+    assert info["name"] == "dahu" and info["adapter"] == "slurm-rest" and "sekret" not in json.dumps(info)
+
+
+def test_gridclusters_info_of_an_unknown_cluster(state):
+    result = _run(grid, "--state", str(state), "gridclusters", "-i", "nowhere", code=4)
+    assert "nowhere" in result.stderr
+
+
+def test_gridclusters_usage_from_the_last_recorded_sample(cli, state):
+    store = Store(state)
+    with store.transaction():
+        store.record_usage({"local": Capacity(total=8, used=5, grid_used=3, queued=1)}, 100.0)
+    store.close()
+    rows = cli.json("gridclusters", "-u")
+    assert rows == [
+        {"cluster": "local", "max": 8, "used": 5, "used_by_grid": 3, "unavailable": 0, "recorded_at": 100.0}
+    ]
+    figures = cli("gridclusters", "-u").splitlines()
+    assert figures[0].split()[:5] == ["Cluster", "Max", "Used", "By", "grid"]
+    bars = cli("gridclusters", "-b")
+    assert "local" in bars and "###" in bars
+
+
+def test_gridclusters_usage_never_recorded(cli):
+    out = cli("gridclusters", "-u")
+    assert "local" in out and "no usage recorded" in out
+
+
+# ---- completion ---------------------------------------------------------------------------------
+
+
+def _complete(command, prog: str, words: str, state) -> list[str]:
+    env = {
+        f"_{prog.upper()}_COMPLETE": "bash_complete",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1)),
+        "CIGRI_STATE": str(state),
+    }
+    result = CliRunner().invoke(command, [], prog_name=prog, env=env, catch_exceptions=False)
+    assert "Traceback" not in result.output
+    return [line.split(",", 1)[1] for line in result.output.splitlines() if "," in line]
+
+
+def test_campaign_ids_and_cluster_names_complete(cli, state, tmp_path):
+    first = _submit(cli, tmp_path, name="one")
+    second = _submit(cli, tmp_path, name="two")
+    assert {str(first), str(second)} <= set(_complete(gridstat, "gridstat", "gridstat -c ", state))
+    assert {str(first), str(second)} <= set(_complete(griddel, "griddel", "griddel ", state))
+    assert "local" in _complete(grid, "grid", "grid gridclusters -i ", state)
+
+
+def test_completion_never_creates_a_state_file(tmp_path):
+    missing = tmp_path / "none" / "state.db"
+    assert _complete(gridstat, "gridstat", "gridstat -c ", missing) == []
+    assert not missing.parent.exists()
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_scripts_are_valid(shell, tmp_path):
+    out = _run(grid, "completion", shell).output
+    assert "_GRID_COMPLETE" in out
+    for name in ("gridstat", "griddel", "gridsub", "gridevents", "gridclusters"):
+        assert f"_{name.upper()}_COMPLETE" in out
+    binary = shutil.which(shell)
+    if binary is None:
+        pytest.skip(f"{shell} is not installed")
+    script = tmp_path / f"completion.{shell}"
+    script.write_text(out)
+    check = subprocess.run([binary, "-n", str(script)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+
+
+def test_completion_of_an_unknown_shell(state):
+    result = _run(grid, "completion", "tcsh", code=2)
+    assert "tcsh" in result.stderr
