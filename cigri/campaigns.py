@@ -9,9 +9,11 @@ import os
 import pwd
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import events as event_rules
 from .adapters import AdapterContext, adapter_for
+from .adapters.local_rm import out_path
 from .clock import Clock, RealClock
 from .cycle import RETRY, stage_remote
 from .errors import CigriError, JdlError, NotFound, PermissionDenied
@@ -131,6 +133,28 @@ def cancel_job(store: Store, job_id: int, *, user: str | None = None) -> str:
             store.request_kill(job_id=job_id)
             return "will be killed by the next pass"
     raise CigriError(f"job {job_id} is {job.state.value}: nothing to cancel")
+
+
+def purge(store: Store, campaign_ids: list[int], *, user: str | None = None) -> list[Path]:
+    """Forget ended campaigns (terminated or cancelled), owner-checked, all in one transaction: every row
+    about them, jobs included. Return the files they left in the state directory (the stdout and stderr
+    the local clusters' spools kept of their jobs), which the caller removes once this has committed.
+    CiGri's ``griddel --purge`` never could succeed; a running or paused campaign is refused."""
+    files: list[Path] = []
+    with store.transaction():
+        for campaign_id in campaign_ids:
+            campaign = _owned(store, campaign_id, user)
+            if campaign.state not in (CampaignState.TERMINATED, CampaignState.CANCELLED):
+                raise CigriError(
+                    f"campaign {campaign_id} is still running ({campaign.state.value}): "
+                    "cancel it (griddel ID) before purging it"
+                )
+            local = {c.name for c in store.clusters() if c.adapter == "local"}
+            for cluster, remote_id in store.purge_campaign(campaign_id):
+                if cluster in local or store.cluster_of_outputs(cluster).adapter == "local":
+                    spool = store.directory / "clusters" / cluster
+                    files += [out_path(spool, int(remote_id), stream) for stream in ("stdout", "stderr")]
+    return files
 
 
 @dataclass(frozen=True)

@@ -100,29 +100,40 @@ def test_one_campaign_state_spelling_everywhere(cli, state, tmp_path):
 
 def test_purge_removes_an_ended_campaign_and_its_files(cli, state, tmp_path):
     campaign = _submit(cli, tmp_path)
+    kept = _submit(cli, tmp_path, name="kept")
+    store = Store(state)
+    with store.transaction():
+        [job, _] = [j.id for j in store.jobs(campaign)]
+        store.finish_batch(store.create_batch("local", campaign, [job], 1.0), {job: "7"}, 1.0)
+    store.close()
+    outputs = state.parent / "clusters" / "local" / "out"
+    outputs.mkdir(parents=True, exist_ok=True)
+    files = [outputs / "7.out", outputs / "7.err", outputs / "8.out"]  # 8: another campaign's job
+    for path in files:
+        path.write_text("x")
     cli("griddel", str(campaign))
-    spool = state.parent / "campaigns" / str(campaign)
-    spool.mkdir(parents=True)
-    (spool / "out.txt").write_text("x")
     out = cli("griddel", "--purge", str(campaign))
     assert f"campaign {campaign} purged" in out
-    assert not spool.exists()
-    assert cli.json("gridstat") == []
-    cli("gridstat", "-c", str(campaign), code=4)
+    assert [path.exists() for path in files] == [False, False, True]
+    assert [r["id"] for r in cli.json("gridstat")] == [kept]
+    cli("gridstat", "-c", str(campaign), code=5)
+    assert cli.json("gridstat", "-f") and all(j["campaign_id"] == kept for j in cli.json("gridstat", "-f"))
 
 
-def test_purge_refuses_a_running_campaign(cli, state, tmp_path):
+def test_purge_refuses_a_running_campaign_and_purges_none(cli, state, tmp_path):
+    ended = _submit(cli, tmp_path, name="ended")
+    cli("griddel", str(ended))
     campaign = _submit(cli, tmp_path)
-    result = _run(grid, "--state", str(state), "griddel", "--purge", str(campaign), code=1)
+    result = _run(grid, "--state", str(state), "griddel", "--purge", str(ended), str(campaign), code=1)
     assert "still running" in result.stderr and len(result.stderr.splitlines()) == 1
-    assert [r["id"] for r in cli.json("gridstat")] == [campaign]
+    assert [r["id"] for r in cli.json("gridstat")] == [ended, campaign]
 
 
 def test_purge_is_owner_checked(cli, state, tmp_path, monkeypatch):
     campaign = _submit(cli, tmp_path)
     cli("griddel", str(campaign))
     monkeypatch.setattr(campaigns, "current_user", lambda: "someone-else")
-    result = _run(grid, "--state", str(state), "griddel", "--purge", str(campaign), code=5)
+    result = _run(grid, "--state", str(state), "griddel", "--purge", str(campaign), code=6)
     assert "error" in result.stderr
     monkeypatch.undo()
     assert [r["id"] for r in cli.json("gridstat")] == [campaign]
@@ -140,7 +151,7 @@ def test_gridclusters_info_masks_secrets(cli, state):
 
 
 def test_gridclusters_info_of_an_unknown_cluster(state):
-    result = _run(grid, "--state", str(state), "gridclusters", "-i", "nowhere", code=4)
+    result = _run(grid, "--state", str(state), "gridclusters", "-i", "nowhere", code=5)
     assert "nowhere" in result.stderr
 
 

@@ -73,6 +73,11 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
+def out_path(spool_dir: Path, job_id: int, stream: str) -> Path:
+    """Where a local job's stdout or stderr is kept, in its cluster's spool."""
+    return spool_dir / "out" / f"{job_id}.{'out' if stream == 'stdout' else 'err'}"
+
+
 class Spool:
     """A local cluster's queue: every SQL statement of the local RM is here."""
 
@@ -101,7 +106,7 @@ class Spool:
     pid_path = property(lambda self: self.dir / "daemon.pid")
 
     def out_path(self, job_id: int, stream: str) -> Path:
-        return self.dir / "out" / f"{job_id}.{'out' if stream == 'stdout' else 'err'}"
+        return out_path(self.dir, job_id, stream)
 
     def close(self) -> None:
         self.conn.close()

@@ -482,8 +482,13 @@ def _comma_ids(ctx: click.Context, param: click.Parameter, value: str | None) ->
 )
 @click.option("-r", "--resume", is_flag=True, help="Resume paused campaigns: their held jobs are released.")
 @click.option("-j", "--job", type=ID, help="Cancel this one job.")
+@click.option(
+    "--purge",
+    is_flag=True,
+    help="Forget ended (terminated or cancelled) campaigns: their jobs, events and the outputs kept here.",
+)
 @common
-def griddel(ids, campaigns, pause, resume, job):
+def griddel(ids, campaigns, pause, resume, job, purge):
     """Cancel campaigns (running jobs are killed, the rest dropped), or pause / resume them.
 
     Pausing takes effect at the next almighty pass: the campaign's jobs queued on a cluster are held
@@ -491,24 +496,37 @@ def griddel(ids, campaigns, pause, resume, job):
     being submitted is submitted then held. Resuming releases them. Cancelling a paused campaign
     kills its held jobs. gridstat -c shows how many jobs are held.
 
+    --purge forgets campaigns that are over (terminated or cancelled; a running one
+    is refused): their jobs, events and statistics leave the state file, and the
+    stdout and stderr the local clusters kept of their jobs are deleted. Files on
+    remote clusters (exec_directory, Slurm's or OAR's outputs) stay where they are.
+
     \b
     Example:
         griddel 3
+        griddel -c 3,4
         griddel -p 3
         griddel -r 3
         griddel -j 42
+        griddel --purge 3 4
     """
     a = app()
-    if pause and resume:
-        raise CigriError("-p and -r exclude each other")
+    if sum((pause, resume, purge)) > 1:
+        raise CigriError("-p, -r and --purge exclude each other")
     if job is not None:
-        if ids or campaigns or pause or resume:
-            raise CigriError("-j cancels one job: give no campaign ids, -p or -r with it")
+        if ids or campaigns or pause or resume or purge:
+            raise CigriError("-j cancels one job: give no campaign ids, -p, -r or --purge with it")
         click.echo(f"job {job}: {ops.cancel_job(a.store, job)}")
         return
     targets = [*ids, *campaigns]
     if not targets:
         raise CigriError("which campaign? griddel ID [ID ...] or -c ID,ID")
+    if purge:
+        for path in ops.purge(a.store, targets):  # committed: the rows are gone, now their files
+            path.unlink(missing_ok=True)
+        for campaign_id in targets:
+            click.echo(f"campaign {campaign_id} purged")
+        return
     done = []
     with a.store.transaction():  # all the campaigns change, or none (griddel 1 2 with 2 already over)
         for campaign_id in targets:
