@@ -143,11 +143,12 @@ def test_purge_is_owner_checked(cli, state, tmp_path, monkeypatch):
 
 
 def test_gridclusters_info_masks_secrets(cli, state):
-    cli("gridclusters", "add", "dahu", "--adapter", "slurm-rest", "--url", "http://x", "--token", "sekret-jwt")
+    cli("gridclusters", "add", "dahu", "--adapter", "oar-rest", "--url", "http://me:sekret-pw@x/oarapi")
     out = cli("gridclusters", "-i", "dahu")
-    assert "slurm-rest" in out and "http://x" in out and "sekret-jwt" not in out
+    assert "oar-rest" in out and "x/oarapi" in out and "sekret-pw" not in out
     info = cli.json("gridclusters", "-i", "dahu")
-    assert info["name"] == "dahu" and info["adapter"] == "slurm-rest" and "sekret" not in json.dumps(info)
+    assert (info["name"], info["adapter"], info["state"]) == ("dahu", "oar-rest", "ok")
+    assert "sekret" not in json.dumps(info)
 
 
 def test_gridclusters_info_of_an_unknown_cluster(state):
@@ -222,3 +223,11 @@ def test_completion_scripts_are_valid(shell, tmp_path):
 def test_completion_of_an_unknown_shell(state):
     result = _run(grid, "completion", "tcsh", code=2)
     assert "tcsh" in result.stderr
+
+
+def test_a_metasched_pass_records_the_usage(cli, tmp_path):
+    _submit(cli, tmp_path)
+    cli("metasched")
+    [row] = cli.json("gridclusters", "-u")
+    assert (row["cluster"], row["max"], row["unavailable"]) == ("local", 2, 0)
+    assert row["recorded_at"] is not None

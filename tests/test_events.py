@@ -151,7 +151,7 @@ def test_the_admins_blacklist_keeps_every_campaign_off_the_cluster_and_lets_its_
     assert event["message"] == "blacklisted by root: disk full"
     cli("gridevents", "--blacklist-cluster", "a", code=1)
     assert cli("gridevents", "--unblacklist", "a") == "cluster a: blacklist lifted (event 1 closed)\n"
-    assert [row["blacklisted"] for row in cli.json("gridclusters")] == [False, False]
+    assert "BLACKLISTED" not in [row["state"] for row in cli.json("gridclusters")]
     grid.at(40)
     assert len(a.owner) == 2, "lifted: a gets a job again"
 

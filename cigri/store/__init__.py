@@ -24,6 +24,7 @@ from ..model import (
     Campaign,
     CampaignState,
     CampaignType,
+    Capacity,
     Cluster,
     Event,
     EventClass,
@@ -981,6 +982,19 @@ class Store(Integrity):
                 f"WHERE id IN ({_marks(len(chunk))}) AND state = 'open'",
                 [now, by, *chunk],
             )
+
+    def record_usage(self, capacities: dict[str, Capacity], now: float) -> None:
+        """Keep each cluster's latest capacity reading (gridclusters -u / -b show it)."""
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO cluster_usage (cluster, total, used, grid_used, queued, at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [(name, c.total, c.used, c.grid_used, c.queued, now) for name, c in capacities.items()],
+        )
+
+    def recorded_usage(self) -> dict[str, tuple[Capacity, float]]:
+        """Each cluster's latest capacity reading and when it was taken (clusters never read are absent)."""
+        rows = self.conn.execute("SELECT cluster, total, used, grid_used, queued, at FROM cluster_usage")
+        return {name: (Capacity(total, used, grid, queued), at) for name, total, used, grid, queued, at in rows}
 
     def open_cluster_event(self, cluster: str) -> Event | None:
         """The open transport event of ``cluster`` (the admin's blacklist is not one: it does not close itself)."""
