@@ -8,6 +8,7 @@ from .admin_cmds import admin
 from .app import GridGroup, common
 from .campaign_cmds import griddel, gridevents, gridstat, gridsub
 from .cluster_cmds import gridclusters
+from .completion import completion
 from .config_cmds import config
 from .cycle_cmds import STAGE_COMMANDS, almighty
 from .policy_cmds import policy
@@ -39,6 +40,7 @@ for command in (
     config,
     policy,
     admin,
+    completion,
 ):
     grid.add_command(command)
 
@@ -58,4 +60,4 @@ griddel_main = _standalone("griddel")
 gridevents_main = _standalone("gridevents")
 gridclusters_main = _standalone("gridclusters")
 
-__all__ = ["common", "grid"]
+__all__ = ["STANDALONE", "common", "grid"]

@@ -96,8 +96,8 @@ ID = IdType()
 
 
 def _set_state(ctx: click.Context, _param, value):
-    if value is not None:
-        app().state_path = Path(value).expanduser()
+    if value is not None:  # through ctx: completion parses without a current context
+        ctx.find_root().ensure_object(App).state_path = Path(value).expanduser()
     return value
 
 

@@ -15,6 +15,7 @@ from ..model import CampaignState, EventCode, JobState
 from ..prediction import Spread
 from . import output
 from .app import ID, GridCommand, app, common
+from .completion import campaign_ids, cluster_names
 
 
 def _jdl_from_options(file: str | None, json_text: str | None, test: bool | None) -> jdl_mod.Jdl:
@@ -57,7 +58,9 @@ def _extra_jobs(jobs_file: str | None, jobs_json: str | None) -> jdl_mod.Jdl:
     help="test: one job per cluster, before every default campaign, then the campaign ends.",
 )
 @click.option("-d", "--dry-run", is_flag=True, help="Validate and print the expanded jobs (CiGri's -d); write nothing.")
-@click.option("-c", "--campaign", type=ID, help="Add jobs to this campaign instead (with -F or -J).")
+@click.option(
+    "-c", "--campaign", type=ID, shell_complete=campaign_ids, help="Add jobs to this campaign instead (with -F or -J)."
+)
 @click.option("-F", "--jobs-file", type=click.Path(dir_okay=False), help="With -c: a file of param lines.")
 @click.option("-J", "--jobs-json", help="With -c: a JSON array of param lines.")
 @common
@@ -359,8 +362,8 @@ def _show_jobs(store, campaign: int | None, user: str | None, headerless: bool, 
 
 
 @click.command("gridstat", cls=GridCommand)
-@click.argument("campaign_arg", required=False, type=ID, metavar="[CAMPAIGN]")
-@click.option("-c", "--campaign", type=ID, help="Details of one campaign.")
+@click.argument("campaign_arg", required=False, type=ID, metavar="[CAMPAIGN]", shell_complete=campaign_ids)
+@click.option("-c", "--campaign", type=ID, shell_complete=campaign_ids, help="Details of one campaign.")
 @click.option("-f", "--full", is_flag=True, help="One line per job: job id, remote id, state, cluster, name, params.")
 @click.option("-e", "--events", "show_events", is_flag=True, help="With -c: the campaign's open events (-a: all).")
 @click.option("-a", "--all", "show_all", is_flag=True, help="With -e: closed events too.")
@@ -472,8 +475,10 @@ def _comma_ids(ctx: click.Context, param: click.Parameter, value: str | None) ->
 
 
 @click.command("griddel", cls=GridCommand)
-@click.argument("ids", nargs=-1, type=ID)
-@click.option("-c", "--campaigns", callback=_comma_ids, help="Campaign ids, separated by commas.")
+@click.argument("ids", nargs=-1, type=ID, shell_complete=campaign_ids)
+@click.option(
+    "-c", "--campaigns", callback=_comma_ids, shell_complete=campaign_ids, help="Campaign ids, separated by commas."
+)
 @click.option(
     "-p",
     "--pause",
@@ -620,7 +625,7 @@ def _list_events(store, campaign, event_id, show_all, code, global_only, headerl
 
 @click.command("gridevents", cls=GridCommand)
 @click.argument("event_id", required=False, type=ID, metavar="[EVENT_ID]")
-@click.option("-c", "--campaign", type=ID, help="Events of this campaign.")
+@click.option("-c", "--campaign", type=ID, shell_complete=campaign_ids, help="Events of this campaign.")
 @click.option(
     "-g", "--global", "global_only", is_flag=True, help="Global events: clusters' and the admin's blacklists."
 )
@@ -630,9 +635,16 @@ def _list_events(store, campaign, event_id, show_all, code, global_only, headerl
 @click.option("-r", "--resubmit", is_flag=True, help="With -f: run the failed jobs again.")
 @click.option("-H", "--headerless", is_flag=True, help="No header line.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
-@click.option("--blacklist-cluster", metavar="NAME", help="Admin: no new job goes to this cluster, for any campaign.")
+@click.option(
+    "--blacklist-cluster",
+    metavar="NAME",
+    shell_complete=cluster_names,
+    help="Admin: no new job goes to this cluster, for any campaign.",
+)
 @click.option("--reason", help="With --blacklist-cluster: why (shown in the event).")
-@click.option("--unblacklist", metavar="NAME", help="Admin: lift the blacklist of this cluster.")
+@click.option(
+    "--unblacklist", metavar="NAME", shell_complete=cluster_names, help="Admin: lift the blacklist of this cluster."
+)
 @common
 def gridevents(
     event_id,

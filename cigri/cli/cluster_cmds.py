@@ -9,6 +9,7 @@ from ..adapters import registry
 from ..secrets import mask
 from . import output
 from .app import GridGroup, app, common
+from .completion import cluster_names
 
 
 def _adapter_options(command):
@@ -143,7 +144,13 @@ def _show_usage(store, bars: bool, headerless: bool, as_json: bool) -> None:
 
 
 @click.group("gridclusters", cls=GridGroup, invoke_without_command=True)
-@click.option("-i", "--info", metavar="NAME", help="One cluster: adapter, settings (secrets masked), state, events.")
+@click.option(
+    "-i",
+    "--info",
+    metavar="NAME",
+    shell_complete=cluster_names,
+    help="One cluster: adapter, settings (secrets masked), state, events.",
+)
 @click.option(
     "-u", "--usage", is_flag=True, help="Each cluster's last recorded usage: max, used, by grid, unavailable."
 )
@@ -259,7 +266,7 @@ def add(name, adapter, **options):
 
 
 @gridclusters.command("set")
-@click.argument("name")
+@click.argument("name", shell_complete=cluster_names)
 @_adapter_options
 @common
 def set_(name, **options):
@@ -272,7 +279,7 @@ def set_(name, **options):
 
 
 @gridclusters.command("remove")
-@click.argument("name")
+@click.argument("name", shell_complete=cluster_names)
 @common
 def remove(name):
     """Remove a cluster no running campaign uses."""
