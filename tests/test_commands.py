@@ -231,3 +231,22 @@ def test_a_metasched_pass_records_the_usage(cli, tmp_path):
     [row] = cli.json("gridclusters", "-u")
     assert (row["cluster"], row["max"], row["unavailable"]) == ("local", 2, 0)
     assert row["recorded_at"] is not None
+
+
+def test_gridstat_d_is_cigris_json_dump(cli, tmp_path):
+    campaign = _submit(cli, tmp_path)
+    assert json.loads(cli("gridstat", "-d")) == cli.json("gridstat")
+    assert json.loads(cli("gridstat", "-c", str(campaign), "-d"))["id"] == campaign
+
+
+def test_gridstat_C_is_refused_clearly(cli, state, tmp_path):
+    _submit(cli, tmp_path)
+    result = _run(grid, "--state", str(state), "gridstat", "-j", "1", "-C", code=1)
+    assert "-C" in result.stderr and "not built" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_gridstat_campaign_H_drops_the_cluster_tables_header(cli, tmp_path):
+    campaign = _submit(cli, tmp_path)
+    with_header = cli("gridstat", "-c", str(campaign))
+    without = cli("gridstat", "-c", str(campaign), "-H")
+    assert "Jobs sent" in with_header and "Jobs sent" not in without

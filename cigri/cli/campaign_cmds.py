@@ -180,7 +180,7 @@ def _spritz(figures: dict) -> dict:
     }
 
 
-def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
+def _show_campaign(store, campaign_id: int, headerless: bool, as_json: bool) -> None:
     campaign = store.campaign(campaign_id)
     row = _campaign_row(store, campaign, store.open_event_counts())
     stats = store.stats(campaign_id)
@@ -256,6 +256,7 @@ def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
     output.table(
         ["Cluster", "Jobs sent", "Active", "Throughput", "Duration", "Left", "Estimated end", "Prologue", "Epilogue"],
         rows,
+        headers=not headerless,
     )
 
 
@@ -374,7 +375,8 @@ def _show_jobs(store, campaign: int | None, user: str | None, headerless: bool, 
 @click.option("-u", "--user", help="Only this user's campaigns.")
 @click.option("-H", "--headerless", is_flag=True, help="No header line.")
 @click.option("--eta", is_flag=True, help="Running campaigns by estimated end, the soonest first.")
-@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@click.option("-d", "--json", "as_json", is_flag=True, help="JSON output (CiGri's -d dump).")
+@click.option("-C", "rm_details", is_flag=True, hidden=True)
 @common
 def gridstat(
     campaign_arg,
@@ -390,6 +392,7 @@ def gridstat(
     headerless,
     eta,
     as_json,
+    rm_details,
 ):
     """Show campaigns, one campaign, its jobs, or one job.
 
@@ -416,6 +419,8 @@ def gridstat(
     """
     store = app().store
     campaign = campaign if campaign is not None else campaign_arg
+    if rm_details:
+        raise CigriError("-C (the resource manager's own view of a job) is not built: gridstat -j JOB shows the job")
     if (show_out or show_err) and job is None:
         raise CigriError("-O and -E go with -j JOB")
     if show_all and not show_events:
@@ -445,7 +450,7 @@ def gridstat(
         _show_jobs(store, campaign, user, headerless, as_json)
         return
     if campaign is not None:
-        _show_campaign(store, campaign, as_json)
+        _show_campaign(store, campaign, headerless, as_json)
         return
     events = store.open_event_counts()
     rows = [_campaign_row(store, c, events) for c in store.campaigns(user=user)]
