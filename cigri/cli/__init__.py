@@ -25,6 +25,8 @@ def grid():
         gridsub jdl-examples/sweep.yaml      # prints CAMPAIGN_ID=1
         grid almighty --until-done           # runs it on the local cluster
         gridstat -c 1
+        gridstat --version
+        eval "$(grid completion bash)"
     """
 
 
