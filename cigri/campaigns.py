@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import events as event_rules
 from .adapters import AdapterContext, adapter_for
-from .adapters.local_rm import out_path
+from .adapters.local_rm import Spool, out_path
 from .clock import Clock, RealClock
 from .cycle import RETRY, stage_remote
 from .errors import CigriError, JdlError, NotFound, PermissionDenied
@@ -135,12 +135,33 @@ def cancel_job(store: Store, job_id: int, *, user: str | None = None) -> str:
     raise CigriError(f"job {job_id} is {job.state.value}: nothing to cancel")
 
 
-def purge(store: Store, campaign_ids: list[int], *, user: str | None = None) -> list[Path]:
+@dataclass(frozen=True)
+class Leftovers:
+    """What purged campaigns left in the state directory: per local cluster's spool, the ids its jobs had
+    there (their rows in its rm.db, their stdout and stderr files)."""
+
+    spools: dict[Path, list[int]]
+
+    def remove(self) -> None:
+        """Delete them; called once the purge has committed (a rollback leaves every file in place)."""
+        for directory, ids in self.spools.items():
+            for job_id in ids:
+                for stream in ("stdout", "stderr"):
+                    out_path(directory, job_id, stream).unlink(missing_ok=True)
+            if (directory / "rm.db").exists():  # never create a spool to empty it
+                spool = Spool(directory)
+                try:
+                    spool.forget(ids)
+                finally:
+                    spool.close()
+
+
+def purge(store: Store, campaign_ids: list[int], *, user: str | None = None) -> Leftovers:
     """Forget ended campaigns (terminated or cancelled), owner-checked, all in one transaction: every row
-    about them, jobs included. Return the files they left in the state directory (the stdout and stderr
-    the local clusters' spools kept of their jobs), which the caller removes once this has committed.
-    CiGri's ``griddel --purge`` never could succeed; a running or paused campaign is refused."""
-    files: list[Path] = []
+    about them, jobs included. Return what they left in the state directory, for the caller to remove once
+    this has committed. CiGri's ``griddel --purge`` never could succeed; a running or paused campaign is
+    refused."""
+    spools: dict[Path, list[int]] = {}
     with store.transaction():
         for campaign_id in campaign_ids:
             campaign = _owned(store, campaign_id, user)
@@ -149,12 +170,10 @@ def purge(store: Store, campaign_ids: list[int], *, user: str | None = None) -> 
                     f"campaign {campaign_id} is still running ({campaign.state.value}): "
                     "cancel it (griddel ID) before purging it"
                 )
-            local = {c.name for c in store.clusters() if c.adapter == "local"}
             for cluster, remote_id in store.purge_campaign(campaign_id):
-                if cluster in local or store.cluster_of_outputs(cluster).adapter == "local":
-                    spool = store.directory / "clusters" / cluster
-                    files += [out_path(spool, int(remote_id), stream) for stream in ("stdout", "stderr")]
-    return files
+                if store.cluster_of_outputs(cluster).adapter == "local":
+                    spools.setdefault(store.directory / "clusters" / cluster, []).append(int(remote_id))
+    return Leftovers(spools)
 
 
 @dataclass(frozen=True)

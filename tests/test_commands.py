@@ -139,6 +139,25 @@ def test_purge_is_owner_checked(cli, state, tmp_path, monkeypatch):
     assert [r["id"] for r in cli.json("gridstat")] == [campaign]
 
 
+def test_purge_forgets_the_local_spools_rows_of_its_jobs(cli, state, tmp_path):
+    from cigri.adapters.local_rm import Spool
+
+    campaign = _submit(cli, tmp_path)
+    spool = Spool(state.parent / "clusters" / "local")
+    job = {"argv": ["/bin/true"], "cwd": str(tmp_path), "env": {}, "walltime": 60, "slots": 1}
+    [mine, other] = spool.submit("b1", [job, job], 1.0)
+    spool.cancel([mine, other], 2.0)
+    store = Store(state)
+    with store.transaction():
+        first = next(store.jobs(campaign)).id
+        store.finish_batch(store.create_batch("local", campaign, [first], 1.0), {first: str(mine)}, 1.0)
+    store.close()
+    cli("griddel", str(campaign))
+    cli("griddel", "--purge", str(campaign))
+    assert [row[0] for row in spool.rows([mine, other])] == [other]
+    spool.close()
+
+
 # ---- gridclusters -i / -u / -b ------------------------------------------------------------------
 
 

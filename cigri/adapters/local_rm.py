@@ -189,6 +189,12 @@ class Spool:
             self.conn.execute("ROLLBACK")
             raise
 
+    def forget(self, ids: Sequence[int]) -> None:
+        """Delete the rows of ended jobs (griddel --purge); a live one stays until it ends."""
+        for start in range(0, len(ids), 900):
+            chunk = list(ids[start : start + 900])
+            self.conn.execute(f"DELETE FROM jobs WHERE NOT {LIVE} AND id IN ({_marks(len(chunk))})", chunk)
+
     def hold(self, ids: Sequence[int]) -> None:
         """Queued jobs become held: the daemon does not start them (the others are left as they are)."""
         self._move(ids, "queued", "held")

@@ -532,8 +532,7 @@ def griddel(ids, campaigns, pause, resume, job, purge):
     if not targets:
         raise CigriError("which campaign? griddel ID [ID ...] or -c ID,ID")
     if purge:
-        for path in ops.purge(a.store, targets):  # committed: the rows are gone, now their files
-            path.unlink(missing_ok=True)
+        ops.purge(a.store, targets).remove()  # committed: the rows are gone, now their files
         for campaign_id in targets:
             click.echo(f"campaign {campaign_id} purged")
         return
