@@ -15,6 +15,7 @@ from . import config, staging
 from . import events as event_rules
 from .adapters import AdapterContext, adapter_for
 from .adapters.files import NO_FILE_PATH, can_move_files
+from .adapters.local_rm import Spool, out_path
 from .clock import Clock, RealClock
 from .cycle import RETRY, stage_remote
 from .errors import CigriError, JdlError, NotFound, PermissionDenied
@@ -201,6 +202,47 @@ def cancel_job(store: Store, job_id: int, *, user: str | None = None) -> str:
             store.request_kill(job_id=job_id)
             return "will be killed by the next pass"
     raise CigriError(f"job {job_id} is {job.state.value}: nothing to cancel")
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """What purged campaigns left in the state directory: per local cluster's spool, the ids its jobs had
+    there (their rows in its rm.db, their stdout and stderr files)."""
+
+    spools: dict[Path, list[int]]
+
+    def remove(self) -> None:
+        """Delete them; called once the purge has committed (a rollback leaves every file in place)."""
+        for directory, ids in self.spools.items():
+            for job_id in ids:
+                for stream in ("stdout", "stderr"):
+                    out_path(directory, job_id, stream).unlink(missing_ok=True)
+            if (directory / "rm.db").exists():  # never create a spool to empty it
+                spool = Spool(directory)
+                try:
+                    spool.forget(ids)
+                finally:
+                    spool.close()
+
+
+def purge(store: Store, campaign_ids: list[int], *, user: str | None = None) -> Leftovers:
+    """Forget ended campaigns (terminated or cancelled), owner-checked, all in one transaction: every row
+    about them, jobs included. Return what they left in the state directory, for the caller to remove once
+    this has committed. CiGri's ``griddel --purge`` never could succeed; a running or paused campaign is
+    refused."""
+    spools: dict[Path, list[int]] = {}
+    with store.transaction():
+        for campaign_id in campaign_ids:
+            campaign = _owned(store, campaign_id, user)
+            if campaign.state not in (CampaignState.TERMINATED, CampaignState.CANCELLED):
+                raise CigriError(
+                    f"campaign {campaign_id} is still running ({campaign.state.value}): "
+                    "cancel it (griddel ID) before purging it"
+                )
+            for cluster, remote_id in store.purge_campaign(campaign_id):
+                if store.cluster_of_outputs(cluster).adapter == "local":
+                    spools.setdefault(store.directory / "clusters" / cluster, []).append(int(remote_id))
+    return Leftovers(spools)
 
 
 @dataclass(frozen=True)

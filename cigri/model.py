@@ -12,11 +12,6 @@ class CampaignState(StrEnum):
     TERMINATED = "terminated"
     CANCELLED = "cancelled"
 
-    @property
-    def letter(self) -> str:
-        """CiGri's one-letter state in gridstat's S column."""
-        return {"in_treatment": "R", "paused": "P", "terminated": "T", "cancelled": "C"}[self.value]
-
 
 class CampaignType(StrEnum):
     DEFAULT = "default"

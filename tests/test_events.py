@@ -97,7 +97,7 @@ def test_the_campaign_waits_on_its_blacklist_and_gridstat_says_so(tmp_path):
     cli = CliGrid(state)
     row = cli.json("gridstat", "-c", str(cid))
     assert (row["open_events"], row["blocked"]) == (2, f"2 open event(s): see gridevents -c {cid}")
-    assert row["letter"] == "Re"
+    assert row["state"] == "in_treatment"
     [shown] = cli.json("gridevents", "-c", str(cid), "-e", "blacklist")
     assert (shown["code"], shown["cluster"], shown["parent_id"]) == ("BLACKLIST", "a", 1)
     out = cli("gridevents", "-c", str(cid), "-f", "-r", "-e", "EXIT_ERROR")
@@ -151,7 +151,7 @@ def test_the_admins_blacklist_keeps_every_campaign_off_the_cluster_and_lets_its_
     assert event["message"] == "blacklisted by root: disk full"
     cli("gridevents", "--blacklist-cluster", "a", code=1)
     assert cli("gridevents", "--unblacklist", "a") == "cluster a: blacklist lifted (event 1 closed)\n"
-    assert [row["blacklisted"] for row in cli.json("gridclusters")] == [False, False]
+    assert "BLACKLISTED" not in [row["state"] for row in cli.json("gridclusters")]
     grid.at(40)
     assert len(a.owner) == 2, "lifted: a gets a job again"
 

@@ -73,6 +73,11 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
+def out_path(spool_dir: Path, job_id: int, stream: str) -> Path:
+    """Where a local job's stdout or stderr is kept, in its cluster's spool."""
+    return spool_dir / "out" / f"{job_id}.{'out' if stream == 'stdout' else 'err'}"
+
+
 class Spool:
     """A local cluster's queue: every SQL statement of the local RM is here."""
 
@@ -101,7 +106,7 @@ class Spool:
     pid_path = property(lambda self: self.dir / "daemon.pid")
 
     def out_path(self, job_id: int, stream: str) -> Path:
-        return self.dir / "out" / f"{job_id}.{'out' if stream == 'stdout' else 'err'}"
+        return out_path(self.dir, job_id, stream)
 
     def close(self) -> None:
         self.conn.close()
@@ -183,6 +188,12 @@ class Spool:
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
+
+    def forget(self, ids: Sequence[int]) -> None:
+        """Delete the rows of ended jobs (griddel --purge); a live one stays until it ends."""
+        for start in range(0, len(ids), 900):
+            chunk = list(ids[start : start + 900])
+            self.conn.execute(f"DELETE FROM jobs WHERE NOT {LIVE} AND id IN ({_marks(len(chunk))})", chunk)
 
     def hold(self, ids: Sequence[int]) -> None:
         """Queued jobs become held: the daemon does not start them (the others are left as they are)."""

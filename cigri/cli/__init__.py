@@ -8,6 +8,7 @@ from .admin_cmds import admin
 from .app import GridGroup, common
 from .campaign_cmds import griddel, gridevents, gridstat, gridsub
 from .cluster_cmds import gridclusters
+from .completion import completion
 from .config_cmds import config
 from .cycle_cmds import STAGE_COMMANDS, almighty
 from .doctor_cmds import doctor
@@ -17,7 +18,6 @@ from .sim_cmds import simulate
 
 
 @click.group("grid", cls=GridGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="cigri")
 @common
 def grid():
     """cigri: run campaigns of many independent jobs over clusters.
@@ -27,6 +27,8 @@ def grid():
         gridsub jdl-examples/sweep.yaml      # prints CAMPAIGN_ID=1
         grid almighty --until-done           # runs it on the local cluster
         gridstat -c 1
+        gridstat --version
+        eval "$(grid completion bash)"
     """
 
 
@@ -44,15 +46,20 @@ for command in (
     policy,
     admin,
     doctor,
+    completion,
 ):
     grid.add_command(command)
 
 STANDALONE = {c.name: c for c in (gridsub, gridstat, griddel, gridevents, gridclusters, gridnotify)}
+for command in STANDALONE.values():
+    # -h is help wherever a command runs: under grid, as its own script, in a completion request. Click caches a
+    # command's help option from the first context it sees, so the names belong to the command, not to a call.
+    command.context_settings.setdefault("help_option_names", ["-h", "--help"])
 
 
 def _standalone(name: str):
     def main():
-        STANDALONE[name].main(prog_name=name, help_option_names=["-h", "--help"])
+        STANDALONE[name].main(prog_name=name)
 
     return main
 
@@ -64,4 +71,4 @@ gridevents_main = _standalone("gridevents")
 gridclusters_main = _standalone("gridclusters")
 gridnotify_main = _standalone("gridnotify")
 
-__all__ = ["common", "grid"]
+__all__ = ["STANDALONE", "common", "grid"]

@@ -117,8 +117,8 @@ ID = IdType()
 
 
 def _set_state(ctx: click.Context, _param, value):
-    if value is not None:
-        app().state_path = Path(value).expanduser()
+    if value is not None:  # through ctx: completion parses without a current context
+        ctx.find_root().ensure_object(App).state_path = Path(value).expanduser()
     return value
 
 
@@ -161,8 +161,27 @@ def flow_option(command):
     )(command)
 
 
+def _print_version(ctx: click.Context, _param, value):
+    """``--version``: the command as it was called (``gridstat`` or ``grid gridstat``) and cigri's version."""
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib.metadata import version
+
+    click.echo(f"{ctx.command_path}, version {version('cigri')}")
+    ctx.exit()
+
+
 def common(command):
-    """``--state``, ``--config`` and ``-v`` on every command, so that standalone gridsub etc. take them too."""
+    """``--state``, ``--config``, ``-v`` and ``--version`` on every command, so that standalone gridsub etc. take
+    them too."""
+    command = click.option(
+        "--version",
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=_print_version,
+        help="Show cigri's version and exit.",
+    )(command)
     command = click.option(
         "--state",
         type=click.Path(),  # a directory or unwritable path is the store's StoreError (exit 7), not a usage error

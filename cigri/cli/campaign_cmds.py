@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from itertools import islice
 from pathlib import Path
 
 import click
@@ -17,6 +16,7 @@ from ..model import CampaignState, EventCode, JobState
 from ..prediction import Spread
 from . import output
 from .app import ID, GridCommand, app, common
+from .completion import campaign_ids, cluster_names
 
 
 def _jdl_from_options(file: str | None, json_text: str | None, test: bool | None) -> jdl_mod.Jdl:
@@ -58,8 +58,10 @@ def _extra_jobs(jobs_file: str | None, jobs_json: str | None) -> jdl_mod.Jdl:
     type=click.Choice(["default", "test"]),
     help="test: one job per cluster, before every default campaign, then the campaign ends.",
 )
-@click.option("--dry-run", is_flag=True, help="Validate and show what would be submitted; write nothing.")
-@click.option("-c", "--campaign", type=ID, help="Add jobs to this campaign instead (with -F or -J).")
+@click.option("-d", "--dry-run", is_flag=True, help="Validate and print the expanded jobs (CiGri's -d); write nothing.")
+@click.option(
+    "-c", "--campaign", type=ID, shell_complete=campaign_ids, help="Add jobs to this campaign instead (with -F or -J)."
+)
 @click.option("-F", "--jobs-file", type=click.Path(dir_okay=False), help="With -c: a file of param lines.")
 @click.option("-J", "--jobs-json", help="With -c: a JSON array of param lines.")
 @common
@@ -73,6 +75,7 @@ def gridsub(jdl_file, file_opt, json_text, kind, dry_run, campaign, jobs_file, j
     Example:
         gridsub jdl-examples/sweep.yaml
         gridsub -t test -f jdl-examples/sweep.yaml
+        gridsub -d jdl-examples/sweep.yaml      # prints every job, submits nothing
         gridsub -c 3 -F more_params.txt
     """
     a = app()
@@ -94,17 +97,15 @@ def gridsub(jdl_file, file_opt, json_text, kind, dry_run, campaign, jobs_file, j
     jdl = _jdl_from_options(jdl_file or file_opt, json_text, test)
     if dry_run:
         ops.check_clusters(a.store, jdl, a.clock)
-        jobs = jdl_mod.jobs_of(jdl)
-        first = list(islice(jobs, 3))
-        count = len(first) + sum(1 for _ in jobs)
-        click.echo(f"campaign {jdl.name!r} ({'test' if jdl.test_mode else 'default'}): {count} jobs")
+        expanded = list(jdl_mod.jobs_of(jdl))
+        click.echo(f"campaign {jdl.name!r} ({'test' if jdl.test_mode else 'default'}): {len(expanded)} jobs")
         for name, settings in jdl.clusters.items():
             click.echo(
                 f"  cluster {name}: exec_file={settings['exec_file']} exec_directory={settings['exec_directory']} "
                 f"resources={settings['resources']} walltime={jdl_mod.format_walltime(settings['walltime'])} "
                 f"type={settings['type']}"
             )
-        for name, line in first:
+        for name, line in expanded:
             exec_file = next(iter(jdl.clusters.values()))["exec_file"]
             click.echo(f"  job {name}: {exec_file} {line}")
         if jdl.input_files:
@@ -136,7 +137,6 @@ def _campaign_row(store, campaign, events: dict) -> dict:
         "type": campaign.type.value,
         "submitted_at": campaign.submitted_at,
         "state": campaign.state.value,
-        "letter": campaign.state.letter + ("e" if open_events else ""),
         "done": done,
         "total": total,
         "failed": counts[JobState.EVENT],
@@ -184,7 +184,7 @@ def _spritz(figures: dict) -> dict:
     }
 
 
-def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
+def _show_campaign(store, campaign_id: int, headerless: bool, as_json: bool) -> None:
     campaign = store.campaign(campaign_id)
     row = _campaign_row(store, campaign, store.open_event_counts())
     stats = store.stats(campaign_id)
@@ -226,7 +226,7 @@ def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
             ("Campaign", f"{campaign.id} {campaign.name}"),
             ("User", campaign.user),
             ("Type", campaign.type.value),
-            ("State", campaign.state.value + (f" (blocked: {blocked})" if blocked else "")),
+            ("State", output.campaign_state(campaign.state) + (f" (blocked: {blocked})" if blocked else "")),
             ("Submitted", output.when(campaign.submitted_at)),
             ("Progress", _pct(row["done"], row["total"])),
             ("Running / waiting / failed", f"{row['running']} / {row['waiting']} / {row['failed']}"),
@@ -260,6 +260,7 @@ def _show_campaign(store, campaign_id: int, as_json: bool) -> None:
     output.table(
         ["Cluster", "Jobs sent", "Active", "Throughput", "Duration", "Left", "Estimated end", "Prologue", "Epilogue"],
         rows,
+        headers=not headerless,
     )
 
 
@@ -331,10 +332,46 @@ def _show_job(store, job_id: int, stream: str | None, as_json: bool) -> None:
     output.pairs([(k, output.when(v) if k.endswith("_at") else v) for k, v in data.items()])
 
 
+def _job_row(job) -> dict:
+    return {
+        "id": job.id,
+        "campaign_id": job.campaign_id,
+        "remote_id": job.remote_id,
+        "state": job.state.value,
+        "cluster": job.cluster,
+        "name": job.name,
+        "params": job.params,
+        "exit_code": job.exit_code,
+    }
+
+
+def _show_jobs(store, campaign: int | None, user: str | None, headerless: bool, as_json: bool) -> None:
+    """gridstat -f: one line per job (CiGri's job_id,remote_id,state,cluster,name,params), under a header."""
+    if campaign is not None:
+        store.campaign(campaign)
+    ids = [campaign] if campaign is not None else [c.id for c in store.campaigns(user=user)]
+    if as_json:  # streamed: a campaign may have millions of jobs
+        click.echo("[", nl=False)
+        first = True
+        for cid in ids:
+            for job in store.jobs(cid):
+                click.echo(("" if first else ",") + "\n" + json.dumps(_job_row(job)), nl=False)
+                first = False
+        click.echo("\n]")
+        return
+    output.table(
+        ["Job", "Remote", "State", "Cluster", "Name", "Params"],
+        ([j.id, j.remote_id, j.state.value, j.cluster, j.name, j.params] for cid in ids for j in store.jobs(cid)),
+        headers=not headerless,
+    )
+
+
 @click.command("gridstat", cls=GridCommand)
-@click.argument("campaign_arg", required=False, type=ID, metavar="[CAMPAIGN]")
-@click.option("-c", "--campaign", type=ID, help="Details of one campaign.")
-@click.option("-f", "--full", is_flag=True, help="One line per job: id: job_id,remote_id,state,cluster,name,params.")
+@click.argument("campaign_arg", required=False, type=ID, metavar="[CAMPAIGN]", shell_complete=campaign_ids)
+@click.option("-c", "--campaign", type=ID, shell_complete=campaign_ids, help="Details of one campaign.")
+@click.option("-f", "--full", is_flag=True, help="One line per job: job id, remote id, state, cluster, name, params.")
+@click.option("-e", "--events", "show_events", is_flag=True, help="With -c: the campaign's open events (-a: all).")
+@click.option("-a", "--all", "show_all", is_flag=True, help="With -e: closed events too.")
 @click.option("-j", "--job", type=ID, help="Details of one job.")
 @click.option("-O", "--stdout", "show_out", is_flag=True, help="With -j: the job's stdout.")
 @click.option("-E", "--stderr", "show_err", is_flag=True, help="With -j: the job's stderr.")
@@ -342,20 +379,37 @@ def _show_job(store, job_id: int, stream: str | None, as_json: bool) -> None:
 @click.option("-u", "--user", help="Only this user's campaigns.")
 @click.option("-H", "--headerless", is_flag=True, help="No header line.")
 @click.option("--eta", is_flag=True, help="Running campaigns by estimated end, the soonest first.")
-@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@click.option("-d", "--json", "as_json", is_flag=True, help="JSON output (CiGri's -d dump).")
+@click.option("-C", "rm_details", is_flag=True, hidden=True)
 @click.option("--plot", is_flag=True, help="With -c: draw progress, throughput per cluster and the predicted end.")
 @click.option(
     "--output", "output_file", type=click.Path(dir_okay=False), help="With --plot: draw into this PNG (matplotlib)."
 )
 @common
 def gridstat(
-    campaign_arg, campaign, full, job, show_out, show_err, show_jdl, user, headerless, eta, as_json, plot, output_file
+    campaign_arg,
+    campaign,
+    full,
+    show_events,
+    show_all,
+    job,
+    show_out,
+    show_err,
+    show_jdl,
+    user,
+    headerless,
+    eta,
+    as_json,
+    rm_details,
+    plot,
+    output_file,
 ):
     """Show campaigns, one campaign, its jobs, or one job.
 
-    The table's S column is R (running), P (paused), T (terminated) or C (cancelled), with
-    'e' appended while events are open. -c shows Spritz's figures, for the campaign and for each
-    cluster: throughput over its window (grid config spritz.window, an hour by default), job
+    A campaign's state is spelled as CiGri names it, everywhere (the list, -c, --json):
+    in_treatment, paused, terminated or cancelled; the list adds how many events are open.
+    -e lists a campaign's events (as gridevents -c does). -c shows Spritz's figures, for
+    the campaign and for each cluster: throughput over its window (grid config spritz.window, an hour by default), job
     duration (mean ± std), jobs left, and the estimated end with its interval (--json adds the
     forecast history); --eta lists the running campaigns by estimated end. -c ID --plot draws the
     campaign's jobs done over time, the jobs ended per cluster and the predicted end at each forecast, in the
@@ -370,20 +424,31 @@ def gridstat(
         gridstat
         gridstat -c 3
         gridstat --eta
-        gridstat -c 3 -f
+        gridstat -c 3 -f -H
+        gridstat -c 3 -e --json
         gridstat -j 42 -E
         gridstat -c 3 -J
         gridstat -c 3 --plot --output progress.png
     """
     store = app().store
     campaign = campaign if campaign is not None else campaign_arg
+    if rm_details:
+        raise CigriError("-C (the resource manager's own view of a job) is not built: gridstat -j JOB shows the job")
     if plot or output_file:
-        if not plot or campaign is None or job is not None or full or eta or show_jdl or as_json:
+        if not plot or campaign is None or job is not None or full or show_events or eta or show_jdl or as_json:
             raise CigriError("--plot draws one campaign: give -c CAMPAIGN (and --output FILE.png), nothing else")
         _plot(store, campaign, output_file)
         return
     if (show_out or show_err) and job is None:
         raise CigriError("-O and -E go with -j JOB")
+    if show_all and not show_events:
+        raise CigriError("-a goes with -e (all the campaign's events)")
+    if show_events:
+        if campaign is None or job is not None or full or eta or show_jdl:
+            raise click.UsageError("-e lists one campaign's events: give -c CAMPAIGN, and no -j, -f, -J or --eta")
+        store.campaign(campaign)
+        _list_events(store, campaign, None, show_all, None, False, headerless, as_json)
+        return
     if show_jdl:
         if campaign is None or job is not None or full or eta:
             raise CigriError("-J shows one campaign's JDL: give -c CAMPAIGN, and no -j, -f or --eta")
@@ -400,40 +465,10 @@ def gridstat(
         _show_job(store, job, "stdout" if show_out else "stderr" if show_err else None, as_json)
         return
     if full:
-        ids = [campaign] if campaign is not None else [c.id for c in store.campaigns(user=user)]
-        if campaign is not None:
-            store.campaign(campaign)
-        if as_json:
-            click.echo("[", nl=False)
-        first = True
-        for cid in ids:
-            for j in store.jobs(cid):
-                if as_json:
-                    click.echo(
-                        ("" if first else ",")
-                        + "\n"
-                        + json.dumps(
-                            {
-                                "id": j.id,
-                                "campaign_id": j.campaign_id,
-                                "remote_id": j.remote_id,
-                                "state": j.state.value,
-                                "cluster": j.cluster,
-                                "name": j.name,
-                                "params": j.params,
-                                "exit_code": j.exit_code,
-                            }
-                        ),
-                        nl=False,
-                    )
-                else:
-                    click.echo(f"id: {j.id},{j.remote_id or ''},{j.state.value},{j.cluster or ''},{j.name},{j.params}")
-                first = False
-        if as_json:
-            click.echo("\n]")
+        _show_jobs(store, campaign, user, headerless, as_json)
         return
     if campaign is not None:
-        _show_campaign(store, campaign, as_json)
+        _show_campaign(store, campaign, headerless, as_json)
         return
     events = store.open_event_counts()
     rows = [_campaign_row(store, c, events) for c in store.campaigns(user=user)]
@@ -441,9 +476,16 @@ def gridstat(
         output.emit_json(rows)
         return
     output.table(
-        ["Campaign id", "Name", "User", "Submission time", "S", "Progress"],
+        ["Campaign id", "Name", "User", "Submission time", "State", "Progress"],
         [
-            [r["id"], r["name"], r["user"], output.when(r["submitted_at"]), r["letter"], _pct(r["done"], r["total"])]
+            [
+                r["id"],
+                r["name"],
+                r["user"],
+                output.when(r["submitted_at"]),
+                output.campaign_state(CampaignState(r["state"]), r["open_events"]),
+                _pct(r["done"], r["total"]),
+            ]
             for r in rows
         ],
         headers=not headerless,
@@ -470,8 +512,10 @@ def _comma_ids(ctx: click.Context, param: click.Parameter, value: str | None) ->
 
 
 @click.command("griddel", cls=GridCommand)
-@click.argument("ids", nargs=-1, type=ID)
-@click.option("-c", "--campaigns", callback=_comma_ids, help="Campaign ids, separated by commas.")
+@click.argument("ids", nargs=-1, type=ID, shell_complete=campaign_ids)
+@click.option(
+    "-c", "--campaigns", callback=_comma_ids, shell_complete=campaign_ids, help="Campaign ids, separated by commas."
+)
 @click.option(
     "-p",
     "--pause",
@@ -480,8 +524,13 @@ def _comma_ids(ctx: click.Context, param: click.Parameter, value: str | None) ->
 )
 @click.option("-r", "--resume", is_flag=True, help="Resume paused campaigns: their held jobs are released.")
 @click.option("-j", "--job", type=ID, help="Cancel this one job.")
+@click.option(
+    "--purge",
+    is_flag=True,
+    help="Forget ended (terminated or cancelled) campaigns: their jobs, events and the outputs kept here.",
+)
 @common
-def griddel(ids, campaigns, pause, resume, job):
+def griddel(ids, campaigns, pause, resume, job, purge):
     """Cancel campaigns (running jobs are killed, the rest dropped), or pause / resume them.
 
     Pausing takes effect at the next almighty pass: the campaign's jobs queued on a cluster are held
@@ -489,24 +538,36 @@ def griddel(ids, campaigns, pause, resume, job):
     being submitted is submitted then held. Resuming releases them. Cancelling a paused campaign
     kills its held jobs. gridstat -c shows how many jobs are held.
 
+    --purge forgets campaigns that are over (terminated or cancelled; a running one
+    is refused): their jobs, events and statistics leave the state file, and the
+    stdout and stderr the local clusters kept of their jobs are deleted. Files on
+    remote clusters (exec_directory, Slurm's or OAR's outputs) stay where they are.
+
     \b
     Example:
         griddel 3
+        griddel -c 3,4
         griddel -p 3
         griddel -r 3
         griddel -j 42
+        griddel --purge 3 4
     """
     a = app()
-    if pause and resume:
-        raise CigriError("-p and -r exclude each other")
+    if sum((pause, resume, purge)) > 1:
+        raise CigriError("-p, -r and --purge exclude each other")
     if job is not None:
-        if ids or campaigns or pause or resume:
-            raise CigriError("-j cancels one job: give no campaign ids, -p or -r with it")
+        if ids or campaigns or pause or resume or purge:
+            raise CigriError("-j cancels one job: give no campaign ids, -p, -r or --purge with it")
         click.echo(f"job {job}: {ops.cancel_job(a.store, job)}")
         return
     targets = [*ids, *campaigns]
     if not targets:
         raise CigriError("which campaign? griddel ID [ID ...] or -c ID,ID")
+    if purge:
+        ops.purge(a.store, targets).remove()  # committed: the rows are gone, now their files
+        for campaign_id in targets:
+            click.echo(f"campaign {campaign_id} purged")
+        return
     done = []
     with a.store.transaction():  # all the campaigns change, or none (griddel 1 2 with 2 already over)
         for campaign_id in targets:
@@ -543,9 +604,64 @@ def _refuse_combinations(options: dict[str, bool], rules: list[tuple[str, list[s
                 raise CigriError(f"{option} and {clash[0]} exclude each other: {why}")
 
 
+def _list_events(store, campaign, event_id, show_all, code, global_only, headerless, as_json) -> None:
+    """The events table of gridevents (and of gridstat -c ID -e): open ones, or all with their closing."""
+    events = store.events(
+        campaign_id=campaign,
+        event_id=event_id,
+        open_only=not show_all and event_id is None,
+        code=code,
+        global_only=global_only,
+    )
+    if event_id is not None and not events:
+        raise NotFound(f"no event {event_id}")
+    rows = [
+        {
+            "id": e.id,
+            "class": e.cls.value,
+            "code": e.code.value,
+            "state": e.state.value,
+            "cluster": e.cluster,
+            "campaign_id": e.campaign_id,
+            "job_id": e.job_id,
+            "parent_id": e.parent_id,
+            "created_at": e.created_at,
+            "closed_at": e.closed_at,
+            "closed_by": e.closed_by,
+            "message": e.message,
+        }
+        for e in events
+    ]
+    if as_json:
+        output.emit_json(rows)
+        return
+    headers = ["Id", "Class", "Code", "State", "Cluster", "Campaign", "Job", "Parent", "Date", "Message"]
+    closed = show_all or event_id is not None
+    output.table(
+        headers + (["Closed", "Why"] if closed else []),
+        [
+            [
+                r["id"],
+                r["class"],
+                r["code"],
+                r["state"],
+                r["cluster"],
+                r["campaign_id"],
+                r["job_id"],
+                r["parent_id"],
+                output.when(r["created_at"]),
+                r["message"],
+                *([output.when(r["closed_at"]) if r["closed_at"] else None, r["closed_by"]] if closed else []),
+            ]
+            for r in rows
+        ],
+        headers=not headerless,
+    )
+
+
 @click.command("gridevents", cls=GridCommand)
 @click.argument("event_id", required=False, type=ID, metavar="[EVENT_ID]")
-@click.option("-c", "--campaign", type=ID, help="Events of this campaign.")
+@click.option("-c", "--campaign", type=ID, shell_complete=campaign_ids, help="Events of this campaign.")
 @click.option(
     "-g", "--global", "global_only", is_flag=True, help="Global events: clusters' and the admin's blacklists."
 )
@@ -555,9 +671,16 @@ def _refuse_combinations(options: dict[str, bool], rules: list[tuple[str, list[s
 @click.option("-r", "--resubmit", is_flag=True, help="With -f: run the failed jobs again.")
 @click.option("-H", "--headerless", is_flag=True, help="No header line.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
-@click.option("--blacklist-cluster", metavar="NAME", help="Admin: no new job goes to this cluster, for any campaign.")
+@click.option(
+    "--blacklist-cluster",
+    metavar="NAME",
+    shell_complete=cluster_names,
+    help="Admin: no new job goes to this cluster, for any campaign.",
+)
 @click.option("--reason", help="With --blacklist-cluster: why (shown in the event).")
-@click.option("--unblacklist", metavar="NAME", help="Admin: lift the blacklist of this cluster.")
+@click.option(
+    "--unblacklist", metavar="NAME", shell_complete=cluster_names, help="Admin: lift the blacklist of this cluster."
+)
 @common
 def gridevents(
     event_id,
@@ -644,54 +767,4 @@ def gridevents(
         return
     if campaign is not None:
         a.store.campaign(campaign)
-    events = a.store.events(
-        campaign_id=campaign,
-        event_id=event_id,
-        open_only=not show_all and event_id is None,
-        code=code,
-        global_only=global_only,
-    )
-    if event_id is not None and not events:
-        raise NotFound(f"no event {event_id}")
-    rows = [
-        {
-            "id": e.id,
-            "class": e.cls.value,
-            "code": e.code.value,
-            "state": e.state.value,
-            "cluster": e.cluster,
-            "campaign_id": e.campaign_id,
-            "job_id": e.job_id,
-            "parent_id": e.parent_id,
-            "created_at": e.created_at,
-            "closed_at": e.closed_at,
-            "closed_by": e.closed_by,
-            "message": e.message,
-        }
-        for e in events
-    ]
-    if as_json:
-        output.emit_json(rows)
-        return
-    headers = ["Id", "Class", "Code", "State", "Cluster", "Campaign", "Job", "Parent", "Date", "Message"]
-    closed = show_all or event_id is not None
-    output.table(
-        headers + (["Closed", "Why"] if closed else []),
-        [
-            [
-                r["id"],
-                r["class"],
-                r["code"],
-                r["state"],
-                r["cluster"],
-                r["campaign_id"],
-                r["job_id"],
-                r["parent_id"],
-                output.when(r["created_at"]),
-                r["message"],
-                *([output.when(r["closed_at"]) if r["closed_at"] else None, r["closed_by"]] if closed else []),
-            ]
-            for r in rows
-        ],
-        headers=not headerless,
-    )
+    _list_events(a.store, campaign, event_id, show_all, code, global_only, headerless, as_json)

@@ -9,6 +9,7 @@ from ..adapters import registry
 from ..secrets import mask
 from . import output
 from .app import GridGroup, app, common
+from .completion import cluster_names
 
 
 def _adapter_options(command):
@@ -33,11 +34,132 @@ def _given(options: dict) -> dict:
     return {k: v for k, v in options.items() if v is not None}
 
 
+BAR_WIDTH = 40
+
+
+def _state(store, name: str) -> str:
+    """A cluster's state in every gridclusters view: BLACKLISTED (by the admin), PROBLEM (an open cluster
+    event: it does not answer) or ok."""
+    if store.blacklist(None, name) is not None:
+        return "BLACKLISTED"
+    return "PROBLEM" if store.open_cluster_event(name) else "ok"
+
+
+def _info(store, name: str, as_json: bool) -> None:
+    """gridclusters -i NAME: the adapter, the settings (secrets masked), the state and the open events."""
+    cluster = store.cluster(name)
+    events = [e for e in store.events() if e.cluster == name]
+    data = {
+        "name": cluster.name,
+        "adapter": cluster.adapter,
+        "state": _state(store, name),
+        "settings": mask(cluster.config),
+        "events": [
+            {"id": e.id, "code": e.code.value, "campaign_id": e.campaign_id, "message": e.message} for e in events
+        ],
+    }
+    if as_json:
+        output.emit_json(data)
+        return
+    output.pairs(
+        [
+            ("Cluster", cluster.name),
+            ("Adapter", cluster.adapter),
+            ("State", data["state"]),
+            *[(f"  {key}", value) for key, value in sorted(data["settings"].items())],
+            ("Open events", len(events)),
+        ]
+    )
+    if events:
+        output.table(
+            ["Event", "Code", "Campaign", "Message"],
+            [[e["id"], e["code"], e["campaign_id"], e["message"]] for e in data["events"]],
+        )
+
+
+def _usage_rows(store) -> list[dict]:
+    """Each cluster's last recorded capacity: max slots, used, used by the grid, unavailable (all of them
+    while the cluster is blacklisted or does not answer, as CiGri counts a down cluster's resources)."""
+    recorded = store.recorded_usage()
+    rows = []
+    for cluster in store.clusters():
+        capacity, at = recorded.get(cluster.name, (None, None))
+        down = _state(store, cluster.name) != "ok"
+        rows.append(
+            {
+                "cluster": cluster.name,
+                "max": capacity.total if capacity else None,
+                "used": capacity.used if capacity else None,
+                "used_by_grid": capacity.grid_used if capacity else None,
+                "unavailable": (capacity.total if down else 0) if capacity else None,
+                "recorded_at": at,
+            }
+        )
+    return rows
+
+
+def _bar(row: dict) -> str:
+    """``[###+++....xxx]``: # the grid's jobs, + others' use, . free, x unavailable, over the cluster's slots."""
+    total = row["max"] or 0
+    if not total:
+        return "[" + " " * BAR_WIDTH + "]"
+
+    def cells(n: int) -> int:
+        return round(BAR_WIDTH * min(n, total) / total)
+
+    grid = cells(row["used_by_grid"])
+    others = max(0, cells(row["used"]) - grid)
+    down = min(cells(row["unavailable"]), BAR_WIDTH - grid - others)
+    return "[" + "#" * grid + "+" * others + "." * (BAR_WIDTH - grid - others - down) + "x" * down + "]"
+
+
+def _show_usage(store, bars: bool, headerless: bool, as_json: bool) -> None:
+    rows = _usage_rows(store)
+    if as_json:
+        output.emit_json(rows)
+        return
+    never = "no usage recorded yet (grid almighty records it)"
+    if bars:
+        output.table(
+            ["Cluster", "Usage (# grid, + others, . free, x unavailable)", "Used/Max"],
+            [
+                [r["cluster"], _bar(r), f"{r['used']}/{r['max']}"]
+                if r["max"] is not None
+                else [r["cluster"], never, ""]
+                for r in rows
+            ],
+            headers=not headerless,
+        )
+        return
+    output.table(
+        ["Cluster", "Max", "Used", "By grid", "Unavailable", "Recorded"],
+        [
+            [r["cluster"], r["max"], r["used"], r["used_by_grid"], r["unavailable"], output.when(r["recorded_at"])]
+            if r["max"] is not None
+            else [r["cluster"], never, "", "", "", ""]
+            for r in rows
+        ],
+        headers=not headerless,
+    )
+
+
 @click.group("gridclusters", cls=GridGroup, invoke_without_command=True)
+@click.option(
+    "-i",
+    "--info",
+    metavar="NAME",
+    shell_complete=cluster_names,
+    help="One cluster: adapter, settings (secrets masked), state, events.",
+)
+@click.option(
+    "-u", "--usage", is_flag=True, help="Each cluster's last recorded usage: max, used, by grid, unavailable."
+)
+@click.option("-b", "--bars", is_flag=True, help="The same usage as bars.")
+@click.option("-H", "--headerless", is_flag=True, help="No header line.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
 @common
 @click.pass_context
-def gridclusters(ctx, as_json):
+def gridclusters(ctx, info, usage, bars, headerless, as_json):
     """List clusters with their usage, or manage them (add, set, remove).
 
     A new state file has one cluster, 'local': real processes on this machine,
@@ -55,17 +177,39 @@ def gridclusters(ctx, as_json):
     (other properties are refused); type best-effort to the cluster's
     --besteffort-partition or --besteffort-qos (without them, jobs run normally).
 
+    The list asks each cluster now. -u and -b show instead the usage the almighty
+    recorded at its last pass (each answering cluster's slots, used, used by the
+    grid), without asking; unavailable is every slot of a cluster that is
+    blacklisted or does not answer. -i shows one cluster without asking it.
+
     \b
     Example:
         gridclusters
+        gridclusters -i local
+        gridclusters -u
+        gridclusters -b
         gridclusters add big --adapter local --slots 8
         gridclusters add dahu --adapter slurm-ssh --host dahu --identity-file ~/.ssh/id_cigri
         gridclusters set local --slots 4
         gridclusters remove big
     """
     if ctx.invoked_subcommand is not None:
+        if info or usage or bars or headerless or as_json:
+            raise click.UsageError(
+                f"-i, -u, -b, -H and --json list clusters: give them without {ctx.invoked_subcommand}"
+            )
         return
+    if sum((info is not None, usage, bars)) > 1:
+        raise click.UsageError("-i, -u and -b exclude each other")
+    if headerless and as_json:
+        raise click.UsageError("-H drops a table's header: not with --json")
     a = app()
+    if info is not None:
+        _info(a.store, info, as_json)
+        return
+    if usage or bars:
+        _show_usage(a.store, bars, headerless, as_json)
+        return
     rows = []
     for u in ops.usage(a.store, a.clock):
         cap = u.capacity
@@ -80,7 +224,11 @@ def gridclusters(ctx, as_json):
                 "queued_by_grid": cap.queued if cap else None,
                 "best_effort": u.best_effort,
                 "problem": u.problem,
-                "blacklisted": a.store.blacklist(None, u.name) is not None,  # by the admin: no new jobs
+                "state": "BLACKLISTED"
+                if a.store.blacklist(None, u.name) is not None  # by the admin: no new jobs
+                else "ok"
+                if u.reachable and not u.problem
+                else "PROBLEM",
             }
         )
     if as_json:
@@ -92,7 +240,7 @@ def gridclusters(ctx, as_json):
             [
                 r["name"],
                 r["adapter"],
-                "BLACKLISTED" if r["blacklisted"] else "ok" if r["reachable"] and not r["problem"] else "PROBLEM",
+                r["state"],
                 r["slots"],
                 r["used"],
                 r["used_by_grid"],
@@ -102,6 +250,7 @@ def gridclusters(ctx, as_json):
             ]
             for r in rows
         ],
+        headers=not headerless,
     )
 
 
@@ -117,7 +266,7 @@ def add(name, adapter, **options):
 
 
 @gridclusters.command("set")
-@click.argument("name")
+@click.argument("name", shell_complete=cluster_names)
 @_adapter_options
 @common
 def set_(name, **options):
@@ -130,7 +279,7 @@ def set_(name, **options):
 
 
 @gridclusters.command("remove")
-@click.argument("name")
+@click.argument("name", shell_complete=cluster_names)
 @common
 def remove(name):
     """Remove a cluster no running campaign uses."""

@@ -10,6 +10,7 @@ from datetime import datetime
 
 import click
 
+from ..model import CampaignState
 from ..secrets import mask, mask_text
 
 
@@ -28,6 +29,12 @@ def duration(seconds: float | None) -> str:
     days, rest = divmod(seconds, 86400)
     text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
     return f"{days}d {text}" if days else text
+
+
+def campaign_state(state: CampaignState, open_events: int = 0) -> str:
+    """A campaign's state as every command shows it: CiGri's name (in_treatment, paused, terminated,
+    cancelled), with the open events counted when there are some (CiGri's 'e' flag)."""
+    return state.value + (f" ({open_events} open events)" if open_events else "")
 
 
 def emit_json(data) -> None:

@@ -61,8 +61,13 @@ def cluster_usable(ctx: Context, cluster: str) -> bool:
 
 
 def capacities(ctx: Context, names: Sequence[str]) -> dict[str, Capacity]:
-    """The capacity of each cluster that answers, asked of all concurrently."""
-    return gather(ctx, names, "capacity")  # type: ignore[return-value]
+    """The capacity of each cluster that answers, asked of all concurrently; the readings are kept for
+    gridclusters -u / -b (as CiGri's updator samples the grid's usage)."""
+    answered: dict[str, Capacity] = gather(ctx, names, "capacity")  # type: ignore[assignment]
+    if answered:
+        with ctx.store.transaction():
+            ctx.store.record_usage(answered, ctx.clock.now())
+    return answered
 
 
 def cancel_each(

@@ -24,6 +24,7 @@ from ..model import (
     Campaign,
     CampaignState,
     CampaignType,
+    Capacity,
     Cluster,
     Event,
     EventClass,
@@ -345,6 +346,28 @@ class Store(Integrity, Files, Picking):
         if where:
             sql += " WHERE " + " AND ".join(where)
         return [self._campaign(row) for row in self.conn.execute(sql + " ORDER BY id", params)]
+
+    def purge_campaign(self, campaign_id: int) -> list[tuple[str, str]]:
+        """Delete a campaign and everything recorded about it (jobs, events, batches, statistics,
+        forecasts, replicas, ...: every table with a ``campaign_id``, and the job-keyed ``job_ends``);
+        return the (cluster, remote id) of its jobs and their earlier runs, whose files the caller removes."""
+        runs = self.conn.execute(
+            "SELECT cluster, remote_id FROM jobs WHERE campaign_id = ? AND remote_id IS NOT NULL "
+            "UNION SELECT e.cluster, e.remote_id FROM job_ends e JOIN jobs j ON j.id = e.job_id "
+            "WHERE j.campaign_id = ? AND e.remote_id IS NOT NULL",
+            (campaign_id, campaign_id),
+        ).fetchall()
+        self.conn.execute(
+            "DELETE FROM job_ends WHERE job_id IN (SELECT id FROM jobs WHERE campaign_id = ?)", (campaign_id,)
+        )
+        tables = [row[0] for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            columns = {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+            if "campaign_id" in columns and table != "jobs":
+                self.conn.execute(f"DELETE FROM {table} WHERE campaign_id = ?", (campaign_id,))
+        self.conn.execute("DELETE FROM jobs WHERE campaign_id = ?", (campaign_id,))
+        self.conn.execute("DELETE FROM campaigns WHERE id = ?", (campaign_id,))
+        return runs
 
     def set_campaign_state(self, campaign_id: int, state: CampaignState, now: float | None = None) -> None:
         ended = now if state in (CampaignState.TERMINATED, CampaignState.CANCELLED) else None
@@ -971,6 +994,19 @@ class Store(Integrity, Files, Picking):
                 f"WHERE id IN ({_marks(len(chunk))}) AND state = 'open'",
                 [now, by, *chunk],
             )
+
+    def record_usage(self, capacities: dict[str, Capacity], now: float) -> None:
+        """Keep each cluster's latest capacity reading (gridclusters -u / -b show it)."""
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO cluster_usage (cluster, total, used, grid_used, queued, at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [(name, c.total, c.used, c.grid_used, c.queued, now) for name, c in capacities.items()],
+        )
+
+    def recorded_usage(self) -> dict[str, tuple[Capacity, float]]:
+        """Each cluster's latest capacity reading and when it was taken (clusters never read are absent)."""
+        rows = self.conn.execute("SELECT cluster, total, used, grid_used, queued, at FROM cluster_usage")
+        return {name: (Capacity(total, used, grid, queued), at) for name, total, used, grid, queued, at in rows}
 
     def open_cluster_event(self, cluster: str) -> Event | None:
         """The open transport event of ``cluster`` (the admin's blacklist is not one: it does not close itself)."""

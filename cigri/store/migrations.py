@@ -482,6 +482,22 @@ def _m017_notify(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m016_commands(conn: sqlite3.Connection) -> None:
+    """Each cluster's capacity as the last pass read it, for gridclusters -u / -b (CiGri's grid usage)."""
+    conn.execute(
+        """
+        CREATE TABLE cluster_usage (
+            cluster TEXT PRIMARY KEY,
+            total INTEGER NOT NULL,
+            used INTEGER NOT NULL,
+            grid_used INTEGER NOT NULL,
+            queued INTEGER NOT NULL,
+            at REAL NOT NULL
+        )
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -498,6 +514,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("013_blackhole", _m013_blackhole),
     ("014_files", _m014_files),
     ("017_notify", _m017_notify),
+    ("016_commands", _m016_commands),
 ]
 
 
