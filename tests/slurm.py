@@ -5,6 +5,7 @@ command that starts it."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -48,7 +49,13 @@ def rest_answers(env: dict[str, str]) -> bool:
 
 @pytest.fixture
 def slurm():
-    return slurm_env()
+    """Slurm's environment, for one test at a time: the tests share its one node (one stops its controller,
+    one preempts every best-effort job). Under pytest-xdist they are one group run by one worker (see
+    tests/conftest.py); this lock, on this file, keeps them apart even where that grouping fails."""
+    env = slurm_env()
+    with open(__file__) as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, after the test
+        yield env
 
 
 @pytest.fixture
