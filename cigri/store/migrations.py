@@ -513,8 +513,8 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("012_resubmit", _m012_resubmit),
     ("013_blackhole", _m013_blackhole),
     ("014_files", _m014_files),
-    ("017_notify", _m017_notify),
     ("016_commands", _m016_commands),
+    ("017_notify", _m017_notify),
 ]
 
 
