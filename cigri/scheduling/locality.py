@@ -18,6 +18,7 @@ copies of a job never share a cluster.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -108,8 +109,9 @@ class Locality:
        counting holders is the same spread, deterministic, and no cluster flocks onto another's frontier.)
 
     Clusters take turns in the order of ``wanted``: step 1 for each, then one fresh start each (and step 1
-    from there) while some still want jobs. Cost per pass: the jobs reading the files each cluster holds, once,
-    plus a scan of the files for each fresh start."""
+    from there) while some still want jobs. Cost per pass: linear in the waiting jobs' files (the jobs reading
+    the files each cluster holds are counted once; the runs of files nobody holds are kept in a heap, split as
+    files get holders), with a scan of the files only for a fresh start when every file has a holder."""
 
     name = "locality"
 
@@ -136,8 +138,9 @@ class Locality:
 
 class _Pass:
     """The working state of one :class:`Locality` pass: the files each cluster holds (growing as it takes
-    jobs), how many holders each file has, and per cluster the jobs sharing a file with it in a heap by
-    (files missing there, id), kept up to date as files are added (stale entries are skipped)."""
+    jobs), how many holders each file has, per cluster the jobs sharing a file with it in a heap by (files
+    missing there, id), and the runs of files nobody holds in a heap by (-room, first index), both kept up to
+    date as files get holders (stale entries are skipped when they come up)."""
 
     def __init__(self, holdings: Holdings) -> None:
         self.holdings = holdings
@@ -149,6 +152,16 @@ class _Pass:
         self.taken: set[int] = set()
         self.missing: dict[str, dict[int, int]] = {}
         self.queue: dict[str, list[tuple[int, int]]] = {}
+        self.index = {file: index for index, file in enumerate(self.order)}
+        self.runs: dict[int, int] = {}  # the runs of files nobody holds: first index -> end index (excluded)
+        self.starts: list[int] = []  # their first indexes, sorted
+        self.free_runs: list[tuple[int, int, int, int]] = []  # heap of (-room, start, end, fresh start index)
+        start = 0
+        for index, file in enumerate(self.order):
+            if self.holders[file]:
+                self._free_run(start, index)
+                start = index + 1
+        self._free_run(start, len(self.order))
 
     def _queue(self, cluster: str) -> tuple[list[tuple[int, int]], dict[int, int]]:
         if cluster not in self.queue:
@@ -184,6 +197,8 @@ class _Pass:
                 continue
             mine.add(file)
             self.holders[file] += 1
+            if self.holders[file] == 1:
+                self._held_now(file)
             for other in self.by_file[file]:
                 if other in self.taken:
                     continue
@@ -197,25 +212,41 @@ class _Pass:
     def fresh_start(self, cluster: str) -> int | None:
         """The job a cluster sharing no file with any job left starts afresh with (step 2), None when no job
         is left that it may take."""
-        best: tuple[int, int] | None = None  # (how far it may go before meeting another's files, file index)
-        order, index = self.order, 0
-        while index < len(order):
-            end = index
-            while end < len(order) and not self.holders[order[end]] and self._first_allowed(cluster, order[end]):
-                end += 1
-            if end == index:
-                index += 1
-                continue
-            length = end - index
-            entered = self._entered(index - 1, index) or self._entered(end, end - 1)
-            room, first = ((length + 1) // 2, index + length // 2) if entered else (length, index)
-            if best is None or room > best[0]:
-                best = (room, first)
-            index = end
-        if best is not None:
-            return self._first_allowed(cluster, order[best[1]])
-        shared = [(self.holders[file], file) for file in order if self._first_allowed(cluster, file) is not None]
+        while self.free_runs:
+            _, start, end, first = self.free_runs[0]
+            if self.runs.get(start) == end:
+                job_id = self._first_allowed(cluster, self.order[first])
+                if job_id is not None:
+                    return job_id
+                break  # the cluster must not get it (rare): as when every file has a holder
+            heapq.heappop(self.free_runs)  # the run was split since
+        shared = [(self.holders[file], file) for file in self.order if self._first_allowed(cluster, file) is not None]
         return self._first_allowed(cluster, min(shared, key=lambda item: item[0])[1]) if shared else None
+
+    def _free_run(self, start: int, end: int) -> None:
+        """Records the run of files nobody holds from index ``start`` to ``end`` (excluded) and where a fresh
+        start goes in it: its first file, or its middle when a holder's jobs lead into it from either side (a
+        run stays the same until one of its files gets a holder, and so does that)."""
+        if start >= end:
+            return
+        self.runs[start] = end
+        bisect.insort(self.starts, start)
+        length = end - start
+        if self._entered(start - 1, start) or self._entered(end, end - 1):
+            room, first = (length + 1) // 2, start + length // 2
+        else:
+            room, first = length, start
+        heapq.heappush(self.free_runs, (-room, start, end, first))
+
+    def _held_now(self, file: str) -> None:
+        """A file nobody held gets a holder: it splits the run it was in."""
+        index = self.index[file]
+        at = bisect.bisect_right(self.starts, index) - 1
+        start = self.starts[at]
+        end = self.runs.pop(start)
+        del self.starts[at]
+        self._free_run(start, index)
+        self._free_run(index + 1, end)
 
     def _entered(self, outside: int, inside: int) -> bool:
         """Whether the file at ``outside`` has a holder and a job left reads it and the file at ``inside`` (the
