@@ -338,10 +338,10 @@ def evaluate_locality(scenario: Mapping[str, Any]) -> dict:
     Input: "jobs": [{"id": N, "files": [NAME, ...]}, ...] the campaign's waiting jobs; "clusters": {NAME:
     {"wants": jobs it takes this pass (default 0), "holds": [FILE, ...] files in its cache, "exclude": [ID, ...]
     jobs it must not get (a copy runs there)}}, in turn order; "picker": "locality" (default) or "in-order".
-    Rules (see :class:`Locality`): a cluster first takes the jobs needing the fewest files it does not hold,
-    among those sharing a file with it, lowest id first on ties; a cluster sharing none starts afresh in the
-    longest run of files nobody holds (at its middle when a holder's jobs lead into it), else at the first
-    file held by the fewest clusters. Output: {"picks": {NAME: [ID, ...]}}.
+    Rules: a cluster first takes the jobs needing the fewest files it does not hold, among those sharing a file
+    with it, lowest id first on ties; a cluster sharing none starts afresh in the longest run of files nobody
+    holds (at its middle when a holder's jobs lead into it), else at the first file held by the fewest
+    clusters. Output: {"picks": {NAME: [ID, ...]}}.
 
     Example (B holds f1 and f2 and takes job 1; A holds nothing and takes f3, the file nobody holds):
       {"jobs": [{"id": 1, "files": ["f1"]}, {"id": 2, "files": ["f2"]}, {"id": 3, "files": ["f3"]},
