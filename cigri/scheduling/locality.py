@@ -101,9 +101,10 @@ class Locality:
        alike: the picker's view has no sizes.)
     2. a cluster that still wants jobs and shares no file with any job left starts afresh where it is far from
        every other cluster's files: in the longest run of consecutive files (in the order of their lowest
-       waiting job) that no cluster holds, at its first file, or at its middle when a job links the run to the
-       held file just before it (the cluster holding that file goes on into the run along the sequence, so the
-       newcomer leaves it half). It takes the lowest job reading that file, then goes on as in step 1. When
+       waiting job) that no cluster holds, at its first file, or at its middle when a job links the run to a
+       held file next to it (the cluster holding that file can go on into the run one file at a time, so the
+       newcomer leaves it half). It takes the lowest job reading that file, then goes on as in step 1 (lowest
+       id first: from a run's middle it goes down the sequence until it meets the cluster below, then up). When
        every file with jobs left has a holder, it takes the first file held by the fewest clusters. (BOINC
        draws the file at random within a working set of about N/M files, N hosts and M replicas of each job;
        counting holders is the same spread, deterministic, and no cluster flocks onto another's frontier.)
@@ -225,8 +226,9 @@ class _Pass:
 
     def _free_run(self, start: int, end: int) -> None:
         """Records the run of files nobody holds from index ``start`` to ``end`` (excluded) and where a fresh
-        start goes in it: its first file, or its middle when a holder's jobs lead into it from either side (a
-        run stays the same until one of its files gets a holder, and so does that)."""
+        start goes in it: its first file, or its middle when a holder's jobs lead into it from either side
+        (both stay true until one of its files gets a holder: a job leading into it holds its edge file once
+        taken)."""
         if start >= end:
             return
         self.runs[start] = end
