@@ -141,11 +141,12 @@ and 100 MB/s, gamma 32 slots at 100 MB/s, delta 16 slots at 50 MB/s), one campai
 `bench/scenarios/locality.yaml` (4,000 jobs, each reading one of 200 files of 2 GB, 20 consecutive jobs per
 file) and `bench/scenarios/locality-contiguous.yaml` (3,000 jobs, job i reading files i..i+3 of a sequence of
 200 MB files). Each runs with the job picker (`grid config set locality ...`) `in-order` (the lowest ids
-first, as before pickers), `locality` (BOINC's locality scheduling) and `cursors` (its teams-and-cursors
-redesign), on {len(seeds)} seeds ({total:,.0f} s of simulation wall time). Bytes staged are the simulated
-clusters' own count (a file a starting job needs and the cluster's cache does not hold); staging takes size /
-bandwidth on the job's run. The lower bound is every file some job reads staged once on the whole grid (the
-issue's "once per team" with one team: splitting into teams can only raise it). Run: cigri code
+first, as before pickers), `locality` (BOINC's locality scheduling, generalised to jobs reading several
+files) and `cursors` (its teams-and-cursors redesign), on {len(seeds)} seeds ({total:,.0f} s of simulation
+wall time). Bytes staged are the simulated clusters' own count (a file a starting job needs and the cluster's
+cache does not hold); staging takes size / bandwidth on the job's run. The lower bound is every file some
+job reads staged once on the whole grid (the issue's "once per team" with one team: splitting into teams can
+only raise it). Run: cigri code
 {code_version(ROOT)}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, Python
 {platform.python_version()}.
 
@@ -159,13 +160,14 @@ Targets (issue 13, item 6):
 |---|---|---|---|---|---|
 {chr(10).join(targets(results, seeds))}
 
-Where `locality` misses the bytes target (contiguous ranges), it is BOINC's rule meeting the case it was not
-made for: a cluster first takes the jobs all of whose files it holds, and a job here shares only some of its
-files with its neighbours; a cluster with none complete starts afresh at the first file no cluster holds,
-right after another cluster's frontier, so clusters interleave along the sequence as in-order does. The
-redesign was made for that case: `cursors` keeps ranges disjoint (a cluster that runs out takes the upper part
-of the range with the most time left) and stays near the bound on both layouts, which is why it is the
-default picker (`grid config set locality in-order|locality|cursors` chooses another).
+`locality` generalises BOINC's rule to jobs reading several files: a cluster takes the jobs needing the
+fewest files it lacks (with contiguous ranges it goes on along the sequence, one new file per job), and a
+cluster with nothing to go on starts afresh in the longest run of files no cluster holds, at its middle when
+another cluster's jobs lead into it, so clusters do not interleave along the sequence as in-order does (BOINC's
+own rule, a job counting only when all its files are held, staged about 2.5x the bound on the contiguous
+layout). `cursors` reaches the same on both layouts by keeping ranges disjoint (a cluster that runs out takes
+the upper part of the range with the most time left); it stays the default picker (`grid config set locality
+in-order|locality|cursors` chooses another).
 """
     write_section(output, "bench/run_locality.py", body, HEADER)
 

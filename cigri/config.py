@@ -45,10 +45,11 @@ and nothing is written):
 - ``locality``: which waiting jobs of a campaign with input files each cluster gets, once the metascheduler
   said how many: ``cursors`` (the default: the teams-and-cursors redesign of BOINC's locality scheduling),
   ``locality`` (BOINC's locality scheduling) or ``in-order`` (lowest ids first, as for campaigns without input
-  files); see :mod:`cigri.scheduling.locality`. ``cursors`` is the default because it staged at most 1.05x
-  the bytes of the lower bound both where consecutive jobs share a file and where jobs read contiguous ranges
-  of a file sequence, where ``locality`` stages 2.5x (``docs/benchmarks.md``, ``bench/run_locality.py``);
-  ``locality`` suits campaigns whose jobs read their files in no order related to their ids;
+  files); see :mod:`cigri.scheduling.locality`. Both ``cursors`` (the default) and ``locality`` staged at
+  most 1.05x the bytes of the lower bound, with makespans within 1.1 % of in-order's, both where consecutive
+  jobs share a file and where jobs read contiguous ranges of a file sequence (``docs/benchmarks.md``,
+  ``bench/run_locality.py``); ``locality`` keeps no state and suits campaigns whose jobs read their files in no
+  order related to their ids;
 - ``locality.generator_wait``: seconds a campaign's ``work_generator`` may take to answer (default 30).
 
 The state holds the keys ``grid config set`` records; the configuration file and the environment override

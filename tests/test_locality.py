@@ -86,6 +86,27 @@ def test_jobs_without_input_files_go_anywhere_first():
     assert picks == {"A": [2]}
 
 
+def contiguous(n, width=4):
+    """Jobs 1..n, job i reading files f{i}..f{i+width-1}."""
+    return tuple(Waiting(i, tuple(f"f{k}" for k in range(i, i + width))) for i in range(1, n + 1))
+
+
+def test_a_cluster_holding_a_jobs_range_takes_the_next_job_needing_one_new_file():
+    # A ran jobs up to 40 (it holds f40..f43), so job 41 needs only f44 there; jobs 11..19 wait nearer B's files
+    waiting = tuple(job for job in contiguous(60) if 11 <= job.job_id <= 19 or job.job_id > 40)
+    holdings = Holdings(waiting, held(A=["f40", "f41", "f42", "f43"], B=["f20", "f21", "f22", "f23"]))
+    picks, _ = Locality().pick(holdings, {"A": 3}, {})
+    assert picks == {"A": [41, 42, 43]}
+
+
+def test_fresh_clusters_on_a_contiguous_sequence_start_far_apart():
+    picks, _ = Locality().pick(Holdings(contiguous(100)), {"A": 5, "B": 5}, {})
+    assert picks["A"] == [1, 2, 3, 4, 5]
+    # B starts near the middle of what A does not reach, not at A's frontier, and keeps to one range
+    assert min(picks["B"]) > 40
+    assert sorted(picks["B"]) == list(range(min(picks["B"]), min(picks["B"]) + 5))
+
+
 def test_an_unknown_picker_is_refused_with_the_valid_names():
     assert {"in-order", "locality", "cursors"} <= set(pickers())
     with pytest.raises(ConfigError, match="valid: cursors, in-order, locality"):

@@ -18,6 +18,9 @@ copies of a job never share a cluster.
 
 from __future__ import annotations
 
+import bisect
+import heapq
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -87,52 +90,173 @@ def take(holdings: Holdings, cluster: str, candidates: Iterable[int], n: int, ta
 
 
 class Locality:
-    """BOINC's locality scheduling, for the clusters of one campaign in one pass:
+    """BOINC's locality scheduling (``sched/sched_locality.cpp``), for the clusters of one campaign in one pass,
+    generalised to jobs reading several files:
 
-    1. each cluster first takes the jobs all of whose files it already holds, in increasing id order (jobs
-       without input files count as held everywhere);
-    2. a cluster that still wants jobs takes a file: the first file (in the order of its lowest waiting job)
-       held or taken by the fewest clusters, so that clusters starting afresh spread over the files instead of
-       flocking onto the first one, and a file goes to a second cluster only once every file with jobs left
-       has one. It takes that file's jobs in increasing id order (their other files come with them), and the
-       next file while it wants more. (BOINC draws the file at random within a working set of about N/M
-       files, N hosts and M replicas of each job; counting holders is the same spread, deterministic, and a
-       window of N files would send a cluster to a file already being read whenever the first N are.)
+    1. each cluster first takes the jobs needing the fewest files it does not hold yet (in its cache or being
+       staged there), lowest id first on ties, among the jobs sharing a file with it (jobs without input files
+       need none, anywhere); the files of each job it takes count as held from then on, so with one-file jobs
+       it takes the jobs of the files it holds in increasing id order (BOINC's rule), and with jobs reading a
+       contiguous range of a file sequence it goes on along the sequence, one new file per job. (Files count
+       alike: the picker's view has no sizes.)
+    2. a cluster that still wants jobs and shares no file with any job left starts afresh where it is far from
+       every other cluster's files: in the longest run of consecutive files (in the order of their lowest
+       waiting job) that no cluster holds, at its first file, or at its middle when a job links the run to a
+       held file next to it (the cluster holding that file can go on into the run one file at a time, so the
+       newcomer leaves it half). It takes the lowest job reading that file, then goes on as in step 1 (lowest
+       id first: from a run's middle it goes down the sequence until it meets the cluster below, then up). When
+       every file with jobs left has a holder, it takes the first file held by the fewest clusters. (BOINC
+       draws the file at random within a working set of about N/M files, N hosts and M replicas of each job;
+       counting holders is the same spread, deterministic, and no cluster flocks onto another's frontier.)
 
-    Clusters take turns in the order of ``wanted``, one file at a time in step 2. A file counts as held by a
-    cluster from the moment it takes a job reading it (the file is then staged there)."""
+    Clusters take turns in the order of ``wanted``: step 1 for each, then one fresh start each (and step 1
+    from there) while some still want jobs. Cost per pass: linear in the waiting jobs' files (the jobs reading
+    the files each cluster holds are counted once; the runs of files nobody holds are kept in a heap, split as
+    files get holders), with a scan of the files only for a fresh start when every file has a holder."""
 
     name = "locality"
 
     def pick(self, holdings: Holdings, wanted: Mapping[str, int], state: PickerState) -> tuple[Picks, PickerState]:
-        taken: set[int] = set()
-        held = {cluster: set(files) for cluster, files in holdings.held.items()}
+        work = _Pass(holdings)
         need = {cluster: n for cluster, n in wanted.items() if n > 0}
         picks: Picks = {cluster: [] for cluster in wanted}
-        for cluster in need:
-            mine = held.setdefault(cluster, set())
-            local = (job.job_id for job in holdings.jobs if mine.issuperset(job.files))
-            picks[cluster] += take(holdings, cluster, local, need[cluster], taken)
-            need[cluster] -= len(picks[cluster])
-        by_file = _jobs_by_file(holdings.jobs)
-        files_of = {job.job_id: job.files for job in holdings.jobs}
-        while any(n > 0 for n in need.values()):
+        for cluster, n in need.items():
+            picks[cluster] += work.follow(cluster, n)
+        progress = True
+        while progress:
             progress = False
-            for cluster in [c for c, n in need.items() if n > 0]:
-                file = _choose(by_file, taken, held, cluster, holdings)
-                if file is None:
-                    need[cluster] = 0  # nothing left it may take
+            for cluster, n in need.items():
+                if len(picks[cluster]) >= n:
                     continue
-                chosen = take(holdings, cluster, by_file[file], need[cluster], taken)
-                held[cluster].add(file)
-                for job_id in chosen:
-                    held[cluster].update(files_of[job_id])
-                picks[cluster] += chosen
-                need[cluster] -= len(chosen)
-                progress = progress or bool(chosen)
-            if not progress:
-                break
+                job_id = work.fresh_start(cluster)
+                if job_id is None:
+                    continue
+                work.give(cluster, job_id)
+                picks[cluster] += [job_id, *work.follow(cluster, n - len(picks[cluster]) - 1)]
+                progress = True
         return picks, {}
+
+
+class _Pass:
+    """The working state of one :class:`Locality` pass: the files each cluster holds (growing as it takes
+    jobs), how many holders each file has, per cluster the jobs sharing a file with it in a heap by (files
+    missing there, id), and the runs of files nobody holds in a heap by (-room, first index), both kept up to
+    date as files get holders (stale entries are skipped when they come up)."""
+
+    def __init__(self, holdings: Holdings) -> None:
+        self.holdings = holdings
+        self.files_of = {job.job_id: job.files for job in holdings.jobs}
+        self.by_file = _jobs_by_file(holdings.jobs)
+        self.order = list(self.by_file)
+        self.held = {cluster: set(files) for cluster, files in holdings.held.items()}
+        self.holders = Counter(file for files in self.held.values() for file in files)
+        self.taken: set[int] = set()
+        self.missing: dict[str, dict[int, int]] = {}
+        self.queue: dict[str, list[tuple[int, int]]] = {}
+        self.index = {file: index for index, file in enumerate(self.order)}
+        self.runs: dict[int, int] = {}  # the runs of files nobody holds: first index -> end index (excluded)
+        self.starts: list[int] = []  # their first indexes, sorted
+        self.free_runs: list[tuple[int, int, int, int]] = []  # heap of (-room, start, end, fresh start index)
+        start = 0
+        for index, file in enumerate(self.order):
+            if self.holders[file]:
+                self._free_run(start, index)
+                start = index + 1
+        self._free_run(start, len(self.order))
+
+    def _queue(self, cluster: str) -> tuple[list[tuple[int, int]], dict[int, int]]:
+        if cluster not in self.queue:
+            mine = self.held.setdefault(cluster, set())
+            missing = {job.job_id: 0 for job in self.holdings.jobs if not job.files}
+            for file in mine:
+                for job_id in self.by_file.get(file, ()):
+                    if job_id not in missing:
+                        missing[job_id] = sum(f not in mine for f in self.files_of[job_id])
+            self.missing[cluster] = missing
+            self.queue[cluster] = [(count, job_id) for job_id, count in missing.items()]
+            heapq.heapify(self.queue[cluster])
+        return self.queue[cluster], self.missing[cluster]
+
+    def follow(self, cluster: str, n: int) -> list[int]:
+        """Up to ``n`` jobs sharing a file with the cluster, fewest files missing there first (step 1)."""
+        heap, missing = self._queue(cluster)
+        chosen: list[int] = []
+        while heap and len(chosen) < n:
+            count, job_id = heapq.heappop(heap)
+            if count == missing[job_id] and job_id not in self.taken and self.holdings.allowed(cluster, job_id):
+                self.give(cluster, job_id)
+                chosen.append(job_id)
+        return chosen
+
+    def give(self, cluster: str, job_id: int) -> None:
+        """The cluster takes the job: its files count as held there, the jobs reading them need one less."""
+        heap, missing = self._queue(cluster)
+        mine = self.held[cluster]
+        self.taken.add(job_id)
+        for file in self.files_of[job_id]:
+            if file in mine:
+                continue
+            mine.add(file)
+            self.holders[file] += 1
+            if self.holders[file] == 1:
+                self._held_now(file)
+            for other in self.by_file[file]:
+                if other in self.taken:
+                    continue
+                count = missing.get(other)
+                missing[other] = sum(f not in mine for f in self.files_of[other]) if count is None else count - 1
+                heapq.heappush(heap, (missing[other], other))
+
+    def _first_allowed(self, cluster: str, file: str) -> int | None:
+        return next((j for j in self.by_file[file] if j not in self.taken and self.holdings.allowed(cluster, j)), None)
+
+    def fresh_start(self, cluster: str) -> int | None:
+        """The job a cluster sharing no file with any job left starts afresh with (step 2), None when no job
+        is left that it may take."""
+        while self.free_runs:
+            _, start, end, first = self.free_runs[0]
+            if self.runs.get(start) == end:
+                job_id = self._first_allowed(cluster, self.order[first])
+                if job_id is not None:
+                    return job_id
+                break  # the cluster must not get it (rare): as when every file has a holder
+            heapq.heappop(self.free_runs)  # the run was split since
+        shared = [(self.holders[file], file) for file in self.order if self._first_allowed(cluster, file) is not None]
+        return self._first_allowed(cluster, min(shared, key=lambda item: item[0])[1]) if shared else None
+
+    def _free_run(self, start: int, end: int) -> None:
+        """Records the run of files nobody holds from index ``start`` to ``end`` (excluded) and where a fresh
+        start goes in it: its first file, or its middle when a holder's jobs lead into it from either side
+        (both stay true until one of its files gets a holder: a job leading into it holds its edge file once
+        taken)."""
+        if start >= end:
+            return
+        self.runs[start] = end
+        bisect.insort(self.starts, start)
+        length = end - start
+        if self._entered(start - 1, start) or self._entered(end, end - 1):
+            room, first = (length + 1) // 2, start + length // 2
+        else:
+            room, first = length, start
+        heapq.heappush(self.free_runs, (-room, start, end, first))
+
+    def _held_now(self, file: str) -> None:
+        """A file nobody held gets a holder: it splits the run it was in."""
+        index = self.index[file]
+        at = bisect.bisect_right(self.starts, index) - 1
+        start = self.starts[at]
+        end = self.runs.pop(start)
+        del self.starts[at]
+        self._free_run(start, index)
+        self._free_run(index + 1, end)
+
+    def _entered(self, outside: int, inside: int) -> bool:
+        """Whether the file at ``outside`` has a holder and a job left reads it and the file at ``inside`` (the
+        holder can go on into the run one file at a time)."""
+        if not 0 <= outside < len(self.order) or not self.holders[self.order[outside]]:
+            return False
+        before, file = self.order[outside], self.order[inside]
+        return any(before in self.files_of[j] for j in self.by_file[file] if j not in self.taken)
 
 
 def _jobs_by_file(jobs: Iterable[Waiting]) -> dict[str, list[int]]:
@@ -142,23 +266,6 @@ def _jobs_by_file(jobs: Iterable[Waiting]) -> dict[str, list[int]]:
         for file in job.files:
             by_file.setdefault(file, []).append(job.job_id)
     return by_file
-
-
-def _choose(
-    by_file: Mapping[str, list[int]], taken: set[int], held: Mapping[str, set[str]], cluster: str, holdings: Holdings
-) -> str | None:
-    """The file a cluster wanting more work takes next (see :class:`Locality`, step 2), None when no file has
-    a job left that it may take."""
-    best, fewest = None, None
-    for file, job_ids in by_file.items():
-        if not any(j not in taken and holdings.allowed(cluster, j) for j in job_ids):
-            continue
-        holders = sum(file in files for other, files in held.items() if other != cluster)
-        if fewest is None or holders < fewest:
-            best, fewest = file, holders
-            if holders == 0:
-                break  # nobody holds it: none can do better
-    return best
 
 
 _PICKERS: dict[str, type] = {InOrder.name: InOrder, Locality.name: Locality}
@@ -233,11 +340,12 @@ def evaluate_locality(scenario: Mapping[str, Any]) -> dict:
     Input: "jobs": [{"id": N, "files": [NAME, ...]}, ...] the campaign's waiting jobs; "clusters": {NAME:
     {"wants": jobs it takes this pass (default 0), "holds": [FILE, ...] files in its cache, "exclude": [ID, ...]
     jobs it must not get (a copy runs there)}}, in turn order; "picker": "locality" (default) or "in-order".
-    Rules: a cluster first takes the jobs whose files it holds, lowest id first; then, one file at a time, the
-    first file (by lowest job) held by the fewest clusters, its jobs lowest id first. Output: {"picks": {NAME:
-    [ID, ...]}}.
+    Rules: a cluster first takes the jobs needing the fewest files it does not hold, among those sharing a file
+    with it, lowest id first on ties; a cluster sharing none starts afresh in the longest run of files nobody
+    holds (at its middle when a holder's jobs lead into it), else at the first file held by the fewest
+    clusters. Output: {"picks": {NAME: [ID, ...]}}.
 
-    Example (B holds f1 and f2 and takes job 1; A holds nothing and takes f3, the first file nobody holds):
+    Example (B holds f1 and f2 and takes job 1; A holds nothing and takes f3, the file nobody holds):
       {"jobs": [{"id": 1, "files": ["f1"]}, {"id": 2, "files": ["f2"]}, {"id": 3, "files": ["f3"]},
                 {"id": 4, "files": ["f2"]}],
        "clusters": {"B": {"wants": 1, "holds": ["f2", "f1"]}, "A": {"wants": 1}}}
