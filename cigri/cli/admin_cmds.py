@@ -14,7 +14,13 @@ from .app import GridGroup, app, common
 @click.group("admin", cls=GridGroup)
 @common
 def admin():
-    """Look after the state file."""
+    """Look after the state file.
+
+    \b
+    Example:
+        grid admin check
+        grid admin check --json
+    """
 
 
 CHECK_HELP = """Check the state's invariants; change nothing.

@@ -260,7 +260,13 @@ def gridclusters(ctx, info, usage, bars, headerless, as_json):
 @_adapter_options
 @common
 def add(name, adapter, **options):
-    """Add a cluster reached through an adapter."""
+    """Add a cluster reached through an adapter.
+
+    \b
+    Example:
+        gridclusters add big --adapter local --slots 8
+        gridclusters add dahu --adapter slurm-ssh --host dahu --user alice --identity-file ~/.ssh/id_cigri
+    """
     ops.add(app().store, name, adapter, _given(options), app().clock)
     click.echo(f"cluster {name} added ({adapter})")
 
@@ -270,7 +276,13 @@ def add(name, adapter, **options):
 @_adapter_options
 @common
 def set_(name, **options):
-    """Change a cluster's settings."""
+    """Change a cluster's settings.
+
+    \b
+    Example:
+        gridclusters set local --slots 4
+        gridclusters set dahu --cache-dir /scratch/alice/cigri-cache --cache-quota 50000000000
+    """
     given = _given(options)
     if not given:
         raise click.UsageError("nothing to set: give at least one option")
@@ -282,7 +294,12 @@ def set_(name, **options):
 @click.argument("name", shell_complete=cluster_names)
 @common
 def remove(name):
-    """Remove a cluster no running campaign uses."""
+    """Remove a cluster no running campaign uses.
+
+    \b
+    Example:
+        gridclusters remove big
+    """
     a = app()
     ops.remove(a.store, name, a.clock)
     click.echo(f"cluster {name} removed")

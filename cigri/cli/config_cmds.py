@@ -179,7 +179,14 @@ def check(file, apply_):
 @cluster_option
 @common
 def set_(key, value, cluster):
-    """Set KEY to VALUE (read as YAML: 3 is a number, {a: 1} a mapping)."""
+    """Set KEY to VALUE (read as YAML: 3 is a number, {a: 1} a mapping), in the state.
+
+    \b
+    Example:
+        grid config set metasched fairshare
+        grid config set metasched.fairshare.half_life 86400
+        grid config set flow pi --cluster dahu
+    """
     key = _key(key, cluster)
     try:
         parsed = yaml.safe_load(value)
@@ -193,7 +200,13 @@ def set_(key, value, cluster):
 @cluster_option
 @common
 def unset(key, cluster):
-    """Remove KEY: its default applies again."""
+    """Remove KEY from the state: its default (or the file's or environment's value) applies again.
+
+    \b
+    Example:
+        grid config unset nikita.queue_timeout
+        grid config unset flow --cluster dahu
+    """
     key = _key(key, cluster)
     if not ops.unset_value(app().store, key):
         click.echo(f"{key} was not set", err=True)

@@ -110,7 +110,11 @@ class _Progress:
 
 def _stage_command(stage: str, doc: str):
     @click.command(
-        stage, cls=GridCommand, help=doc + "\n\nRuns this stage of the almighty cycle once, under the almighty lock."
+        stage,
+        cls=GridCommand,
+        help=doc
+        + "\n\nRuns this stage of the almighty cycle once, under the almighty lock, and prints what it did."
+        + f"\n\n\b\nExample:\n    grid {stage}\n    grid {stage} -v     # each action it takes",
     )
     @common
     def command():
