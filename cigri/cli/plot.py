@@ -101,6 +101,7 @@ def png(p: Progress, path: str) -> None:
         import matplotlib
 
         matplotlib.use("Agg")
+        import matplotlib.dates
         import matplotlib.pyplot as plt
     except ImportError:
         raise ConfigError("--output needs matplotlib: pip install 'cigri[plot]'") from None
@@ -130,6 +131,11 @@ def png(p: Progress, path: str) -> None:
                 dates(f.at for f in banded), dates(f.low for f in banded), dates(f.high for f in banded), alpha=0.25
             )
         eta.legend(fontsize="small")
+    else:  # Spritz forecasts while jobs remain: a campaign over within a pass has none
+        eta.text(0.5, 0.5, "no forecast recorded", ha="center", va="center", transform=eta.transAxes)
+    locator = matplotlib.dates.AutoDateLocator()
+    eta.xaxis.set_major_locator(locator)
+    eta.xaxis.set_major_formatter(matplotlib.dates.ConciseDateFormatter(locator))
     eta.set(title="Predicted end over time", xlabel="time", ylabel="predicted end")
     fig.autofmt_xdate()
     fig.tight_layout()
