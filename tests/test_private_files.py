@@ -60,6 +60,30 @@ def test_a_slurm_job_node_file_is_fresh_and_a_planted_symlink_is_left_alone(tmp_
     assert victim.read_text() == "precious\n" and not os.path.exists(path)  # removed once the job ended
 
 
+def test_a_slurm_job_cancelled_as_it_starts_leaves_no_node_file(tmp_path):
+    """Slurm's SIGTERM may reach the batch shell while it writes the node file (scontrol runs then): the
+    shell already traps it, so it exits 143 and removes the file."""
+    spec = JobSpec(job_id=3, campaign_id=1, name="j3", argv=("true",), directory=str(tmp_path), walltime=60, user="a")
+    (tmp_path / "args").write_text(args_lines([spec], str(tmp_path)))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    scontrol = bin_dir / "scontrol"  # the cancel arrives while scontrol lists the nodes
+    scontrol.write_text("#!/bin/sh\nkill -TERM $PPID\necho node1\n")
+    scontrol.chmod(0o755)
+    jobs = tmp_path / "tmp"
+    jobs.mkdir()
+    script = job_script(spec, str(tmp_path), f"cat {tmp_path / 'args'}")
+    env = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "TMPDIR": str(jobs),
+        "SLURM_ARRAY_TASK_ID": "1",
+        "SLURM_JOB_NODELIST": "node1",
+    }
+    done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 143, done.stderr
+    assert list(jobs.iterdir()) == []
+
+
 # ---- tokens never cross the network over plain http:// ---------------------------------------------
 
 

@@ -180,13 +180,15 @@ CIGRI_JOB_ID=$1 CIGRI_JOB_NAME=$2
 shift 2
 export CIGRI_JOB_ID CIGRI_JOBID="$CIGRI_JOB_ID" CIGRI_JOB_NAME CIGRI_JOBNAME="$CIGRI_JOB_NAME"
 {exports(batch_environment(spec, workdir))}
+# the node file is removed however the job ends: on its own, or cancelled, preempted or out of walltime
+# (Slurm's SIGTERM); the traps come first, so that a job cancelled as it starts leaves no file behind
+CIGRI_NODE_FILE=
+trap '[ -z "$CIGRI_NODE_FILE" ] || rm -f "$CIGRI_NODE_FILE"' EXIT
+trap 'exit 143' TERM
 # mktemp: a fresh 0600 file under an unguessable name (a fixed /tmp name could be a planted symlink)
 CIGRI_NODE_FILE=$(mktemp "${{TMPDIR:-/tmp}}/cigri-nodes.XXXXXXXXXX") || exit 1
 scontrol show hostnames "$SLURM_JOB_NODELIST" > "$CIGRI_NODE_FILE" 2>/dev/null || hostname > "$CIGRI_NODE_FILE"
 export CIGRI_NODE_FILE CIGRI_NODEFILE="$CIGRI_NODE_FILE"
-# removed however the job ends: on its own, or cancelled, preempted or out of walltime (Slurm's SIGTERM)
-trap 'rm -f "$CIGRI_NODE_FILE"' EXIT
-trap 'exit 143' TERM
 {_run_job(spec.checkpoint_signal)}
 """
 
