@@ -128,17 +128,23 @@ def queue(store: Store, clock: Clock) -> int:
         for sub in subscriptions:
             if _wants(sub, severity, user, event.created_at):
                 notes.append((sub, f"event:{event.id}", severity, subject, body))
-    for campaign in store.ended_since(min(s["created_at"] for s in subscriptions)):
+    # campaign ends from the last one looked at (ends at the same instant are seen again: each topic is queued
+    # once), and never from before the oldest subscription
+    ended = store.ended_since(max(store.notify_end_mark(), min(s["created_at"] for s in subscriptions)))
+    for campaign in ended:
         subject, body = _end_note(campaign)
         for sub in subscriptions:
             if _wants(sub, CAMPAIGN_END, campaign.user, campaign.ended_at):
                 notes.append((sub, f"campaign:{campaign.id}:end", CAMPAIGN_END, subject, body))
+    queued = 0
     with store.transaction():
         for sub, topic, severity, subject, body in notes:
-            store.queue_notification(sub["id"], topic, severity, subject, body, now)
+            queued += store.queue_notification(sub["id"], topic, severity, subject, body, now)
         if events:
             store.set_notify_mark(events[-1][0].id)
-    return len(notes)
+        if ended:
+            store.set_notify_end_mark(max(campaign.ended_at for campaign in ended))
+    return queued
 
 
 def send_mail(settings: Mapping[str, Any], to: str, subject: str, body: str) -> None:

@@ -14,7 +14,7 @@ from aiosmtpd.controller import Controller
 from cigri import notify
 from cigri.cli import grid
 from cigri.clock import RealClock
-from cigri.model import EventClass, EventCode
+from cigri.model import CampaignState, CampaignType, EventClass, EventCode
 from cigri.store import Store
 
 from .conftest import write_jdl
@@ -168,3 +168,24 @@ def test_a_job_error_reaches_low_subscribers_and_its_blacklist_everyone(cli, tmp
         ("low@example.org", f"[cigri] EXIT_ERROR: campaign {campaign} failing-run cluster local job 1"),
         ("medium@example.org", f"[cigri] BLACKLIST: campaign {campaign} failing-run cluster local"),
     ]
+
+
+def test_each_pass_reads_only_the_campaign_ends_since_the_last(store, monkeypatch):
+    """The notifier's cost grows with what ended since its last pass, not with the campaigns ever ended: a
+    campaign ended before the latest end it looked at is not read again, and nothing is queued twice."""
+    clock = RealClock()
+    now = clock.now()
+    notify.subscribe(store, "alice", notify.MAIL, "alice@example.org", "low", clock)
+    with store.transaction():
+        for name, ended in (("one", now + 1), ("two", now + 2)):
+            campaign = store.create_campaign(name, "alice", CampaignType.DEFAULT, {}, {}, now)
+            store.set_campaign_state(campaign, CampaignState.TERMINATED, ended)
+    assert notify.queue(store, clock) == 2
+    read: list[float] = []
+    ended_since = store.ended_since
+    monkeypatch.setattr(store, "ended_since", lambda since: read.append(since) or ended_since(since))
+    with store.transaction():
+        three = store.create_campaign("three", "alice", CampaignType.DEFAULT, {}, {}, now)
+        store.set_campaign_state(three, CampaignState.TERMINATED, now + 5)
+    assert notify.queue(store, clock) == 1  # three's end; two's (ended at the mark) is not queued again
+    assert [c.name for c in ended_since(read[0])] == ["two", "three"]

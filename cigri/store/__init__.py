@@ -1451,6 +1451,14 @@ class Store(Integrity, Files, Picking):
     def set_notify_mark(self, event_id: int) -> None:
         self.conn.execute("UPDATE meta SET value = ? WHERE key = 'notify_event_id'", (str(event_id),))
 
+    def notify_end_mark(self) -> float:
+        """The latest campaign end the notifier has looked at (0 before any)."""
+        row = self._one("SELECT value FROM meta WHERE key = 'notify_end_at'")
+        return float(row[0]) if row else 0.0
+
+    def set_notify_end_mark(self, ended_at: float) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('notify_end_at', ?)", (repr(ended_at),))
+
     def events_after(self, event_id: int) -> list[tuple[Event, str | None, str | None]]:
         """Events newer than ``event_id``, oldest first, each with its campaign's user and name (None, None: a
         cluster's)."""
@@ -1468,12 +1476,16 @@ class Store(Integrity, Files, Picking):
 
     def queue_notification(
         self, subscription_id: int, topic: str, severity: str, subject: str, body: str, now: float
-    ) -> None:
-        """Queue a notification unless that subscription already has that topic (each is sent once)."""
-        self.conn.execute(
-            "INSERT OR IGNORE INTO notifications (subscription_id, topic, severity, subject, body, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (subscription_id, topic, severity, subject, body, now),
+    ) -> bool:
+        """Queue a notification unless that subscription already has that topic (each is sent once); whether
+        it was queued."""
+        return (
+            self.conn.execute(
+                "INSERT OR IGNORE INTO notifications (subscription_id, topic, severity, subject, body, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (subscription_id, topic, severity, subject, body, now),
+            ).rowcount
+            > 0
         )
 
     def unsent_notifications(self, max_attempts: int) -> list[dict]:
