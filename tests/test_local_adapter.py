@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cigri.adapters import AdapterContext, adapter_for
+from cigri.adapters.local_rm import Spool
 from cigri.clock import RealClock
 from cigri.errors import JdlError
 from cigri.model import Cluster, JobSpec, KillCause, RemoteState
@@ -160,3 +161,17 @@ def test_capacity_and_check(local):
 
 def test_spool_is_private(local):
     assert (local.spool.dir / "out").stat().st_mode & 0o077 == 0
+
+
+def test_the_local_rm_never_reuses_a_forgotten_job_id(tmp_path):
+    """griddel --purge forgets ended jobs' rows (Spool.forget): the next job gets a new id all the same, so
+    nothing left of the old one (its outputs, a late word of its process) is taken for the new one's."""
+    spool = Spool(tmp_path / "spool")
+    job = {"argv": ["true"], "cwd": str(tmp_path), "env": {}, "walltime": 60, "slots": 1}
+    [first] = spool.submit("a", [job], 0.0)
+    with spool.conn:
+        spool.conn.execute("UPDATE jobs SET state = 'terminated' WHERE id = ?", (first,))
+    spool.forget([first])
+    [second] = spool.submit("b", [job], 1.0)
+    spool.close()
+    assert second > first

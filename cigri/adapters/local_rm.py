@@ -127,7 +127,12 @@ class Spool:
         try:
             existing = self.find_batch(batch)
             if existing is None:
-                first = self.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM jobs").fetchone()[0]
+                # ids are never reused, even once forgotten rows (griddel --purge) freed the highest ones: the
+                # last id given is kept in meta
+                given = self.conn.execute("SELECT value FROM meta WHERE key = 'last_id'").fetchone()
+                highest = self.conn.execute("SELECT coalesce(max(id), 0) FROM jobs").fetchone()[0]
+                first = max(highest, json.loads(given[0]) if given else 0) + 1
+                self.set_meta({"last_id": first + len(jobs) - 1})
                 self.conn.executemany(
                     "INSERT INTO jobs (id, batch, argv, cwd, env, walltime, slots, state, queued_at, ckpt_signal, "
                     "ckpt_grace) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
