@@ -236,7 +236,6 @@ class SlurmBench:
         self.notes_contention: list[str] = []
         self.mine: set[str] = set()  # ids (array or job) submitted by this run
         self.prefixes = [f"cigri.bench-{self.tag}", f"bench-{self.tag}"]  # job names of this run
-        self.raw_ids: set[str] = set()  # every task's own job id, for the node files cigri's script leaves
         self.states: list[Path] = []
         self.loops: list[subprocess.Popen] = []
         self.left_in_queue = 0
@@ -282,12 +281,6 @@ class SlurmBench:
     def is_mine(self, base: str, name: str) -> bool:
         return base in self.mine or any(name.startswith(p) for p in self.prefixes)
 
-    def note_raw_ids(self) -> None:
-        """Remember the task job ids of this run's jobs still in slurmctld's memory (node files)."""
-        for row in self.queue("-t", "all", "-o", "%A|%F|%j"):
-            if len(row) == 3 and self.is_mine(row[1], row[2]):
-                self.raw_ids.add(row[0])
-
     def cancel(self, ids, *, wait: float = 120.0) -> None:
         """scancel these ids (all submitted by this run), then wait until squeue lists none of them."""
         ids = sorted({base_id(i) for i in ids})
@@ -301,7 +294,6 @@ class SlurmBench:
             if time.monotonic() > deadline:
                 raise BenchError(f"jobs {ids[:5]}... still queued {wait:.0f} s after scancel")
             time.sleep(0.1)
-        self.note_raw_ids()
 
     def cancel_mine(self) -> None:
         """Cancel whatever of this run is still queued (by id or by name)."""
@@ -581,7 +573,6 @@ class SlurmBench:
             last_end = conn.execute("SELECT max(ended_at) FROM jobs").fetchone()[0]
         text = (state.parent / "almighty.log").read_text(errors="replace")
         submits = re.findall(r"^(\S+ \S+) \d+ cigri\.cycle INFO runner: \d+ jobs of campaign", text, re.M)
-        self.note_raw_ids()
         return wall, ended - last_end, len(submits), log_time(submits[0]) - epoch if submits else float("nan")
 
     def raw_drain(self, n: int, workdir: Path) -> float:
@@ -619,7 +610,6 @@ class SlurmBench:
         bad = [row for row in self.queue("-t", "all", "-j", array, "-o", "%T") if row[0] != "COMPLETED"]
         if bad:
             raise BenchError(f"the array {array}: {len(bad)} tasks did not complete")
-        self.note_raw_ids()
         return wall
 
     def adapter_drain(self, n: int, workdir: Path, rep: int) -> float:
@@ -784,7 +774,6 @@ class SlurmBench:
             i += k
         if min(latencies) < 0:
             raise BenchError(f"a job recorded {-min(latencies):.3f} s before its own end: log parsing is wrong")
-        self.note_raw_ids()
         return latencies
 
     def stop_loop(self, loop: subprocess.Popen) -> None:
@@ -1023,13 +1012,10 @@ class SlurmBench:
                 self.stop_loop(loop)
         try:
             self.cancel_mine()
-            self.note_raw_ids()
             rows = self.queue("-o", "%F|%j")
             self.left_in_queue = sum(1 for row in rows if len(row) == 2 and self.is_mine(row[0], row[1]))
         except Exception as exc:  # keep cleaning
             log(f"cleanup: {exc}")
-        for raw in self.raw_ids:  # cigri's job script leaves ${TMPDIR:-/tmp}/cigri-nodes.<job id> behind
-            Path(f"/tmp/cigri-nodes.{raw}").unlink(missing_ok=True)
         # ssh master connections ([mux]) are shared with everyone using the same key: they expire on their own
         found = [(pid, cmd) for pid, cmd in leftovers(self.tmp) if "[mux]" not in cmd]
         for pid, _ in found:

@@ -135,7 +135,7 @@ def test_the_slurm_job_script_passes_the_checkpoint_signal_on_to_the_job(tmp_pat
     assert "--signal=B:USR2@90" in batch_options(spec, {}, "/home", "clusters.s")
     (tmp_path / "args").write_text(args_lines([spec], str(tmp_path)))
     task = {"PATH": os.environ["PATH"], "SLURM_ARRAY_TASK_ID": "1", "SLURM_JOB_ID": "5", "TMPDIR": str(tmp_path)}
-    shell = subprocess.Popen(["sh", "-c", job_script(spec, "/home", f"cat {tmp_path}/args")], env=task)
+    shell = subprocess.Popen(["sh", "-c", job_script(spec, "/home", f"cat {tmp_path}/args", f"{tmp_path}/")], env=task)
     wait_for(lambda: (tmp_path / "started").exists())
     shell.send_signal(signal.SIGUSR2)
     assert shell.wait(timeout=10) == 68

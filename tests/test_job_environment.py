@@ -160,7 +160,9 @@ def test_a_slurm_job_gets_the_map_and_its_cigri_variables(tmp_path):
     )
     (tmp_path / "args").write_text(args_lines([spec], str(tmp_path)))
     task = {"PATH": os.environ["PATH"], "SLURM_ARRAY_TASK_ID": "1", "SLURM_JOB_ID": "5", "TMPDIR": str(tmp_path)}
-    subprocess.run(["sh", "-c", job_script(spec, "/home", f"cat {tmp_path}/args")], env=task, check=True)
+    subprocess.run(
+        ["sh", "-c", job_script(spec, "/home", f"cat {tmp_path}/args", f"{tmp_path}/")], env=task, check=True
+    )
     env = job_env(tmp_path, "a")
     assert env["GREETING"] == "hello 'world'" and env["EMPTY"] == "" and env["CIGRI_USER"] == "alice"
     assert (env["CIGRI_JOB_ID"], env["CIGRI_JOB_NAME"], env["CIGRI_WORKDIR"]) == ("41", "a", str(tmp_path))

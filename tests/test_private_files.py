@@ -1,9 +1,10 @@
 """What cigri writes is private: state, logs, spools and sockets 0600/0700, whatever the umask; node files
-under unguessable names."""
+in cigri's own folder on the cluster."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from cigri.clock import RealClock
 from cigri.errors import ConfigError
 from cigri.model import Cluster, JobSpec
 
-from .conftest import Grid, write_jdl
+from .conftest import Grid, wait_for, write_jdl
 from .test_cli_errors import refuse
 
 
@@ -28,60 +29,65 @@ def stop_local_daemons(state_dir: Path) -> None:
             local.close()
 
 
-def test_a_slurm_job_node_file_is_fresh_and_a_planted_symlink_is_left_alone(tmp_path):
-    spec = JobSpec(
-        job_id=3,
-        campaign_id=1,
-        name="j3",
-        argv=("sh", "-c", 'cat "$CIGRI_NODE_FILE"; echo "$CIGRI_NODE_FILE"'),
-        directory=str(tmp_path),
-        walltime=60,
-        user="alice",
-    )
+def slurm_task(tmp_path: Path, argv: tuple[str, ...]) -> tuple[str, dict, Path, Path]:
+    """The array job script of one task running ``argv``, the environment slurmd gives task 1 of array 7,
+    cigri's folder for its node files and the node's TMPDIR (both empty)."""
+    spec = JobSpec(job_id=3, campaign_id=1, name="j3", argv=argv, directory=str(tmp_path), walltime=60, user="a")
     (tmp_path / "args").write_text(args_lines([spec], str(tmp_path)))
-    victim = tmp_path / "victim"
-    victim.write_text("precious\n")
-    (tmp_path / "cigri-nodes.42").symlink_to(victim)  # the name the job script used to write
-    script = job_script(spec, str(tmp_path), f"cat {tmp_path / 'args'}")
+    folder, node_tmp = tmp_path / "cigri", tmp_path / "tmp"
+    folder.mkdir()
+    node_tmp.mkdir()
+    script = job_script(spec, str(tmp_path), f"cat {tmp_path / 'args'}", f"{folder}/")
     env = {
         "PATH": os.environ["PATH"],
-        "TMPDIR": str(tmp_path),
+        "TMPDIR": str(node_tmp),
+        "SLURM_ARRAY_JOB_ID": "7",
         "SLURM_ARRAY_TASK_ID": "1",
-        "SLURM_JOB_ID": "42",
+        "SLURM_JOB_ID": "8",
         "SLURM_JOB_NODELIST": "node[1-2]",
     }
+    return script, env, folder, node_tmp
+
+
+def test_a_slurm_job_node_file_is_private_in_cigris_folder_and_removed_at_its_end(tmp_path):
+    """The node file is named after the task, in cigri's own folder on the cluster (0700), not in the node's
+    /tmp: no name there to plant a symlink on, and nothing left in /tmp however the job ends."""
+    argv = ("sh", "-c", 'cat "$CIGRI_NODE_FILE"; echo "$CIGRI_NODE_FILE"; stat -c %a "$CIGRI_NODE_FILE"')
+    script, env, folder, node_tmp = slurm_task(tmp_path, argv)
     done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, check=True)
-    *nodes, path = done.stdout.splitlines()
-    assert (
-        nodes == ["node1", "node2"]
-        and path.startswith(f"{tmp_path}/cigri-nodes.")
-        and path != f"{tmp_path}/cigri-nodes.42"
-    )
-    assert victim.read_text() == "precious\n" and not os.path.exists(path)  # removed once the job ended
+    assert done.stdout.splitlines() == ["node1", "node2", f"{folder}/7_1.nodes", "600"]
+    assert list(folder.iterdir()) == [] and list(node_tmp.iterdir()) == []  # removed once the job ended
 
 
 def test_a_slurm_job_cancelled_as_it_starts_leaves_no_node_file(tmp_path):
     """Slurm's SIGTERM may reach the batch shell while it writes the node file (scontrol runs then): the
     shell already traps it, so it exits 143 and removes the file."""
-    spec = JobSpec(job_id=3, campaign_id=1, name="j3", argv=("true",), directory=str(tmp_path), walltime=60, user="a")
-    (tmp_path / "args").write_text(args_lines([spec], str(tmp_path)))
+    script, env, folder, node_tmp = slurm_task(tmp_path, ("true",))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    scontrol = bin_dir / "scontrol"  # the cancel arrives while scontrol lists the nodes
-    scontrol.write_text("#!/bin/sh\nkill -TERM $PPID\necho node1\n")
+    scontrol = bin_dir / "scontrol"  # the cancel reaches every process of the task while scontrol lists the nodes
+    scontrol.write_text("#!/bin/sh\nkill -TERM 0\necho node1\n")
     scontrol.chmod(0o755)
-    jobs = tmp_path / "tmp"
-    jobs.mkdir()
-    script = job_script(spec, str(tmp_path), f"cat {tmp_path / 'args'}")
-    env = {
-        "PATH": f"{bin_dir}:{os.environ['PATH']}",
-        "TMPDIR": str(jobs),
-        "SLURM_ARRAY_TASK_ID": "1",
-        "SLURM_JOB_NODELIST": "node1",
-    }
-    done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True)
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, start_new_session=True)
     assert done.returncode == 143, done.stderr
-    assert list(jobs.iterdir()) == []
+    assert list(folder.iterdir()) == [] and list(node_tmp.iterdir()) == []
+
+
+def test_a_slurm_job_killed_outright_leaves_nothing_in_the_nodes_tmp(tmp_path):
+    """No trap runs on SIGKILL, which Slurm sends on preemption, after KillWait or on ``scancel -s KILL``
+    (CI saw the old /tmp node file left so): the file left is in cigri's folder, beside the task's output,
+    where the next run of the same task overwrites it."""
+    started = tmp_path / "started"
+    script, env, folder, node_tmp = slurm_task(tmp_path, ("sh", "-c", f"touch {started}; exec sleep 60"))
+    shell = subprocess.Popen(["sh", "-c", script], env=env, start_new_session=True)
+    try:
+        wait_for(started.exists, timeout=20, interval=0.05)
+    finally:
+        os.killpg(shell.pid, signal.SIGKILL)
+        shell.wait()
+    assert list(node_tmp.iterdir()) == []
+    assert [p.name for p in folder.iterdir()] == ["7_1.nodes"]
 
 
 # ---- tokens never cross the network over plain http:// ---------------------------------------------

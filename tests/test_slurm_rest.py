@@ -417,7 +417,7 @@ def test_the_job_script_runs_the_args_line_of_its_task_literally(tmp_path):
     words = [w.format(pwned=tmp_path / "pwned") for w in NASTY]
     specs = [spec(1, "/bin/false"), spec(2, "/bin/sh", "-c", 'printf "%s|" "$CIGRI_JOB_NAME" "$@"', "sh", *words)]
     script = tmp_path / "job.sh"
-    script.write_text(job_script(specs[1], "/home/alice", args_printer(specs, "/home/alice")))
+    script.write_text(job_script(specs[1], "/home/alice", args_printer(specs, "/home/alice"), f"{tmp_path}/"))
     env = {"PATH": os.environ["PATH"], "SLURM_ARRAY_TASK_ID": "2", "SLURM_JOB_ID": "5", "TMPDIR": str(tmp_path)}
     done = subprocess.run(["/bin/sh", str(script)], env=env, capture_output=True, text=True, check=True)
     assert done.stdout == "|".join(["j2", *words]) + "|"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -109,6 +110,39 @@ def test_an_administrators_scancel_is_an_admin_kill(slurm, shared_dir, tmp_path)
             lambda: (s := adapter.states(ids)[ids[0]]).state == RemoteState.KILLED and s, timeout=30, interval=0.2
         )
         assert (status.reason, status.cause) == ("cancelled", KillCause.ADMIN)
+    finally:
+        adapter.cancel(ids)
+        adapter.close()
+
+
+def live_task(adapter: SlurmSsh, remote_id: str) -> bool:
+    return adapter.states([remote_id])[remote_id].state in (RemoteState.PENDING, RemoteState.RUNNING)
+
+
+def test_a_task_slurm_kills_outright_leaves_no_node_file_in_tmp(slurm, shared_dir, tmp_path):
+    """SIGKILL runs no trap (slurmstepd sends it to every process of the task after KillWait, or at once
+    as CI saw on a preemption): the task's node file is in cigri's folder on the cluster, not in the node's
+    /tmp. Here the task's processes are killed as slurmstepd kills them, by root, from ``scontrol listpids``."""
+    spool = shared_dir / "spool"
+    config = ssh_config(slurm, spool)
+    adapter = SlurmSsh(Cluster("slurm", "slurm-ssh", config), AdapterContext(tmp_path, RealClock()))
+    started = shared_dir / "started"
+    argv = ("sh", "-c", f'echo "$CIGRI_NODE_FILE" > {started}; exec sleep 60')
+    job = JobSpec(1, 1, "j1", argv, str(shared_dir), 120, resources="core=1")
+    before = set(Path("/tmp").glob("cigri-nodes*"))
+    ids = adapter.submit(f"cigri.killtest-{uuid.uuid4().hex[:8]}.b.1", [job])
+    try:
+        wait_for(lambda: started.exists() and started.read_text().strip(), timeout=30, interval=0.1)
+        raw = subprocess.run(["squeue", "-h", "-o", "%A", "-j", ids[0]], capture_output=True, text=True, check=True)
+        listed = subprocess.run(
+            ["scontrol", "listpids", raw.stdout.strip()], capture_output=True, text=True, check=True
+        )
+        pids = [int(line.split()[0]) for line in listed.stdout.splitlines()[1:] if line.split()[0].isdigit()]
+        assert pids, listed.stdout
+        subprocess.run(["kill", "-KILL", *map(str, pids)], check=True)
+        wait_for(lambda: not live_task(adapter, ids[0]), timeout=30, interval=0.2)
+        assert set(Path("/tmp").glob("cigri-nodes*")) == before
+        assert started.read_text().strip() == f"{spool}/out/{ids[0]}.nodes"
     finally:
         adapter.cancel(ids)
         adapter.close()

@@ -165,11 +165,18 @@ def args_lines(specs: Sequence[JobSpec], home: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def job_script(spec: JobSpec, home: str, args: str) -> str:
+def job_script(spec: JobSpec, home: str, args: str, nodes: str) -> str:
     """The array job script. ``args`` is a shell command printing the args lines: ``cat FILE``, or a
     ``printf`` of them when the script must carry them itself (REST). It runs inside ``$(...)``, where
-    a here-document's end line would not be found."""
+    a here-document's end line would not be found.
+
+    The task's node file is ``<nodes><array id>_<task>.nodes``: ``nodes`` is the start of a path in
+    cigri's own folder on the cluster, beside the task's output. Not in the node's /tmp: the script
+    removes it when the job ends, cancelled or preempted included, but no trap runs on the SIGKILL
+    slurmstepd may send (after KillWait, or at once on a preemption), and a file left there is nobody's
+    to clean; in cigri's folder, the next run of the same task overwrites it."""
     workdir = expand_home(spec.directory, home)
+    node_file = shlex.quote(nodes) + '"${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}_${SLURM_ARRAY_TASK_ID}.nodes"'
     return f"""#!/bin/sh
 # cigri array job: task N runs the Nth args line; its words were quoted by cigri, so eval only
 # undoes that quoting and nothing in them is expanded.
@@ -180,14 +187,14 @@ CIGRI_JOB_ID=$1 CIGRI_JOB_NAME=$2
 shift 2
 export CIGRI_JOB_ID CIGRI_JOBID="$CIGRI_JOB_ID" CIGRI_JOB_NAME CIGRI_JOBNAME="$CIGRI_JOB_NAME"
 {exports(batch_environment(spec, workdir))}
-# the node file is removed however the job ends: on its own, or cancelled, preempted or out of walltime
-# (Slurm's SIGTERM); the traps come first, so that a job cancelled as it starts leaves no file behind
-CIGRI_NODE_FILE=
-trap '[ -z "$CIGRI_NODE_FILE" ] || rm -f "$CIGRI_NODE_FILE"' EXIT
+# the node file (0600) is removed however the job ends on Slurm's SIGTERM: on its own, or cancelled,
+# preempted or out of walltime; its name and the traps come first, so that a job cancelled as it starts
+# leaves no file behind
+CIGRI_NODE_FILE={node_file}
+trap 'rm -f "$CIGRI_NODE_FILE"' EXIT
 trap 'exit 143' TERM
-# mktemp: a fresh 0600 file under an unguessable name (a fixed /tmp name could be a planted symlink)
-CIGRI_NODE_FILE=$(mktemp "${{TMPDIR:-/tmp}}/cigri-nodes.XXXXXXXXXX") || exit 1
-scontrol show hostnames "$SLURM_JOB_NODELIST" > "$CIGRI_NODE_FILE" 2>/dev/null || hostname > "$CIGRI_NODE_FILE"
+(umask 077; scontrol show hostnames "$SLURM_JOB_NODELIST" > "$CIGRI_NODE_FILE" 2>/dev/null ||
+  hostname > "$CIGRI_NODE_FILE") || exit 1
 export CIGRI_NODE_FILE CIGRI_NODEFILE="$CIGRI_NODE_FILE"
 {_run_job(spec.checkpoint_signal)}
 """
@@ -399,7 +406,7 @@ class SlurmSsh(RemotePackFiles, RemoteFiles, RemoteCommands):
             return []
         folder = self.remote_dir
         args_file, script_file, ids_file = (f"{folder}/{batch_key}.{ext}" for ext in ("args", "sh", "ids"))
-        script = job_script(specs[0], self.home, f"cat {shlex.quote(args_file)}")
+        script = job_script(specs[0], self.home, f"cat {shlex.quote(args_file)}", f"{folder}/out/")
         sbatch = [
             self._cmd("sbatch"),
             "--parsable",

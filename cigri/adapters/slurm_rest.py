@@ -682,7 +682,7 @@ class SlurmRest(RemotePackFiles):
         def payload() -> dict:  # for the version in use (the environment's form depends on it)
             return {
                 "job": self._job(batch_key, specs),
-                "script": job_script(specs[0], self.home, args_printer(specs, self.home)),
+                "script": job_script(specs[0], self.home, args_printer(specs, self.home), f"{self.output_dir}/cigri-"),
             }
 
         answer = self._slurm("POST", "job/submit", payload, refused=SubmitError, what="the batch")
