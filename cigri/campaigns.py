@@ -354,6 +354,39 @@ def unblacklist_cluster(store: Store, cluster: str, clock: Clock, *, user: str |
     return event.id
 
 
+def mark_job_event(store: Store, job_id: int, reason: str, clock: Clock, *, user: str | None = None) -> int:
+    """The admin opens a manual event on a job that terminated (CiGri's ``--mark-job-event``: its result is
+    bad); the job waits on it as a failed one does, and its campaign, if over, is in treatment again, its
+    epilogues to run anew. Fixing the event with a resubmit (gridevents -f -r) runs the job again."""
+    user = user or current_user()
+    check_admin(store, user)
+    job = store.job(job_id)
+    campaign = store.campaign(job.campaign_id)
+    if job.state == JobState.EVENT:
+        raise CigriError(f"job {job_id} already waits on an open event: see gridevents -c {campaign.id}")
+    if job.state != JobState.TERMINATED:
+        raise CigriError(f"job {job_id} is {job.state.value}: only a terminated job is marked")
+    if campaign.state == CampaignState.CANCELLED:
+        raise CigriError(f"campaign {campaign.id} is cancelled: its jobs run no more")
+    with store.transaction():
+        store.set_job_state([job_id], JobState.EVENT, only_from=[JobState.TERMINATED])
+        event = store.open_event(
+            EventClass.JOB,
+            EventCode.MANUAL,
+            f"marked by {user}" + (f": {reason}" if reason else ""),
+            clock.now(),
+            cluster=job.cluster,
+            campaign_id=campaign.id,
+            job_id=job_id,
+        )
+        if campaign.state == CampaignState.TERMINATED:
+            store.set_campaign_state(campaign.id, CampaignState.IN_TREATMENT)
+            for cluster, info in store.campaign_clusters(campaign.id, settings=False).items():
+                if info["epilogue_state"] == "done":
+                    store.set_stage(campaign.id, cluster, "epilogue", "todo")
+    return event
+
+
 def blocked_reason(store: Store, campaign: Campaign) -> str | None:
     """Why a campaign that is not over cannot progress without the user (or a cluster's return), or None."""
     if campaign.state == CampaignState.PAUSED:

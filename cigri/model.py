@@ -87,6 +87,7 @@ class EventCode(StrEnum):
     OUTPUT_ERROR = "OUTPUT_ERROR"  # a terminated job's declared output is missing or arrived damaged
     WORK_GENERATOR = "WORK_GENERATOR"  # the campaign's work_generator failed for a file: nothing added for it
     INPUT_CHANGED = "INPUT_CHANGED"  # an input file changed or vanished since submission: campaign paused until fixed
+    MANUAL = "MANUAL"  # the admin marked a terminated job's result bad (gridevents --mark-job-event): until fixed
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ EVENT_SEVERITY: dict[EventCode, str] = {
     EventCode.FAILURE_RATE: "high",
     EventCode.INPUT_CHANGED: "high",  # pauses its campaign, as FAILURE_RATE does
     EventCode.OUTPUT_ERROR: "medium",
+    EventCode.MANUAL: "high",  # the admin marked a job: its campaign waits on its owner
 }
 CAMPAIGN_END = "medium"
 _ADDRESS = re.compile(r"^[^@\s]+@[^@\s]+$")

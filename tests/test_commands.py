@@ -255,10 +255,12 @@ def test_a_metasched_pass_records_the_usage(cli, tmp_path):
     assert row["recorded_at"] is not None
 
 
-def test_gridstat_d_is_cigris_json_dump(cli, tmp_path):
+def test_gridstat_d_is_cigris_json_dump_and_p_its_pretty_one(cli, tmp_path):
     campaign = _submit(cli, tmp_path)
     assert json.loads(cli("gridstat", "-d")) == cli.json("gridstat")
     assert json.loads(cli("gridstat", "-c", str(campaign), "-d"))["id"] == campaign
+    pretty = cli("gridstat", "-c", str(campaign), "-p")
+    assert pretty.startswith('{\n  "id": ') and json.loads(pretty)["id"] == campaign  # indented, as -d is
 
 
 def test_gridstat_C_is_refused_clearly(cli, state, tmp_path):

@@ -251,3 +251,52 @@ def test_through_a_real_adapter_a_cluster_away_too_long_has_its_jobs_rerun_here_
     assert (row["done"], row["ended"], row["waste"]) == (3, 3, 3)
     [closed] = cli.json("gridevents", "-g", "-a", "-e", "CLUSTER_UNREACHABLE")
     assert closed["closed_by"] == "auto-fixed: the cluster answers again"
+
+
+def test_the_admin_marks_a_finished_job_and_its_owner_runs_it_again(tmp_path):
+    """CiGri's gridevents --mark-job-event: a job that ended well but whose result is bad gets a manual event;
+    its campaign, over, is in treatment again and waits on it; -f -r runs the job again, and the campaign
+    ends anew."""
+    a = FakeRM("a", 1, queue_depth=0)
+    state = tmp_path / "state.db"
+    grid, cid = Grid.placed(a, jobs=1, state=state)
+    a.end(1, 10, started=5)
+    grid.at(20)
+    grid.at(30)
+    assert grid.store.campaign(cid).state == CampaignState.TERMINATED
+    cli = CliGrid(state)
+    out = cli("gridevents", "--mark-job-event", "1", "--reason", "empty output")
+    assert out == f"job 1 marked (event 1): campaign {cid} waits on it (gridevents -c {cid} -f -r runs it again)\n"
+    [event] = cli.json("gridevents", "-c", str(cid))
+    assert (event["code"], event["class"], event["job_id"], event["cluster"]) == ("MANUAL", "job", 1, "a")
+    assert event["message"] == "marked by root: empty output"
+    row = cli.json("gridstat", "-c", str(cid))
+    assert (row["state"], row["blocked"]) == ("in_treatment", f"1 open event(s): see gridevents -c {cid}")
+    assert grid.job(1).state == JobState.EVENT and grid.store.campaign(cid).ended_at is None
+    grid.at(40)
+    assert a.holds(RemoteState.PENDING) == [] and grid.store.campaign(cid).state == CampaignState.IN_TREATMENT
+    assert cli("gridevents", "-c", str(cid), "-f", "-r") == "1 events fixed, 1 jobs resubmitted\n"
+    grid.at(50)
+    assert a.holds(RemoteState.PENDING) == [1]
+    a.end(1, 60, started=55)
+    grid.at(70)
+    grid.at(80)
+    assert grid.store.campaign(cid).state == CampaignState.TERMINATED
+
+
+def test_only_a_finished_job_is_marked_and_only_by_the_admin(tmp_path, monkeypatch):
+    a = FakeRM("a", 1, queue_depth=0)
+    state = tmp_path / "state.db"
+    grid, cid = Grid.placed(a, jobs=3, state=state)
+    a.end(1, 10, exit_code=3, started=5)
+    grid.at(20)
+    cli = CliGrid(state)
+    assert "already waits on an open event" in cli("gridevents", "--mark-job-event", "1", code=1)
+    assert "job 2 is to_launch: only a terminated job" in cli("gridevents", "--mark-job-event", "2", code=1)
+    cli("gridevents", "--mark-job-event", "99", code=5)
+    cli("gridevents", "--mark-job-event", "1", "-c", str(cid), code=1)
+    cli("gridevents", "--reason", "x", code=1)
+    monkeypatch.setattr("cigri.campaigns.current_user", lambda: "bob")
+    with pytest.raises(PermissionDenied, match="only root or"):
+        ops.mark_job_event(grid.store, 1, "", grid.clock)
+    assert [e.code for e in grid.store.events(campaign_id=cid)] == [EventCode.EXIT_ERROR, EventCode.BLACKLIST]

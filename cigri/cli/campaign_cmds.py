@@ -380,6 +380,7 @@ def _show_jobs(store, campaign: int | None, user: str | None, headerless: bool, 
 @click.option("-H", "--headerless", is_flag=True, help="No header line.")
 @click.option("--eta", is_flag=True, help="Running campaigns by estimated end, the soonest first.")
 @click.option("-d", "--json", "as_json", is_flag=True, help="JSON output (CiGri's -d dump).")
+@click.option("-p", "--pretty", is_flag=True, help="CiGri's pretty dump: the same indented JSON as -d.")
 @click.option("-C", "rm_details", is_flag=True, hidden=True)
 @click.option("--plot", is_flag=True, help="With -c: draw progress, throughput per cluster and the predicted end.")
 @click.option(
@@ -400,6 +401,7 @@ def gridstat(
     headerless,
     eta,
     as_json,
+    pretty,
     rm_details,
     plot,
     output_file,
@@ -432,6 +434,7 @@ def gridstat(
     """
     store = app().store
     campaign = campaign if campaign is not None else campaign_arg
+    as_json = as_json or pretty
     if rm_details:
         raise CigriError("-C (the resource manager's own view of a job) is not built: gridstat -j JOB shows the job")
     if plot or output_file:
@@ -677,9 +680,16 @@ def _list_events(store, campaign, event_id, show_all, code, global_only, headerl
     shell_complete=cluster_names,
     help="Admin: no new job goes to this cluster, for any campaign.",
 )
-@click.option("--reason", help="With --blacklist-cluster: why (shown in the event).")
+@click.option("--reason", help="With --blacklist-cluster or --mark-job-event: why (shown in the event).")
 @click.option(
     "--unblacklist", metavar="NAME", shell_complete=cluster_names, help="Admin: lift the blacklist of this cluster."
+)
+@click.option(
+    "--mark-job-event",
+    "mark_job",
+    type=ID,
+    metavar="JOB",
+    help="Admin: a manual event on this terminated job (its result is bad): it waits on it as a failed one.",
 )
 @common
 def gridevents(
@@ -695,6 +705,7 @@ def gridevents(
     blacklist_cluster,
     reason,
     unblacklist,
+    mark_job,
 ):
     """List events (failed jobs, blacklists, cluster problems), or fix them.
 
@@ -710,7 +721,10 @@ def gridevents(
     Only a campaign's owner (or root) fixes its events. The admin (root, or the
     user owning the state file) blacklists a cluster for every campaign with
     --blacklist-cluster: no new job goes there until --unblacklist; jobs running
-    there end there.
+    there end there. --mark-job-event JOB opens a MANUAL event on a job that
+    terminated but whose result is bad (CiGri's option): the job waits on it as a
+    failed one does, its campaign, if over, is in treatment again, and its owner
+    runs it again with -f -r.
 
     \b
     Example:
@@ -721,6 +735,7 @@ def gridevents(
         gridevents -g
         gridevents --blacklist-cluster luke --reason "disk full"
         gridevents --unblacklist luke
+        gridevents --mark-job-event 42 --reason "empty output"
     """
     a = app()
     given = {
@@ -736,26 +751,39 @@ def gridevents(
         "--blacklist-cluster": blacklist_cluster is not None,
         "--reason": reason is not None,
         "--unblacklist": unblacklist is not None,
+        "--mark-job-event": mark_job is not None,
     }
-    others = [name for name in given if name not in ("--blacklist-cluster", "--reason", "--unblacklist")]
+    admin = ("--blacklist-cluster", "--reason", "--unblacklist", "--mark-job-event")
+    others = [name for name in given if name not in admin]
     _refuse_combinations(
         given,
         [
-            ("--blacklist-cluster", [*others, "--unblacklist"], "blacklisting is a command of its own"),
-            ("--unblacklist", [*others, "--reason"], "lifting a blacklist is a command of its own"),
+            (
+                "--blacklist-cluster",
+                [*others, "--unblacklist", "--mark-job-event"],
+                "blacklisting is a command of its own",
+            ),
+            ("--unblacklist", [*others, "--reason", "--mark-job-event"], "lifting a blacklist is a command of its own"),
+            ("--mark-job-event", others, "marking a job is a command of its own"),
             ("EVENT_ID", ["-c", "-g", "-e"], "an EVENT_ID names one event"),
             ("-c", ["-g"], "-g lists the events of no campaign"),
             ("-f", ["-a", "-g", "-H", "--json"], "-f fixes open events of a campaign (-c) or one (EVENT_ID)"),
             ("-H", ["--json"], "-H drops the table's header"),
         ],
     )
-    if reason is not None and blacklist_cluster is None:
-        raise CigriError("--reason goes with --blacklist-cluster NAME")
+    if reason is not None and blacklist_cluster is None and mark_job is None:
+        raise CigriError("--reason goes with --blacklist-cluster NAME or --mark-job-event JOB")
     if resubmit and not fix:
         raise CigriError("-r goes with -f (fix and resubmit)")
     if blacklist_cluster is not None:
         event = ops.blacklist_cluster(a.store, blacklist_cluster, reason or "", a.clock)
         click.echo(f"cluster {blacklist_cluster} blacklisted (event {event}): no new jobs go there")
+        return
+    if mark_job is not None:
+        event = ops.mark_job_event(a.store, mark_job, reason or "", a.clock)
+        cid = a.store.job(mark_job).campaign_id
+        rerun = f"gridevents -c {cid} -f -r runs it again"
+        click.echo(f"job {mark_job} marked (event {event}): campaign {cid} waits on it ({rerun})")
         return
     if unblacklist is not None:
         event = ops.unblacklist_cluster(a.store, unblacklist, a.clock)
