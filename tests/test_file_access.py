@@ -26,7 +26,9 @@ class Through(files.RemoteFiles):
         self.runner, self.home, self.config = LocalRunner(), home, config
 
     def _run(self, argv, *, input=None):
-        return self.runner.run(argv, input=input)
+        result = self.runner.run(argv, input=input)
+        self.answered = [*getattr(self, "answered", []), len(result.stdout)]
+        return result
 
 
 def test_a_file_travels_in_blocks_and_its_checksum_is_the_clusters(tmp_path, monkeypatch):
@@ -61,3 +63,38 @@ def test_a_cluster_side_failure_is_an_adapter_error_naming_the_file(tmp_path):
     source.write_text("x")
     with pytest.raises(AdapterError, match=r"remote: cannot stage .*blocker/in"):
         Through(str(tmp_path)).put_file(source, f"{tmp_path}/blocker/in", DataFile("in", 1, ""))
+
+
+def test_an_output_comes_back_in_blocks_never_whole_in_memory(tmp_path, monkeypatch):
+    """A job's output may be larger than cigri's memory: each command brings one block of it (as put_file
+    sends one), and the copy is written block by block, under its name only once whole."""
+    monkeypatch.setattr(files, "BLOCK", 1000)
+    output = tmp_path / "out.bin"
+    output.write_bytes(os.urandom(3500))
+    remote = Through(str(tmp_path))
+    back = tmp_path / "back" / "out.bin"
+    assert remote.get_file(str(output), back) == hashlib.sha256(output.read_bytes()).hexdigest()
+    assert back.read_bytes() == output.read_bytes() and list(back.parent.iterdir()) == [back]
+    assert len(remote.answered) == 5 and max(remote.answered) <= 1400  # a head, then four blocks of base64
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    assert remote.get_file(str(empty), tmp_path / "back" / "empty") == hashlib.sha256(b"").hexdigest()
+    assert (tmp_path / "back" / "empty").read_bytes() == b""
+
+
+def test_an_output_read_fails_midway_leaves_no_partial_copy(tmp_path, monkeypatch):
+    monkeypatch.setattr(files, "BLOCK", 1000)
+    output = tmp_path / "out.bin"
+    output.write_bytes(os.urandom(3500))
+    remote = Through(str(tmp_path))
+    real = remote.runner.run
+
+    def failing(argv, *, input=None):  # the cluster goes away after the second block
+        if len(getattr(remote, "answered", [])) >= 3:
+            output.unlink(missing_ok=True)
+        return real(argv, input=input)
+
+    monkeypatch.setattr(remote.runner, "run", failing)
+    with pytest.raises(AdapterError, match=r"remote: cannot read .*out.bin"):
+        remote.get_file(str(output), tmp_path / "back" / "out.bin")
+    assert list((tmp_path / "back").iterdir()) == []

@@ -118,7 +118,8 @@ class LocalFiles(ClusterPaths):
 # the last block renames it into place and prints its checksum
 _PUT = 'set -e; mkdir -p "$(dirname "$1")"; [ "$2" = first ] && : > "$1.part"; base64 -d >> "$1.part"; '
 _PUT_LAST = _PUT + 'mv -f "$1.part" "$1"; sha256sum "$1" | cut -d" " -f1'
-_GET = '[ -f "$1" ] || { echo "missing" >&2; exit 3; }; sha256sum "$1" | cut -d" " -f1; base64 "$1"'
+_GET_HEAD = '[ -f "$1" ] || { echo "missing" >&2; exit 3; }; wc -c < "$1"; sha256sum "$1" | cut -d" " -f1'
+_GET_BLOCK = 'dd if="$1" bs="$2" skip="$3" count=1 2>/dev/null | base64'
 
 
 class RemoteFiles(ClusterPaths):
@@ -151,18 +152,43 @@ class RemoteFiles(ClusterPaths):
         return result.stdout.strip()
 
     def get_file(self, source: str, target: Path) -> str | None:
-        result = self._run(["sh", "-c", _GET, "sh", source])
-        if result.returncode == 3 and "missing" in result.stderr:
+        """``source``'s size and checksum first, then one block per command, as put_file sends them: an
+        output never sits whole in memory. The copy is ``target`` only once whole; a block of the wrong size
+        (the file changed or went while it was read) is an error, and no partial copy stays."""
+        head = self._run(["sh", "-c", _GET_HEAD, "sh", source])
+        if head.returncode == 3 and "missing" in head.stderr:
             return None
-        if not result.ok:
-            raise AdapterError(f"{self.name}: cannot read {source}: {result.describe()}")
-        checksum, _, data = result.stdout.partition("\n")
+        if not head.ok:
+            raise AdapterError(f"{self.name}: cannot read {source}: {head.describe()}")
+        size, _, checksum = head.stdout.strip().partition("\n")
+        if not size.strip().isdigit():
+            raise AdapterError(f"{self.name}: cannot read {source}: its size reads {size.strip()!r}")
+        partial = target.with_name(f"{target.name}.part")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(base64.b64decode(data))
-        except (OSError, ValueError) as exc:
-            raise AdapterError(f"{self.name}: cannot write {target}: {exc}") from exc
+            with open(partial, "wb") as out:
+                left = int(size)
+                for index in range(-(-left // BLOCK)):
+                    out.write(self._receive(source, index, min(BLOCK, left)))
+                    left -= BLOCK
+            os.replace(partial, target)
+        except OSError as exc:
+            raise AdapterError(f"{self.name}: cannot write {target}: {exc.strerror}") from exc
+        finally:
+            partial.unlink(missing_ok=True)
         return checksum.strip()
+
+    def _receive(self, source: str, index: int, expected: int) -> bytes:
+        """Block ``index`` of a file on the cluster, which must hold ``expected`` bytes."""
+        result = self._run(["sh", "-c", _GET_BLOCK, "sh", source, str(BLOCK), str(index)])
+        try:
+            block = base64.b64decode(result.stdout) if result.ok else None
+        except ValueError:
+            block = None
+        if block is None or len(block) != expected:
+            why = result.describe() if not result.ok else "it changed or went while it was read"
+            raise AdapterError(f"{self.name}: cannot read {source}: {why}")
+        return block
 
     def remove_paths(self, paths: Sequence[str]) -> None:
         if not paths:
