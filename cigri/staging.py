@@ -30,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .adapters.files import can_move_files, sha256_of
-from .errors import AdapterError, JdlError
+from .errors import AdapterError, JdlError, SubmitError
 from .jdl import expand_files, jobs_of, split_params
 from .model import DataFile, EventClass, EventCode, JobSpec
 from .store import Store
@@ -171,7 +171,8 @@ def staged_spec(ctx, cluster: str, campaign, spec: JobSpec) -> JobSpec:
 def _fitting(ctx, cluster: str, job_ids: list[int], per_job, ids, held) -> tuple[list[int], list[int]]:
     """The batch's jobs whose files fit in the cluster's cache_quota (the first ones, in order), once the least
     recently used copies no job queued or running there uses are evicted as needed (done here), sparing the
-    copies the kept jobs use; and the others."""
+    copies the kept jobs use; and the others. SubmitError: the first job needs more than the whole quota, so
+    that it can never run there (the runner opens an event keeping its campaign off the cluster)."""
     quota = ctx.store.cluster(cluster).config.get("cache_quota")
     if not quota:
         return list(job_ids), []
@@ -181,6 +182,10 @@ def _fitting(ctx, cluster: str, job_ids: list[int], per_job, ids, held) -> tuple
     adding, kept = 0, []
     for job_id in job_ids:
         files = per_job.get(job_id, ())
+        if not kept and (need := sum(f.size for f in files)) > quota:  # not even in an empty cache: never
+            raise SubmitError(
+                f"{cluster}: its cache quota ({quota} bytes) is smaller than the {need} bytes job {job_id} needs"
+            )
         new = {ids[f.key]: f.size for f in files if ids[f.key] not in held and ids[f.key] not in protected}
         spared = protected | {ids[f.key] for f in files}
         freeable = sum(row[3] for row in evictable if row[0] not in spared)

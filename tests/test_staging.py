@@ -88,6 +88,20 @@ def test_a_cache_quota_sends_the_jobs_whose_files_fit_and_evicts_unused_copies(c
     assert [p for p in cache.rglob("*") if p.is_file()] == []
 
 
+def test_a_job_whose_files_exceed_the_cache_quota_is_an_event_not_an_endless_wait(cli, tmp_path, data, reader):
+    """A job needing more bytes than a cluster's whole cache quota can never run there: a SUBMIT_ERROR
+    event says so and keeps the campaign off that cluster (the other clusters run it), rather than the
+    batch going back to the bag every pass. Each job here needs about 1.7 kB."""
+    cli("gridclusters", "set", "local", "--cache-dir", str(tmp_path / "cache"), "--cache-quota", "1500")
+    cid = cli.submit(reading(tmp_path, data, reader))
+    out = cli("almighty", "--until-done", "--period", "0.5", "--timeout", "60")
+    assert f"campaign {cid} is blocked: 1 open event(s)" in out
+    [event] = cli.json("gridevents", "-c", str(cid))
+    assert (event["code"], event["cluster"]) == ("SUBMIT_ERROR", "local")
+    assert "cache quota (1500 bytes) is smaller than the 1700 bytes job 1 needs" in event["message"]
+    assert cli.json("gridstat", "-c", str(cid))["done"] == 0
+
+
 def test_output_a_job_did_not_write_is_an_event_of_that_job(cli, tmp_path, job_script):
     cid = cli.submit(
         write_jdl(
