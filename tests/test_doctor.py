@@ -103,3 +103,35 @@ def slurm_release() -> str:
     import subprocess
 
     return subprocess.run(["sinfo", "--version"], capture_output=True, text=True, check=True).stdout.split()[-1]
+
+
+def test_clusters_are_asked_at_once_so_two_unreachable_ones_cost_one_wait(cli, tmp_path, monkeypatch):
+    """Each cluster's checks run beside the others' (an ssh timeout each would add up): here two clusters
+    answer only once both are being asked, which a one-by-one doctor never reaches. The findings keep the
+    clusters' order."""
+    import threading
+
+    from cigri import doctor
+    from cigri.errors import AdapterError
+
+    both = threading.Barrier(2, timeout=20)
+
+    class Waiting:
+        def __init__(self, cluster):
+            self.name = cluster.name
+
+        def capacity(self):
+            both.wait()  # raises BrokenBarrierError after 20 s when the other cluster is not asked meanwhile
+            raise AdapterError(f"{self.name}: ssh: connection timed out")
+
+        def close(self):
+            pass
+
+    cli("gridclusters", "add", "far", "--adapter", "local", "--slots", "1")
+    real = doctor.adapter_for
+    monkeypatch.setattr(
+        doctor, "adapter_for", lambda c, ctx: Waiting(c) if c.name in ("local", "far") else real(c, ctx)
+    )
+    fixes = _fixes(_findings(cli, code=1))
+    assert [f.split(": ")[0] for f in fixes] == ["cluster far", "cluster local"]
+    assert all("connection timed out" in f for f in fixes)
