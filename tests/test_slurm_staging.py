@@ -1,5 +1,6 @@
 """Input files staged through ssh into the real Slurm's cache, read by its jobs, outputs gathered back and the
-cache emptied; the same campaign on the local cluster (issue 13 item 7)."""
+cache emptied: on slurm-ssh, on slurm-rest through its ssh (--host), and the same campaign on the local cluster
+(issue 13 item 7)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import hashlib
 import pytest
 
 from .conftest import write_jdl
-from .slurm import ssh_cluster_options
+from .slurm import rest_cluster_options, ssh_cluster_options
 
 pytestmark = pytest.mark.slurm
 
@@ -18,7 +19,7 @@ cat "$CIGRI_INPUT_DIR/chunk_$chunk.dat" "$CIGRI_INPUT_DIR/common.dat" | sha256su
 """
 
 
-def test_jobs_on_slurm_and_local_read_staged_files_and_their_outputs_come_back(cli, slurm, shared_dir):
+def test_jobs_on_slurm_and_local_read_staged_files_and_their_outputs_come_back(cli, slurm, shared_dir, tmp_path):
     data = shared_dir / "data"
     data.mkdir()
     for i in range(2):
@@ -28,10 +29,13 @@ def test_jobs_on_slurm_and_local_read_staged_files_and_their_outputs_come_back(c
     reader.write_text(READER)
     reader.chmod(0o755)
     cli("gridclusters", "add", "slurm", "--adapter", "slurm-ssh", *ssh_cluster_options(slurm, shared_dir / "cigri"))
-    cli("gridclusters", "set", "slurm", "--cache-dir", str(shared_dir / "slurm-cache"))
-    cli("gridclusters", "set", "local", "--cache-dir", str(shared_dir / "local-cache"))
+    rest = rest_cluster_options(slurm, tmp_path / "token")
+    cli("gridclusters", "add", "rest", "--adapter", "slurm-rest", *rest, "--output-dir", str(shared_dir))
+    clusters = ("slurm", "rest", "local")
+    for cluster in clusters:
+        cli("gridclusters", "set", cluster, "--cache-dir", str(shared_dir / f"{cluster}-cache"))
     work = {}
-    for cluster in ("slurm", "local"):
+    for cluster in clusters:
         work[cluster] = shared_dir / cluster
         work[cluster].mkdir(mode=0o777)
         work[cluster].chmod(0o777)
@@ -50,8 +54,8 @@ def test_jobs_on_slurm_and_local_read_staged_files_and_their_outputs_come_back(c
             )
         )
     cli.until_done(timeout=120)
-    assert [c["done"] for c in cli.json("gridstat")] == [3, 3]
-    for cluster in ("slurm", "local"):
+    assert [c["done"] for c in cli.json("gridstat")] == [3, 3, 3]
+    for cluster in clusters:
         for name, chunk in (("a", 0), ("b", 1), ("c", 0)):
             both = (data / f"chunk_{chunk}.dat").read_bytes() + (data / "common.dat").read_bytes()
             gathered = shared_dir / f"results-{cluster}" / name / f"out_{name}.txt"

@@ -150,7 +150,8 @@ def test_a_cluster_without_a_file_path_is_not_used_by_file_campaigns(cli, state,
     only_rest = write_jdl(tmp_path, exec_file="x", params=["a 0"], clusters={"rest": {}}, **files)
     out = cli("gridsub", str(only_rest), code=3)
     assert out.strip().endswith(
-        "clusters.rest: this cluster's adapter has no file path (REST): it cannot stage input_files nor gather outputs"
+        "clusters.rest: this cluster's adapter has no file path (REST without ssh): it cannot stage input_files nor "
+        "gather outputs"
     )
     both = write_jdl(tmp_path, exec_file="x", params=["a 0"], clusters={"rest": {}, "local": {}}, **files)
     cid = cli.submit(both)

@@ -45,11 +45,15 @@ class FileAccess(Protocol):
     def job_path(self, directory: str, name: str) -> str: ...
 
 
-NO_FILE_PATH = "this cluster's adapter has no file path (REST): it cannot stage input_files nor gather outputs"
+NO_FILE_PATH = (
+    "this cluster's adapter has no file path (REST without ssh): it cannot stage input_files nor gather outputs"
+)
 
 
 def can_move_files(adapter: object) -> bool:
-    return hasattr(adapter, "put_file")
+    """Whether the adapter moves files (:class:`FileAccess`); an adapter whose transfers need an optional
+    transport (slurm-rest's ssh) says whether it has it in ``moves_files``."""
+    return hasattr(adapter, "put_file") and getattr(adapter, "moves_files", True)
 
 
 def sha256_of(path: Path) -> str:

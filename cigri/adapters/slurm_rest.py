@@ -47,6 +47,7 @@ from ..errors import AdapterError, ConfigError, JdlError, SubmitError, Transport
 from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
 from ..private import write_private
 from . import AdapterContext, Option, expand_home, http
+from .files import FILE_OPTIONS, RemoteFiles
 from .packing import RemotePackFiles
 from .reading import count, epoch, listed, one_line, whole
 from .slurm import (
@@ -343,8 +344,9 @@ def error_numbers(data: dict) -> set[int | None]:
     return numbers
 
 
-class SlurmRest(RemotePackFiles):
-    """Slurm through its REST daemon, slurmrestd (JWT authentication)."""
+class SlurmRest(RemotePackFiles, RemoteFiles):
+    """Slurm through its REST daemon, slurmrestd (JWT authentication). slurmrestd moves no file: with ssh
+    (``host``) the cluster stages input files and gives outputs back through it, as slurm-ssh does."""
 
     options = (
         Option("url", str, "slurmrestd's base URL, e.g. https://slurm.example.org:6820 (required)"),
@@ -373,6 +375,7 @@ class SlurmRest(RemotePackFiles):
         Option("ssh_user", str, "ssh: login name (default: user)"),
         Option("identity_file", str, "ssh: private key for cron, which has no agent"),
         *(option for option in SLURM_OPTIONS if option.name != "accounting"),
+        *FILE_OPTIONS,
     )
 
     def __init__(
@@ -569,6 +572,17 @@ class SlurmRest(RemotePackFiles):
             else:
                 raise ConfigError(f"cluster {self.name!r} (slurm-rest) needs the home option, or ssh (host) to read it")
         return self._home
+
+    @property
+    def moves_files(self) -> bool:
+        """Files go through ssh: without it (no ``host``) this cluster stages nothing."""
+        return self.runner is not None
+
+    def _run(self, argv: Sequence[str], *, input: str | None = None):
+        """A command on the cluster through ssh (RemoteFiles' transfers; only when :attr:`moves_files`)."""
+        if self.runner is None:
+            raise AdapterError(f"{self.name}: no ssh (host) to run {argv[0]} there")
+        return self.runner.run(argv, input=input)
 
     @property
     def output_dir(self) -> str:
