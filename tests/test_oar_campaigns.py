@@ -6,6 +6,7 @@ a number of passes, advancing the clusters' clocks between passes."""
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 from collections import Counter
 from pathlib import Path
@@ -341,6 +342,75 @@ def test_an_oar_ssh_campaign_as_the_unprivileged_user_keeps_its_words(cli, slurm
     assert sorted(words_runs(shared_dir)) == [name + words for name in names]
     assert not list(shared_dir.glob("pwned*")) and not list(Path("/home/cigritest").glob("pwned*"))
     assert not cli.json("gridevents", "-a")
+
+
+READER = """#!/bin/sh
+# NAME DURATION EXIT CHUNK (the contract reads the first three): reads its chunk and the shared file from
+# CIGRI_INPUT_DIR, writes their checksum
+name=$1; chunk=$4
+cat "$CIGRI_INPUT_DIR/chunk_$chunk.dat" "$CIGRI_INPUT_DIR/common.dat" | sha256sum | cut -d' ' -f1 > "out_$name.txt"
+"""
+
+
+@pytest.mark.slurm
+def test_an_oar_ssh_campaign_stages_its_inputs_and_gathers_its_outputs_through_ssh(cli, slurm, shared_dir):
+    """oar-ssh moves files as slurm-ssh does (cigri.adapters.files), here through the real sshd as cigritest:
+    the inputs reach the cluster's cache, each job (run as OAR runs it, by cigritest's shell, while the
+    contract holds it Running) reads them, its output comes back checked, and the cache ends empty."""
+    state = OarState(shared_dir / "oar-state.json", cores=4)
+    bin_dir = shared_dir / "oar-bin"
+    install_fake_commands(bin_dir, state.path)
+    cache, work, data = shared_dir / "cache", shared_dir / "work", shared_dir / "data"
+    for folder in (work, data):
+        folder.mkdir(mode=0o777)
+        folder.chmod(0o777)
+    for i in range(2):
+        (data / f"chunk_{i}.dat").write_bytes(bytes(range(256)) * (30 + i))
+    (data / "common.dat").write_bytes(b"\0shared\n" * 40)
+    reader = shared_dir / "reader.sh"
+    reader.write_text(READER)
+    reader.chmod(0o755)
+    cli(
+        *("gridclusters", "add", "front", "--adapter", "oar-ssh"),
+        *("--host", slurm["SSH_HOST"], "--port", slurm["SSH_PORT"], "--user", slurm["SLURM_TEST_USER"]),
+        *("--identity-file", slurm["SSH_KEY"], "--bin-dir", str(bin_dir), "--slots", "4"),
+        *("--remote-dir", str(shared_dir / "remote"), "--cache-dir", str(cache)),
+    )
+    cid = cli.submit(
+        write_jdl(
+            shared_dir,
+            exec_file=str(reader),
+            exec_directory=str(work),
+            params=["a 15 0 0", "b 15 0 1", "c 15 0 0"],  # running 15 s: seen Running between two passes
+            data_source=str(data),
+            input_files=["chunk_{4}.dat", "common.dat"],
+            output_file="out_{1}.txt",
+            output_destination=str(shared_dir / "results"),
+            clusters={"front": {}},
+        )
+    )
+    ran: set[int] = set()
+
+    def run_the_running(_passes: int) -> None:
+        for job in cigri_jobs(state):
+            if job["state"] == "Running" and job["id"] not in ran:
+                ran.add(job["id"])
+                done = execute(job, slurm["SLURM_TEST_USER"])
+                assert (done.returncode, done.stderr) == (0, ""), job["command"]
+
+    drive(
+        cli,
+        (state,),
+        10,
+        lambda: cli.json("gridstat", "-c", str(cid))["state"] == "terminated",
+        between=run_the_running,
+    )
+    assert len(ran) == 3 and cli.json("gridevents", "-a") == []
+    for name, chunk in (("a", 0), ("b", 1), ("c", 0)):
+        both = (data / f"chunk_{chunk}.dat").read_bytes() + (data / "common.dat").read_bytes()
+        gathered = shared_dir / "results" / name / f"out_{name}.txt"
+        assert gathered.read_text().strip() == hashlib.sha256(both).hexdigest(), name
+    assert [p for p in cache.rglob("*") if p.is_file()] == []
 
 
 def test_a_looping_almighty_reads_a_fixed_token_again(cli, cycle, servers, tmp_path):
