@@ -18,12 +18,22 @@ POLL = 0.02  # how often a waiting loop looks for cluster activity
 
 
 def unfinished(cycle: Cycle) -> tuple[list[int], list[tuple[int, str]]]:
-    """(campaigns still progressing, (campaign, reason) of those blocked on the user)."""
+    """(campaigns still progressing, (campaign, reason) of those blocked on the user). A campaign whose
+    outputs still wait to be gathered is progressing, unless the cluster holding them does not answer."""
     store = cycle.store
     going, blocked = [], []
     for campaign in store.campaigns(states=[CampaignState.IN_TREATMENT, CampaignState.PAUSED]):
         reason = campaign_ops.blocked_reason(store, campaign)
         (blocked.append((campaign.id, reason)) if reason else going.append(campaign.id))
+    if store.has_outputs_due():
+        for campaign_id, cluster, count in store.outputs_waiting():
+            jobs = f"{count} job{'s' if count != 1 else ''}"
+            if not store.has_cluster(cluster):
+                blocked.append((campaign_id, f"outputs of {jobs} wait on cluster {cluster or '?'}, which is gone"))
+            elif store.open_cluster_event(cluster) is not None:
+                blocked.append((campaign_id, f"outputs of {jobs} wait on cluster {cluster}, which does not answer"))
+            else:
+                going.append(campaign_id)
     if store.jobs_to_kill():
         going.append(0)  # cancelled jobs still to kill
     return going, blocked

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from cigri import staging
 from cigri.adapters.files import LocalFiles
+from cigri.loop import unfinished
+from cigri.model import CampaignState, EventClass, EventCode
 from cigri.store import Store
 
 from .conftest import write_jdl
@@ -218,3 +221,30 @@ def test_jobs_added_to_a_campaign_read_their_files_too(cli, state, tmp_path, dat
         ]
     finally:
         store.close()
+
+
+def test_until_done_waits_for_outputs_still_due_and_names_the_cluster_holding_them(cli, store, cycle, tmp_path):
+    """A campaign whose jobs all ended is over for the scheduler, but not for its user while outputs wait
+    to come back: --until-done goes on while they can be gathered, and says where they wait when that
+    cluster does not answer."""
+    jdl = write_jdl(
+        tmp_path, exec_file="x", params=["a", "b"], output_file="out_{1}.txt", output_destination=str(tmp_path / "r")
+    )
+    cid = cli.submit(jdl)
+    with store.transaction():  # both jobs ended on local; gather has not run yet
+        store.conn.execute("UPDATE jobs SET cluster = 'local', state = 'terminated'")
+        store.set_campaign_state(cid, CampaignState.TERMINATED, 10.0)
+    going, blocked = unfinished(cycle)
+    assert going and blocked == []
+    with store.transaction():
+        store.open_event(EventClass.CLUSTER, EventCode.CLUSTER_UNREACHABLE, "ssh: timeout", 20.0, cluster="local")
+    assert unfinished(cycle) == ([], [(cid, "outputs of 2 jobs wait on cluster local, which does not answer")])
+
+
+def test_until_done_ends_with_every_output_gathered(cli, tmp_path, data, reader, monkeypatch):
+    monkeypatch.setattr(staging, "GATHER_BATCH", 1)  # one job's outputs a pass: the campaign ends first
+    cli("gridclusters", "set", "local", "--slots", "4")
+    cid = cli.submit(reading(tmp_path, data, reader))
+    cli.until_done()
+    assert cli.json("gridstat", "-c", str(cid))["done"] == 4
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["a", "b", "c", "d"]

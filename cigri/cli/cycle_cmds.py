@@ -27,7 +27,9 @@ def _cycle(policy: str | None = None) -> cycle_mod.Cycle:
 
 @click.command("almighty", cls=GridCommand)
 @click.option("--loop", is_flag=True, help="Repeat passes until interrupted.")
-@click.option("--until-done", is_flag=True, help="Repeat passes until every campaign is over or blocked.")
+@click.option(
+    "--until-done", is_flag=True, help="Repeat passes until every campaign is over (its outputs gathered) or blocked."
+)
 @click.option(
     "--period",
     type=click.FloatRange(min=0.05),

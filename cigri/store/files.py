@@ -232,5 +232,13 @@ class Files:
     def outputs_gathered(self, job_ids: Sequence[int]) -> None:
         self.conn.executemany("DELETE FROM outputs_due WHERE job_id = ?", [(i,) for i in job_ids])
 
+    def outputs_waiting(self) -> list[tuple[int, str, int]]:
+        """(campaign id, cluster, jobs) of the outputs still to gather, per campaign and cluster."""
+        rows = self.conn.execute(
+            "SELECT j.campaign_id, o.cluster, count(*) FROM outputs_due o JOIN jobs j ON j.id = o.job_id "
+            "GROUP BY j.campaign_id, o.cluster ORDER BY j.campaign_id, o.cluster"
+        )
+        return rows.fetchall()
+
     def has_outputs_due(self) -> bool:
         return self.conn.execute("SELECT 1 FROM outputs_due LIMIT 1").fetchone() is not None
