@@ -9,7 +9,8 @@ jobs); its other keys (``metasched``, ``flow``, ``users``...) are its configurat
 
 Precedence, lowest first: default, state (``grid config set``), file, environment. The environment spells a
 key ``CIGRI_`` + the key in capitals with ``__`` for each dot (``CIGRI_METASCHED=fairshare``,
-``CIGRI_NIKITA__QUEUE_TIMEOUT=600``, ``CIGRI_CLUSTERS__DAHU__FLOW=pi`` for a lower-case cluster name), the
+``CIGRI_NIKITA__QUEUE_TIMEOUT=600``, ``CIGRI_CLUSTERS__DAHU_2__FLOW=pi`` for the cluster ``Dahu-2``: the one
+whose name reads the same lower-cased with ``-`` as ``_``), the
 value read as YAML; ``CIGRI_SMTP=host:port`` is ``notify.smtp``. Other ``CIGRI_`` variables without ``__``
 (``CIGRI_STATE``, ``CIGRI_CONFIG``, the jobs' own) are not keys; one with ``__`` naming no key is an error.
 
@@ -137,7 +138,8 @@ def load(store: Store, path: Path, required: bool, environ: Mapping[str, str]) -
     keys, clusters = read(path) if required or path.is_file() else ({}, {})
     for name, options in clusters.items():
         _check_declaration(path, name, options)
-    layers = Layers(path if required or path.is_file() else None, keys, clusters, from_env(environ))
+    env = _env_cluster_names(from_env(environ), [c.name for c in store.clusters()] + list(clusters))
+    layers = Layers(path if required or path.is_file() else None, keys, clusters, env)
     settings = {**store.state_settings(), **layers.overrides()}
     origins = layers.origins()
     for key, value in layers.overrides().items():
@@ -146,6 +148,22 @@ def load(store: Store, path: Path, required: bool, environ: Mapping[str, str]) -
         except (ConfigError, NotFound) as exc:  # a key naming a cluster that is nowhere is a configuration error
             raise ConfigError(f"{origins[key]}: {exc}") from None
     return layers
+
+
+def _env_cluster_names(env: dict[str, tuple[Any, str]], names: list[str]) -> dict[str, tuple[Any, str]]:
+    """The environment's ``clusters.NAME.KEY`` with NAME the cluster's own: a variable name is capitals and
+    underscores, so it names the cluster whose name reads the same once lower-cased with ``-`` as ``_``."""
+    out = {}
+    for key, (value, var) in env.items():
+        parts = key.split(".", 2)
+        if parts[0] == "clusters" and len(parts) == 3:
+            same = sorted({name for name in names if name.lower().replace("-", "_") == parts[1]})
+            if len(same) > 1:
+                raise ConfigError(f"${var}: clusters {' and '.join(same)} read the same: name one in the file")
+            if same:
+                key = f"clusters.{same[0]}.{parts[2]}"
+        out[key] = (value, var)
+    return out
 
 
 def attach(store: Store, layers: Layers) -> None:

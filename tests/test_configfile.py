@@ -129,3 +129,15 @@ def test_the_documented_example_checks_and_applies(cli):
     shown = cli.json("--config", str(example), "config", "show", "--origins")
     assert shown["clusters.dahu.flow"] == {"value": "pi", "from": str(example)}
     assert shown["admission.test_jobs"]["value"] == 20
+
+
+def test_the_environment_names_a_cluster_whatever_its_case_or_dashes(cli):
+    """Variable names are capitals and underscores: CIGRI_CLUSTERS__DAHU_2__FLOW sets the cluster Dahu-2's."""
+    cli("gridclusters", "add", "Dahu-2", "--adapter", "local", "--slots", "1")
+    shown = run(cli, "config", "show", "--json", env={"CIGRI_CLUSTERS__DAHU_2__FLOW": "pi"})
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["clusters.Dahu-2.flow"] == "pi"
+    cli("gridclusters", "add", "dahu_2", "--adapter", "local", "--slots", "1")
+    assert "$CIGRI_CLUSTERS__DAHU_2__FLOW: clusters Dahu-2 and dahu_2 read the same" in refused(
+        cli, "config", "show", env={"CIGRI_CLUSTERS__DAHU_2__FLOW": "pi"}
+    )

@@ -81,8 +81,10 @@ def config():
     clusters (clusters.NAME.adapter and gridclusters add's options; grid config
     check --apply creates them). Its keys override the state's; CIGRI_ variables
     override both: CIGRI_ + the key in capitals, __ for each dot, e.g.
-    CIGRI_METASCHED=fairshare, CIGRI_NIKITA__QUEUE_TIMEOUT=600. An unknown key is
-    an error naming it; set refuses a key the file or the environment gives.
+    CIGRI_METASCHED=fairshare, CIGRI_NIKITA__QUEUE_TIMEOUT=600, and
+    CIGRI_CLUSTERS__DAHU_2__FLOW=pi for the cluster Dahu-2 (its name lower-cased,
+    - read as _). An unknown key is an error naming it; set refuses a key the file
+    or the environment gives.
 
     A cluster with its own strategy is decided by it, after the others, for the
     jobs they did not place. Each value is checked by building the strategy with
