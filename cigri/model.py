@@ -197,6 +197,7 @@ class Capacity:
     used: int  # slots busy, by anyone
     grid_used: int  # of which cigri's jobs
     queued: int  # cigri's jobs waiting in the RM's queue
+    down: int = 0  # slots the RM reports down, drained or failing: not in total (gridclusters -u shows them)
 
     @property
     def free(self) -> int:

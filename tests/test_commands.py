@@ -191,6 +191,20 @@ def test_gridclusters_usage_from_the_last_recorded_sample(cli, state):
     assert "local" in bars and "###" in bars
 
 
+def test_gridclusters_usage_counts_the_slots_the_rm_reports_down(cli, state):
+    store = Store(state)
+    with store.transaction():
+        store.record_usage({"local": Capacity(total=6, used=3, grid_used=1, queued=0, down=2)}, 100.0)
+    store.close()
+    [row] = cli.json("gridclusters", "-u")
+    assert (row["max"], row["used"], row["unavailable"]) == (8, 3, 2)
+    [bar] = [line for line in cli("gridclusters", "-b", "-H").splitlines() if line.startswith("local")]
+    assert bar.count("x") == 10 and bar.count("#") == 5  # 2 of 8 slots down over 40 cells; 1 for the grid
+    cli("gridevents", "--blacklist-cluster", "local")
+    [row] = cli.json("gridclusters", "-u")
+    assert row["unavailable"] == 8  # all of it, while blacklisted
+
+
 def test_gridclusters_usage_never_recorded(cli):
     out = cli("gridclusters", "-u")
     assert "local" in out and "no usage recorded" in out

@@ -741,3 +741,16 @@ def test_a_hold_oar_refuses_for_a_job_still_waiting_is_an_error(tmp_path):
     adapter = ssh_adapter(tmp_path, FakeRunner({"oarhold": HOLD_REFUSED, "oarstat": oarstat}))
     with pytest.raises(AdapterError, match="permission denied"):
         adapter.hold(["5", "6"])
+
+
+def test_resources_not_alive_are_no_slots_but_counted_down():
+    from cigri.adapters.oar import capacity_of_resources
+
+    resources = [
+        {"state": "Alive", "jobs": [7]},
+        {"state": "Alive"},
+        {"state": "Suspected"},
+        {"state": "Absent"},
+        {"state": "Dead", "jobs": [8]},
+    ]
+    assert capacity_of_resources(resources) == (2, 1, 3)

@@ -296,6 +296,20 @@ def test_rest_capacity_from_nodes_and_jobs(tmp_path, moment):
     assert capacity == Capacity(total=total - other, used=allocated, grid_used=grid_used, queued=queued)
 
 
+def test_down_and_drained_cpus_are_counted_apart_over_ssh_and_rest(tmp_path):
+    """sinfo's "other" CPUs (down, drained) and the CPUs of nodes slurmrestd says down or draining are not
+    slots, but gridclusters -u shows them unavailable."""
+    ssh = ssh_adapter(tmp_path, {SQUEUE: text("squeue.ended.txt"), SINFO: "2/4/6/12\n"})
+    assert ssh.capacity() == Capacity(total=6, used=2, grid_used=0, queued=0, down=6)
+    nodes = json.loads(text("rest-nodes.running.json"))
+    up = nodes["nodes"][0]
+    drained = {**up, "name": "n2", "state": "idle", "state_flags": ["DRAIN"], "alloc_cpus": 2}
+    down = {**up, "name": "n3", "state": "down", "alloc_cpus": 0}
+    rest = rest_adapter(tmp_path, json.loads(text("rest-jobs.ended.json")), {**nodes, "nodes": [up, drained, down]})
+    capacity = rest.capacity()
+    assert (capacity.total, capacity.used, capacity.down) == (8 + 2, 8 + 2, 6 + 8)
+
+
 @pytest.mark.parametrize("moment", MOMENTS)
 def test_rest_find_batch_gives_every_task_of_a_recorded_array(tmp_path, moment):
     adapter = recorded_rest(tmp_path, moment)

@@ -342,7 +342,7 @@ def test_states_read_tasks_and_pending_array_records(tmp_path):
     assert (states["10_1"].started_at, states["10_1"].ended_at) == (1000, 1060)
     assert (states["10_3"].started_at, states["10_3"].ended_at) == (1000, None)
     assert adapter.find_batch("cigri.x.1.b.3") == [f"10_{i}" for i in range(1, 6)]
-    assert adapter.capacity() == Capacity(total=8, used=3, grid_used=2, queued=2)
+    assert adapter.capacity() == Capacity(total=8, used=3, grid_used=2, queued=2, down=4)
     assert not any(path.endswith("/jobs") for path in asked)  # what states() read told the rest
     adapter.close()
 

@@ -365,16 +365,18 @@ def output_path(job: OarJob, stream: str) -> str | None:
     return f"{job.directory.rstrip('/')}/{name}" if job.directory else None
 
 
-def capacity_of_resources(resources: Iterable[dict]) -> tuple[int, int]:
-    """(total, used) slots of OAR's resource records: Alive ones count, busy when they hold jobs."""
-    total = used = 0
+def capacity_of_resources(resources: Iterable[dict]) -> tuple[int, int, int]:
+    """(total, used, down) slots of OAR's resource records: Alive ones count, busy when they hold jobs; the
+    others (Suspected, Absent, Dead) are down."""
+    total = used = down = 0
     for resource in resources:
         if str(resource.get("state") or "") != "Alive":
+            down += 1
             continue
         total += 1
         if resource.get("jobs") or resource.get("running_jobs"):
             used += 1
-    return total, used
+    return total, used, down
 
 
 OAR_OPTIONS = (

@@ -319,13 +319,14 @@ class OarRest:
     def capacity(self) -> Capacity:
         stressed = self.stress_factor() >= STRESS_LIMIT
         path, params = ("resources/full", {}) if self.flavour == "2.5" else ("resources", {"detailed": "true"})
-        total, used = capacity_of_resources(self._collection(path, params))
+        total, used, down = capacity_of_resources(self._collection(path, params))
         # everyone's current jobs: their cores are busy, whatever the resource records say
         busy, grid_used, queued = tally(self._details(), lambda job: job.owner == self.login and cigri_job(job))
         used = max(used, busy)
         self.queue_depth = 0 if stressed else self.configured_depth
         self.stressed = stressed  # the flow's reading says so: the cluster's queue is closed
-        return Capacity(total=total, used=total if stressed else min(used, total), grid_used=grid_used, queued=queued)
+        used = total if stressed else min(used, total)
+        return Capacity(total=total, used=used, grid_used=grid_used, queued=queued, down=down)
 
     def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:
         if not check_batch(self.name, specs, self.max_batch):

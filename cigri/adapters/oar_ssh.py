@@ -126,7 +126,7 @@ class OarSsh(RemoteFiles, RemoteCommands):
 
     def capacity(self) -> Capacity:
         if self.config.get("slots"):
-            total, used = int(self.config["slots"]), 0
+            total, used, down = int(self.config["slots"]), 0, 0
         else:
             result = self._run([self._cmd("oarnodes"), "-J"])
             try:
@@ -136,10 +136,11 @@ class OarSsh(RemoteFiles, RemoteCommands):
             if not isinstance(data, dict | list):
                 raise AdapterError(f"{self.name}: cannot count resources ({result.describe()}); set the slots option")
             records = data.values() if isinstance(data, dict) else data
-            total, used = capacity_of_resources(r for r in records if isinstance(r, dict))
+            total, used, down = capacity_of_resources(r for r in records if isinstance(r, dict))
         login = self.config.get("user")
         _, grid_used, queued = tally(self._oarstat(["-u", login] if login else ["-u"]), cigri_job)
-        return Capacity(total=total, used=min(total, max(used, grid_used)), grid_used=grid_used, queued=queued)
+        used = min(total, max(used, grid_used))
+        return Capacity(total=total, used=used, grid_used=grid_used, queued=queued, down=down)
 
     def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:
         if not check_batch(self.name, specs, self.max_batch):

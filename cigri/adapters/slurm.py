@@ -385,7 +385,7 @@ class SlurmSsh(RemotePackFiles, RemoteFiles, RemoteCommands):
         result = self._run(argv)
         if not result.ok:
             raise AdapterError(f"{self.name}: {result.describe()}")
-        total = used = 0
+        total = used = down = 0
         for line in result.stdout.split():
             counts = [whole(x) for x in line.split("/")]
             if len(counts) != 4 or None in counts or counts[2] > counts[3]:
@@ -393,13 +393,14 @@ class SlurmSsh(RemotePackFiles, RemoteFiles, RemoteCommands):
             allocated, _idle, other, all_cpus = counts
             total += all_cpus - other
             used += allocated
+            down += other
         grid_used = queued = 0
         for row in self._our_jobs():
             if row[2] == "RUNNING":
                 grid_used += whole(row[7]) or 1
             elif row[2] == "PENDING":
                 queued += 1
-        return Capacity(total=total, used=used, grid_used=grid_used, queued=queued)
+        return Capacity(total=total, used=used, grid_used=grid_used, queued=queued, down=down)
 
     def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:
         if not check_batch(self.name, specs, self.max_batch):

@@ -671,7 +671,7 @@ class SlurmRest(RemotePackFiles, RemoteFiles):
             raise JdlError(f"{path}.{grouping}", f"packed jobs on {self.name!r} need ssh (host) to read their status")
 
     def capacity(self) -> Capacity:
-        total = used = 0
+        total = used = down = 0
         for node in self._nodes():
             cpus, allocated = max(0, number(node.get("cpus")) or 0), max(0, number(node.get("alloc_cpus")) or 0)
             state = first_word(node.get("state")).lower()
@@ -680,6 +680,7 @@ class SlurmRest(RemotePackFiles, RemoteFiles):
                 flags |= {str(f).upper() for f in node["state"][1:]}
             usable = state not in ("down", "error", "future", "unknown") and not flags & {"DRAIN", "FAIL"}
             total += cpus if usable else allocated  # as sinfo's %C: all but "other" (down, drained)
+            down += 0 if usable else max(0, cpus - allocated)
             used += allocated
         grid_used = queued = 0
         for task in self._live_tasks():
@@ -687,7 +688,7 @@ class SlurmRest(RemotePackFiles, RemoteFiles):
                 grid_used += task.cpus
             elif task.state == "PENDING":
                 queued += 1
-        return Capacity(total=total, used=used, grid_used=grid_used, queued=queued)
+        return Capacity(total=total, used=used, grid_used=grid_used, queued=queued, down=down)
 
     def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:
         if not check_batch(self.name, specs, self.max_batch):

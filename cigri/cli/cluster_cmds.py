@@ -78,8 +78,9 @@ def _info(store, name: str, as_json: bool) -> None:
 
 
 def _usage_rows(store) -> list[dict]:
-    """Each cluster's last recorded capacity: max slots, used, used by the grid, unavailable (all of them
-    while the cluster is blacklisted or does not answer, as CiGri counts a down cluster's resources)."""
+    """Each cluster's last recorded capacity: max slots (down ones included), used, used by the grid,
+    unavailable (those its RM reported down, drained or failing; all of them while the cluster is
+    blacklisted or does not answer, as CiGri counts a down cluster's resources)."""
     recorded = store.recorded_usage()
     rows = []
     for cluster in store.clusters():
@@ -88,10 +89,10 @@ def _usage_rows(store) -> list[dict]:
         rows.append(
             {
                 "cluster": cluster.name,
-                "max": capacity.total if capacity else None,
+                "max": capacity.total + capacity.down if capacity else None,
                 "used": capacity.used if capacity else None,
                 "used_by_grid": capacity.grid_used if capacity else None,
-                "unavailable": (capacity.total if down else 0) if capacity else None,
+                "unavailable": (capacity.total + capacity.down if down else capacity.down) if capacity else None,
                 "recorded_at": at,
             }
         )
@@ -179,8 +180,9 @@ def gridclusters(ctx, info, usage, bars, headerless, as_json):
 
     The list asks each cluster now. -u and -b show instead the usage the almighty
     recorded at its last pass (each answering cluster's slots, used, used by the
-    grid), without asking; unavailable is every slot of a cluster that is
-    blacklisted or does not answer. -i shows one cluster without asking it.
+    grid), without asking; unavailable are the slots its RM reported down, drained
+    or failing, and every slot of a cluster that is blacklisted or does not
+    answer. -i shows one cluster without asking it.
 
     \b
     Example:

@@ -998,15 +998,17 @@ class Store(Integrity, Files, Picking):
     def record_usage(self, capacities: dict[str, Capacity], now: float) -> None:
         """Keep each cluster's latest capacity reading (gridclusters -u / -b show it)."""
         self.conn.executemany(
-            "INSERT OR REPLACE INTO cluster_usage (cluster, total, used, grid_used, queued, at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            [(name, c.total, c.used, c.grid_used, c.queued, now) for name, c in capacities.items()],
+            "INSERT OR REPLACE INTO cluster_usage (cluster, total, used, grid_used, queued, down, at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(name, c.total, c.used, c.grid_used, c.queued, c.down, now) for name, c in capacities.items()],
         )
 
     def recorded_usage(self) -> dict[str, tuple[Capacity, float]]:
         """Each cluster's latest capacity reading and when it was taken (clusters never read are absent)."""
-        rows = self.conn.execute("SELECT cluster, total, used, grid_used, queued, at FROM cluster_usage")
-        return {name: (Capacity(total, used, grid, queued), at) for name, total, used, grid, queued, at in rows}
+        rows = self.conn.execute("SELECT cluster, total, used, grid_used, queued, down, at FROM cluster_usage")
+        return {
+            name: (Capacity(total, used, grid, queued, down), at) for name, total, used, grid, queued, down, at in rows
+        }
 
     def open_cluster_event(self, cluster: str) -> Event | None:
         """The open transport event of ``cluster`` (the admin's blacklist is not one: it does not close itself)."""

@@ -498,6 +498,11 @@ def _m016_commands(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m018_usage_down(conn: sqlite3.Connection) -> None:
+    """The slots each cluster's RM reported down, drained or failing at the last reading."""
+    conn.execute("ALTER TABLE cluster_usage ADD COLUMN down INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -515,6 +520,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("014_files", _m014_files),
     ("016_commands", _m016_commands),
     ("017_notify", _m017_notify),
+    ("018_usage_down", _m018_usage_down),
 ]
 
 
