@@ -161,7 +161,7 @@ Targets (issue 13, item 6):
 {chr(10).join(targets(results, seeds))}
 
 `locality` generalises BOINC's rule to jobs reading several files: a cluster takes the jobs needing the
-fewest files it lacks (with contiguous ranges it goes on along the sequence, one new file per job), and a
+fewest bytes it lacks (with contiguous ranges it goes on along the sequence, one new file per job), and a
 cluster with nothing to go on starts afresh in the longest run of files no cluster holds, at its middle when
 another cluster's jobs lead into it, so clusters do not interleave along the sequence as in-order does (BOINC's
 own rule, a job counting only when all its files are held, staged about 2.5x the bound on the contiguous

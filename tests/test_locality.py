@@ -43,6 +43,16 @@ def test_a_job_needs_all_its_files_held_to_count_as_local():
     assert picks == {"A": [2]}
 
 
+def test_a_cluster_takes_first_the_job_missing_the_fewest_bytes_not_files():
+    # A holds the 2 GB reference: job 1 lacks two 1 kB files there, job 2 one 3 GB file
+    waiting = jobs(["ref", "s1", "s2"], ["ref", "big"])
+    sizes = {"ref": 2 << 30, "s1": 1024, "s2": 1024, "big": 3 << 30}
+    picks, _ = Locality().pick(Holdings(waiting, held(A=["ref"]), sizes=sizes), {"A": 1}, {})
+    assert picks == {"A": [1]}
+    picks, _ = Locality().pick(Holdings(waiting, held(A=["ref"])), {"A": 1}, {})
+    assert picks == {"A": [2]}  # without sizes, files count alike
+
+
 def test_clusters_with_no_file_spread_over_files_instead_of_flocking():
     waiting = jobs(["f1"], ["f1"], ["f2"], ["f2"], ["f3"], ["f3"])
     picks, _ = Locality().pick(Holdings(waiting), {"A": 2, "B": 2, "C": 2}, {})
@@ -198,6 +208,16 @@ def test_grid_policy_locality_prints_the_picks():
     assert json.loads(result.output) == {"picks": {"A": [1, 3], "B": [2]}}
 
 
+def test_grid_policy_locality_weighs_files_by_their_sizes():
+    scenario = {
+        "jobs": [{"id": 1, "files": ["ref", "s1", "s2"]}, {"id": 2, "files": ["ref", "big"]}],
+        "clusters": {"A": {"wants": 1, "holds": ["ref"]}},
+        "sizes": {"s1": 10, "s2": 10, "big": 5000},
+    }
+    assert json.loads(policy("locality", scenario).output) == {"picks": {"A": [1]}}
+    assert json.loads(policy("locality", {**scenario, "sizes": {}}).output) == {"picks": {"A": [2]}}
+
+
 def test_grid_policy_cursors_prints_the_picks_and_the_cursors():
     scenario = {
         "jobs": [{"id": i} for i in range(1, 5)],
@@ -215,6 +235,7 @@ def test_grid_policy_cursors_prints_the_picks_and_the_cursors():
         ("locality", {"jobs": [{"id": 1, "files": [3]}], "clusters": {}}, "jobs[0].files[0]: must be a file name"),
         ("locality", {"jobs": [], "clusters": {"A": {"wants": -1}}}, "clusters.A.wants: must be >= 0"),
         ("locality", {"jobs": [], "clusters": {"A": {"hold": []}}}, "clusters.A.hold: unknown key"),
+        ("locality", {"jobs": [], "clusters": {}, "sizes": {"f": "big"}}, "sizes.f: must be a number of bytes"),
         ("cursors", {"jobs": [], "clusters": {}, "cursors": [{"first": 2, "last": 1}]}, "cursors[0].last"),
         ("cursors", {"jobs": [], "clusters": {}, "cursors": [{"first": 1, "last": 1, "team": ["Z"]}]}, "team[0]"),
     ],

@@ -184,3 +184,19 @@ def test_every_file_out_of_work_is_asked_for_in_the_pass_before_its_copy_is_dele
     assert len(grid.store.job_names(campaign_id)) == 4  # f2's two new jobs
     assert grid.store.strategy_states()[MARKS] == {str(campaign_id): ["f3"]}
     assert "f3" not in grid.store.cluster_files("b", campaign_id)  # no job needs it: deleted by nikita
+
+
+def test_a_cluster_takes_the_job_missing_the_fewest_bytes_there(tmp_path):
+    """a holds ref and ref2; job 1 lacks two 10-byte files there, job 2 one of 5000 bytes: job 1 goes first
+    (counting files would send job 2, and 5000 bytes)."""
+    a = CachingRM("a", 1)
+    grid = Grid(a)
+    config.set_value(grid.store, "locality", "locality")
+    for name, size in (("ref", 100), ("ref2", 100), ("s1", 10), ("s2", 10), ("big", 5000)):
+        (tmp_path / name).write_bytes(b"x" * size)
+    params = ["j1 ref s1 s2", "j2 ref ref2 big"]
+    campaign_id = submit(grid, tmp_path, params, input_files=["{2}", "{3}", "{4}"])
+    for key in ("ref", "ref2"):
+        hold(grid, "a", campaign_id, key)
+    grid.at(0)
+    assert a.holds(RemoteState.PENDING) == [1] and sorted(a.staged) == ["s1", "s2"]

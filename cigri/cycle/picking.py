@@ -61,6 +61,7 @@ def pick(ctx: Context, snapshot: Snapshot, plan: Sequence[Assignment]) -> Picked
             held={cluster: frozenset(keys) for cluster, keys in ctx.store.campaign_cluster_files(campaign_id).items()},
             speeds=_speeds(snapshot, campaign_id),
             exclude=_avoided(ctx, campaign_id, now),
+            sizes=ctx.store.waiting_file_sizes(campaign_id),
         )
         picks, state = picker.pick(holdings, wanted, states.get(str(campaign_id), {}))
         if state:

@@ -48,9 +48,13 @@ class Holdings:
     held: Mapping[str, frozenset[str]] = field(default_factory=dict)  # cluster -> files held or being staged
     speeds: Mapping[str, float] = field(default_factory=dict)  # cluster -> jobs it completes per second
     exclude: Mapping[str, frozenset[int]] = field(default_factory=dict)  # cluster -> job ids it must not get
+    sizes: Mapping[str, int] = field(default_factory=dict)  # file -> bytes (a file not listed weighs 1)
 
     def allowed(self, cluster: str, job_id: int) -> bool:
         return job_id not in self.exclude.get(cluster, frozenset())
+
+    def size(self, file: str) -> int:
+        return self.sizes.get(file, 1)
 
 
 Picks = dict[str, list[int]]
@@ -93,12 +97,12 @@ class Locality:
     """BOINC's locality scheduling (``sched/sched_locality.cpp``), for the clusters of one campaign in one pass,
     generalised to jobs reading several files:
 
-    1. each cluster first takes the jobs needing the fewest files it does not hold yet (in its cache or being
-       staged there), lowest id first on ties, among the jobs sharing a file with it (jobs without input files
-       need none, anywhere); the files of each job it takes count as held from then on, so with one-file jobs
-       it takes the jobs of the files it holds in increasing id order (BOINC's rule), and with jobs reading a
-       contiguous range of a file sequence it goes on along the sequence, one new file per job. (Files count
-       alike: the picker's view has no sizes.)
+    1. each cluster first takes the jobs needing the fewest bytes it does not hold yet (files in its cache or
+       being staged there), lowest id first on ties, among the jobs sharing a file with it (jobs without input
+       files need none, anywhere); the files of each job it takes count as held from then on, so with one-file
+       jobs it takes the jobs of the files it holds in increasing id order (BOINC's rule), and with jobs
+       reading a contiguous range of a file sequence it goes on along the sequence, one new file per job.
+       (Without sizes in the view, files count alike.)
     2. a cluster that still wants jobs and shares no file with any job left starts afresh where it is far from
        every other cluster's files: in the longest run of consecutive files (in the order of their lowest
        waiting job) that no cluster holds, at its first file, or at its middle when a job links the run to a
@@ -139,7 +143,7 @@ class Locality:
 
 class _Pass:
     """The working state of one :class:`Locality` pass: the files each cluster holds (growing as it takes
-    jobs), how many holders each file has, per cluster the jobs sharing a file with it in a heap by (files
+    jobs), how many holders each file has, per cluster the jobs sharing a file with it in a heap by (bytes
     missing there, id), and the runs of files nobody holds in a heap by (-room, first index), both kept up to
     date as files get holders (stale entries are skipped when they come up)."""
 
@@ -171,14 +175,18 @@ class _Pass:
             for file in mine:
                 for job_id in self.by_file.get(file, ()):
                     if job_id not in missing:
-                        missing[job_id] = sum(f not in mine for f in self.files_of[job_id])
+                        missing[job_id] = self._missing(mine, job_id)
             self.missing[cluster] = missing
             self.queue[cluster] = [(count, job_id) for job_id, count in missing.items()]
             heapq.heapify(self.queue[cluster])
         return self.queue[cluster], self.missing[cluster]
 
+    def _missing(self, mine: set[str], job_id: int) -> int:
+        """The bytes of the job's files the cluster lacks."""
+        return sum(self.holdings.size(f) for f in self.files_of[job_id] if f not in mine)
+
     def follow(self, cluster: str, n: int) -> list[int]:
-        """Up to ``n`` jobs sharing a file with the cluster, fewest files missing there first (step 1)."""
+        """Up to ``n`` jobs sharing a file with the cluster, fewest bytes missing there first (step 1)."""
         heap, missing = self._queue(cluster)
         chosen: list[int] = []
         while heap and len(chosen) < n:
@@ -189,7 +197,7 @@ class _Pass:
         return chosen
 
     def give(self, cluster: str, job_id: int) -> None:
-        """The cluster takes the job: its files count as held there, the jobs reading them need one less."""
+        """The cluster takes the job: its files count as held there, the jobs reading them need their bytes less."""
         heap, missing = self._queue(cluster)
         mine = self.held[cluster]
         self.taken.add(job_id)
@@ -200,11 +208,12 @@ class _Pass:
             self.holders[file] += 1
             if self.holders[file] == 1:
                 self._held_now(file)
+            size = self.holdings.size(file)
             for other in self.by_file[file]:
                 if other in self.taken:
                     continue
                 count = missing.get(other)
-                missing[other] = sum(f not in mine for f in self.files_of[other]) if count is None else count - 1
+                missing[other] = self._missing(mine, other) if count is None else count - size
                 heapq.heappush(heap, (missing[other], other))
 
     def _first_allowed(self, cluster: str, file: str) -> int | None:
@@ -339,8 +348,9 @@ def evaluate_locality(scenario: Mapping[str, Any]) -> dict:
 
     Input: "jobs": [{"id": N, "files": [NAME, ...]}, ...] the campaign's waiting jobs; "clusters": {NAME:
     {"wants": jobs it takes this pass (default 0), "holds": [FILE, ...] files in its cache, "exclude": [ID, ...]
-    jobs it must not get (a copy runs there)}}, in turn order; "picker": "locality" (default) or "in-order".
-    Rules: a cluster first takes the jobs needing the fewest files it does not hold, among those sharing a file
+    jobs it must not get (a copy runs there)}}, in turn order; "sizes": {FILE: bytes} (a file not listed weighs
+    1, so that files count alike); "picker": "locality" (default) or "in-order".
+    Rules: a cluster first takes the jobs needing the fewest bytes it does not hold, among those sharing a file
     with it, lowest id first on ties; a cluster sharing none starts afresh in the longest run of files nobody
     holds (at its middle when a holder's jobs lead into it), else at the first file held by the fewest
     clusters. Output: {"picks": {NAME: [ID, ...]}}.
@@ -351,12 +361,17 @@ def evaluate_locality(scenario: Mapping[str, Any]) -> dict:
        "clusters": {"B": {"wants": 1, "holds": ["f2", "f1"]}, "A": {"wants": 1}}}
       -> {"picks": {"B": [1], "A": [3]}}
     """
-    read.known(scenario, ("jobs", "clusters", "picker"))
+    read.known(scenario, ("jobs", "clusters", "sizes", "picker"))
     name = read.text(scenario, "picker", default=Locality.name)
     if name not in (Locality.name, InOrder.name):
         raise ConfigError(f"picker: must be locality or in-order, got {name!r}")
     jobs = read_jobs(scenario)
     wanted, items = read_clusters(scenario, ("wants", "holds", "exclude"))
     held = {cluster: _file_names(item, "holds", f"clusters.{cluster}") for cluster, item in items.items()}
-    picks, _ = picker(name).pick(Holdings(jobs, held, exclude=read_exclude(items)), wanted, {})
+    sizes = read.mapping(scenario, "sizes", default={})
+    for file, size in sizes.items():
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise ConfigError(f"sizes.{file}: must be a number of bytes, got {size!r}")
+    holdings = Holdings(jobs, held, exclude=read_exclude(items), sizes={str(f): n for f, n in sizes.items()})
+    picks, _ = picker(name).pick(holdings, wanted, {})
     return {"picks": picks}

@@ -48,6 +48,13 @@ class Picking:
                 keys.append(key)
         return [(job_id, tuple(keys)) for job_id, keys in files.items()]
 
+    def waiting_file_sizes(self, campaign_id: int) -> dict[str, int]:
+        """Key -> bytes of the campaign's input files that waiting jobs read (the picker's view)."""
+        rows = self.conn.execute(
+            "SELECT key, size FROM data_files WHERE campaign_id = ? AND waiting > 0", (campaign_id,)
+        )
+        return dict(rows.fetchall())
+
     def campaign_cluster_files(self, campaign_id: int) -> dict[str, set[str]]:
         """Cluster -> keys of the campaign's files it holds or is being sent."""
         rows = self.conn.execute(
