@@ -200,3 +200,31 @@ def test_a_cluster_takes_the_job_missing_the_fewest_bytes_there(tmp_path):
         hold(grid, "a", campaign_id, key)
     grid.at(0)
     assert a.holds(RemoteState.PENDING) == [1] and sorted(a.staged) == ["s1", "s2"]
+
+
+MEETING = """\
+import os, sys, time
+file, here = sys.argv[1], os.path.dirname(os.path.abspath(__file__))
+open(os.path.join(here, "asked-" + file), "w").close()
+other = os.path.join(here, "asked-" + {"f2": "f3", "f3": "f2"}[file])
+deadline = time.monotonic() + 30
+while not os.path.exists(other) and time.monotonic() < deadline:  # answers once the other file is asked too
+    time.sleep(0.02)
+print("new-" + file + " " + file)
+"""
+
+
+def test_the_files_out_of_work_are_asked_for_at_once(tmp_path):
+    """Each generator call may take up to generator_wait: the calls of a pass run side by side, so that a pass
+    waits once, not once per file. Here each call answers only once the other has started, which calls one
+    after the other never reach (the first is cut at generator_wait: an event)."""
+    grid, campaign_id = generating(tmp_path, "f2")
+    (tmp_path / "gen.py").write_text(MEETING)
+    (tmp_path / "data" / "f3").write_text("f3")
+    with grid.store.transaction():
+        grid.store.add_files(campaign_id, [DataFile("f3", 2, sha256_of(tmp_path / "data" / "f3"))], [])
+    hold(grid, "b", campaign_id, "f3")
+    config.set_value(grid.store, "locality.generator_wait", 10)
+    grid.at(0)
+    assert grid.store.events(campaign_id=campaign_id) == []
+    assert sorted(grid.store.job_names(campaign_id)) == ["j0", "j1", "new-f2", "new-f3"]
