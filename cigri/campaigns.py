@@ -309,6 +309,22 @@ def fix_events(
     return FixResult(len(closed), resubmitted)
 
 
+def rm_details(store: Store, job_id: int, clock: Clock, *, user: str | None = None) -> dict:
+    """What the resource manager running a job says of it, read now from its cluster (CiGri's gridstat -C):
+    the adapter's :meth:`~cigri.adapters.ResourceManager.details`. Only the campaign's owner (or root)."""
+    job = store.job(job_id)
+    check_owner(store.campaign(job.campaign_id), user or current_user())
+    if not job.cluster or not job.remote_id:
+        raise CigriError(f"job {job_id} has not been sent to a cluster yet: no resource manager knows it")
+    if not store.has_cluster(job.cluster):
+        raise NotFound(f"cluster {job.cluster}, where job {job_id} ran, is no longer in the state")
+    adapter = adapter_for(store.cluster(job.cluster), AdapterContext(store.directory, clock))
+    try:
+        return adapter.details(job.remote_id)
+    finally:
+        adapter.close()
+
+
 def state_owner(store: Store) -> str:
     """The user who owns the state file."""
     uid = store.path.stat().st_uid if store.path.exists() else os.geteuid()  # an in-memory state is this user's

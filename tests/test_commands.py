@@ -277,12 +277,6 @@ def test_gridstat_d_is_cigris_json_dump_and_p_its_pretty_one(cli, tmp_path):
     assert pretty.startswith('{\n  "id": ') and json.loads(pretty)["id"] == campaign  # indented, as -d is
 
 
-def test_gridstat_C_is_refused_clearly(cli, state, tmp_path):
-    _submit(cli, tmp_path)
-    result = _run(grid, "--state", str(state), "gridstat", "-j", "1", "-C", code=1)
-    assert "-C" in result.stderr and "not built" in result.stderr and len(result.stderr.splitlines()) == 1
-
-
 def test_gridstat_campaign_H_drops_the_cluster_tables_header(cli, tmp_path):
     campaign = _submit(cli, tmp_path)
     with_header = cli("gridstat", "-c", str(campaign))

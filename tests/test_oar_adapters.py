@@ -626,6 +626,26 @@ def test_ssh_single_jobs_cancel_and_resubmissions(front):
     adapter.cancel([prologue])  # gone already: not an error
 
 
+def test_ssh_details_are_oarstats_own_record_of_the_job(front):
+    """gridstat -j JOB -C on oar-ssh: ``oarstat -f -J -j ID``'s record, as OAR gives it."""
+    _state, adapter, work = front
+    (job_id,) = adapter.submit("cigri.x.7.b.1", [spec(1, "a", "5", "0", directory=str(work))])
+    record = adapter.details(job_id)
+    assert (str(record["id"]), record["state"], record["name"]) == (job_id, "Waiting", "cigri.x.7.b.1")
+    with pytest.raises(AdapterError, match="front: OAR knows no job 999"):
+        adapter.details("999")
+
+
+@pytest.mark.parametrize("flavour", ["2.5", "3"])
+def test_rest_details_are_the_apis_own_record_of_the_job(oar, tmp_path, flavour):
+    adapter = oar.rest(oar.serve(flavour=flavour))
+    (job_id,) = adapter.submit("cigri.x.7.b.1", [spec(1, "a", "5", "0", directory=str(tmp_path))])
+    record = adapter.details(job_id)
+    assert (str(record["id"]), record["state"]) == (job_id, "Waiting")
+    with pytest.raises(AdapterError, match="oar: OAR knows no job 999"):
+        adapter.details("999")
+
+
 # ---- whole campaigns through the cycle ----------------------------------------------------------------
 
 

@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import JdlError, TransportError
+from ..errors import AdapterError, JdlError, TransportError
 from ..jdl import parse_resources, resource_slots
 from ..model import Capacity, Cluster, JobSpec, KillCause, RemoteState, RemoteStatus
 from ..private import write_private
@@ -151,6 +151,12 @@ class LocalAdapter(LocalFiles):
     def tail(self, remote_id: str, stream: str, lines: int) -> str:
         path = self.spool.out_path(int(remote_id), stream)
         return tail_file(path, lines)
+
+    def details(self, remote_id: str) -> dict:
+        record = self.spool.job_record(int(remote_id)) if remote_id.isdigit() else None
+        if record is None:
+            raise AdapterError(f"{self.name}: the local cluster holds no job {remote_id}")
+        return record
 
     # packing (cigri.adapters.packing): the files of packed jobs, in the spool
     def pack_dir(self) -> str:

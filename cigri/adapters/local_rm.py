@@ -163,6 +163,18 @@ class Spool:
         ids = [r[0] for r in self.conn.execute("SELECT id FROM jobs WHERE batch = ? ORDER BY id", (batch,))]
         return ids or None
 
+    def job_record(self, job_id: int) -> dict | None:
+        """The spool's row of a job as field -> value, its argv decoded; not its environment, which may
+        hold secrets."""
+        cursor = self.conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,))
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        record = {column[0]: value for column, value in zip(cursor.description, row, strict=True)}
+        record.pop("env", None)
+        record["argv"] = json.loads(record["argv"])
+        return record
+
     def rows(self, ids: Sequence[int]) -> list[tuple]:
         out = []
         for start in range(0, len(ids), 900):

@@ -328,6 +328,13 @@ class OarRest:
         used = total if stressed else min(used, total)
         return Capacity(total=total, used=used, grid_used=grid_used, queued=queued, down=down)
 
+    def details(self, remote_id: str) -> dict:
+        """OAR's API's record of the job (``GET jobs/<id>``)."""
+        item = self._json("GET", f"jobs/{remote_id}", probing=True) if whole(remote_id) is not None else None
+        if not item:
+            raise AdapterError(f"{self.name}: OAR knows no job {remote_id}")
+        return item
+
     def submit(self, batch_key: str, specs: Sequence[JobSpec]) -> list[str]:
         if not check_batch(self.name, specs, self.max_batch):
             return []

@@ -86,6 +86,10 @@ class OarSsh(RemoteFiles, RemoteCommands):
 
     def _oarstat(self, extra: Sequence[str]) -> list[OarJob]:
         """Jobs as ``oarstat -f -J`` lists them: a JSON object of records keyed by job id."""
+        return [job for key, item in self._records(extra) if (job := job_of(item, key))]
+
+    def _records(self, extra: Sequence[str]) -> list[tuple[str | None, dict]]:
+        """``oarstat -f -J``'s records, each with its key (None in a list)."""
         result = self._run([self._cmd("oarstat"), "-f", "-J", *extra])
         text = result.stdout.strip()
         if not text:  # oarstat says nothing (and may exit non-zero) when no job matches
@@ -99,7 +103,15 @@ class OarSsh(RemoteFiles, RemoteCommands):
         if not isinstance(data, dict | list):
             raise AdapterError(f"{self.name}: oarstat -J answered {text[:80]!r}, not a JSON object of jobs")
         records = data.items() if isinstance(data, dict) else ((None, item) for item in data)
-        return [job for key, item in records if isinstance(item, dict) and (job := job_of(item, key))]
+        return [(key, item) for key, item in records if isinstance(item, dict)]
+
+    def details(self, remote_id: str) -> dict:
+        """``oarstat -f -J -j ID``'s record of the job."""
+        records = self._records(["-j", remote_id]) if whole(remote_id) is not None else []
+        for key, item in records:
+            if str(item.get("id", key)) == remote_id:
+                return item
+        raise AdapterError(f"{self.name}: OAR knows no job {remote_id}")
 
     def _jobs(self, ids: Sequence[str]) -> dict[str, OarJob]:
         found: dict[str, OarJob] = {}

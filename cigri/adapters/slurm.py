@@ -226,6 +226,14 @@ GONE = re.compile(r"Invalid job id|already finished|already completing or comple
 CONTROL_CHUNK = 500  # job ids per scontrol command line
 
 
+_FIELD = re.compile(r"(?:^|\s)([A-Za-z][\w/:]*)=(.*?)(?=\s+[A-Za-z][\w/:]*=|\s*$)")
+
+
+def scontrol_fields(line: str) -> dict[str, str]:
+    """``scontrol -o show job``'s one line as Key -> value, in order (values may hold spaces)."""
+    return {match.group(1): match.group(2) for match in _FIELD.finditer(line.strip())}
+
+
 def live(state: str) -> bool:
     """Is a task in this Slurm state still to end (pending or running)?"""
     return translate(state)[0] in (RemoteState.PENDING, RemoteState.RUNNING)
@@ -490,6 +498,23 @@ class SlurmSsh(RemotePackFiles, RemoteFiles, RemoteCommands):
                 start, end, cause = epoch(fields[3]), epoch(fields[4]), ended_by_slurm(fields[1], remote)
                 out[fields[0]] = RemoteStatus(fields[0], remote, exit_code, start, end, why, cause=cause)
         return out
+
+    def details(self, remote_id: str) -> dict:
+        """``scontrol -o show job``'s record of the task; once slurmctld forgot it (MinJobAge), sacct's, when
+        the cluster has accounting."""
+        result = self._run([self._cmd("scontrol"), "-o", "show", "job", remote_id])
+        line = result.stdout.strip().splitlines()[0] if result.ok and result.stdout.strip() else ""
+        if line:
+            return scontrol_fields(line)
+        if result.ok or "Invalid job id" in result.stderr:
+            if self.config.get("accounting", "sacct") == "sacct":
+                fields = "JobID,JobName,User,Partition,State,ExitCode,Submit,Start,End,Elapsed,NodeList,WorkDir"
+                sacct = self._run([self._cmd("sacct"), "-P", "-X", "-o", fields, "-j", remote_id])
+                rows = [line.split("|") for line in sacct.stdout.splitlines()] if sacct.ok else []
+                if len(rows) > 1:
+                    return dict(zip(rows[0], rows[1], strict=False))
+            raise AdapterError(f"{self.name}: Slurm no longer holds job {remote_id} (slurmctld forgets ended jobs)")
+        raise AdapterError(f"{self.name}: {result.describe()}")
 
     def cancel(self, remote_ids: Sequence[str]) -> None:
         if not remote_ids:

@@ -802,6 +802,21 @@ class SlurmRest(RemotePackFiles, RemoteFiles):
             if isinstance(node, dict) and (not partition or partition in listed(node.get("partitions")))
         ]
 
+    def details(self, remote_id: str) -> dict:
+        """slurmrestd's record of the task (``GET job/<array id>``, the task's own)."""
+        array_id, index = array_of(remote_id), whole(remote_id.partition("_")[2])
+        if array_id is None or index is None:
+            raise AdapterError(f"{self.name}: {remote_id!r} is not an array task's id")
+        answer = self._slurm("GET", f"job/{array_id}", gone_ok=True)
+        for job in listed(answer.get("jobs")):
+            if not isinstance(job, dict) or number(job.get("array_job_id")) != array_id:
+                continue
+            task = number(job.get("array_task_id"))
+            pending = task_indices(str(job.get("array_task_string") or "")) if task is None else [task]
+            if index in pending:
+                return job
+        raise AdapterError(f"{self.name}: Slurm no longer holds job {remote_id} (slurmctld forgets ended jobs)")
+
     def tail(self, remote_id: str, stream: str, lines: int) -> str:
         if self.runner is None:
             return _UNAVAILABLE.format(stream=stream)

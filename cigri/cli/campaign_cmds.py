@@ -332,6 +332,15 @@ def _show_job(store, job_id: int, stream: str | None, as_json: bool) -> None:
     output.pairs([(k, output.when(v) if k.endswith("_at") else v) for k, v in data.items()])
 
 
+def _show_rm_details(store, job_id: int, headerless: bool, as_json: bool) -> None:
+    record = ops.rm_details(store, job_id, app().clock)
+    if as_json:
+        output.emit_json(record)
+        return
+    rows = [[key, value if isinstance(value, str) else json.dumps(value)] for key, value in record.items()]
+    output.table(["Field", "Value"], rows, headers=not headerless)
+
+
 def _job_row(job) -> dict:
     return {
         "id": job.id,
@@ -381,7 +390,13 @@ def _show_jobs(store, campaign: int | None, user: str | None, headerless: bool, 
 @click.option("--eta", is_flag=True, help="Running campaigns by estimated end, the soonest first.")
 @click.option("-d", "--json", "as_json", is_flag=True, help="JSON output (CiGri's -d dump).")
 @click.option("-p", "--pretty", is_flag=True, help="CiGri's pretty dump: the same indented JSON as -d.")
-@click.option("-C", "rm_details", is_flag=True, hidden=True)
+@click.option(
+    "-C",
+    "--rm-details",
+    "rm_details",
+    is_flag=True,
+    help="With -j: the job as its resource manager says it, read now (scontrol, slurmrestd, oarstat, OAR's API).",
+)
 @click.option("--plot", is_flag=True, help="With -c: draw progress, throughput per cluster and the predicted end.")
 @click.option(
     "--output", "output_file", type=click.Path(dir_okay=False), help="With --plot: draw into this PNG (matplotlib)."
@@ -417,8 +432,13 @@ def gridstat(
     campaign's jobs done over time, the jobs ended per cluster and the predicted end at each forecast, in the
     terminal, or into a PNG with --output FILE.png (needs matplotlib: pip install 'cigri[plot]').
 
-    Lists are readable by all; a job's outputs (-O, -E) and a campaign's JDL (-J)
-    only by their owner (or root). The saved JDL has its secrets masked (***): the
+    -j JOB -C asks the job's cluster now what its resource manager says of the job
+    (CiGri's RM details): scontrol's record (slurm-ssh; sacct's once slurmctld forgot
+    it), slurmrestd's (slurm-rest), oarstat's or OAR's API's (oar-ssh, oar-rest), the
+    local cluster's spool row (local; without the job's environment).
+
+    Lists are readable by all; a job's outputs (-O, -E), its RM record (-C) and a
+    campaign's JDL (-J) only by their owner (or root). The saved JDL has its secrets masked (***): the
     values of environment variables named like a token, password, secret or key.
 
     \b
@@ -429,6 +449,7 @@ def gridstat(
         gridstat -c 3 -f -H
         gridstat -c 3 -e --json
         gridstat -j 42 -E
+        gridstat -j 42 -C
         gridstat -c 3 -J
         gridstat -c 3 --plot --output progress.png
     """
@@ -436,7 +457,12 @@ def gridstat(
     campaign = campaign if campaign is not None else campaign_arg
     as_json = as_json or pretty
     if rm_details:
-        raise CigriError("-C (the resource manager's own view of a job) is not built: gridstat -j JOB shows the job")
+        if job is None:
+            raise CigriError("-C goes with -j JOB: the resource manager's own record of that job")
+        if show_out or show_err or full or show_events or eta or show_jdl or plot or output_file:
+            raise CigriError("-j JOB -C shows the resource manager's record alone: give no other view with it")
+        _show_rm_details(store, job, headerless, as_json)
+        return
     if plot or output_file:
         if not plot or campaign is None or job is not None or full or show_events or eta or show_jdl or as_json:
             raise CigriError("--plot draws one campaign: give -c CAMPAIGN (and --output FILE.png), nothing else")
