@@ -139,7 +139,7 @@ def test_a_task_slurm_kills_outright_leaves_no_node_file_in_tmp(slurm, shared_di
         )
         pids = [int(line.split()[0]) for line in listed.stdout.splitlines()[1:] if line.split()[0].isdigit()]
         assert pids, listed.stdout
-        subprocess.run(["kill", "-KILL", *map(str, pids)], check=True)
+        subprocess.run(["kill", "-KILL", *map(str, pids)], check=False)  # one may have ended meanwhile
         wait_for(lambda: not live_task(adapter, ids[0]), timeout=30, interval=0.2)
         assert set(Path("/tmp").glob("cigri-nodes*")) == before
         assert started.read_text().strip() == f"{spool}/out/{ids[0]}.nodes"
