@@ -8,7 +8,8 @@ cluster, in this order (a cluster whose credentials are wrong is not asked more)
   an ``oar-rest`` certificate's ``cert_file``/``key_file``/``ca_file`` exist;
 - reachability: the adapter answers a capacity request, as a pass would ask it;
 - the resource manager's version: ``sinfo --version`` (slurm-ssh), slurmrestd's ping (slurm-rest, its
-  OpenAPI version and Slurm's release), ``oarstat --version`` (oar-ssh); oar-rest's is not asked;
+  OpenAPI version and Slurm's release), ``oarstat --version`` (oar-ssh), OAR's API's ``GET version``
+  (oar-rest);
 - the cluster user's home and the folders cigri writes there: the home (``home`` option or ``$HOME``) is a
   folder the user can write, ``remote_dir`` (default ``~/.cigri``; created on first use, so its parent
   must be writable when it is missing) and slurm-rest's ``output_dir`` (slurmd does not create it) too.
@@ -94,7 +95,7 @@ def _cluster(cluster: Cluster, context: AdapterContext) -> list[Finding]:
             adapter.close()
     found.append(Finding(subject, "reachable", True, f"{capacity.total} slots, {capacity.used} in use"))
     try:
-        version = _version(cluster)
+        version = _version(cluster, context)
     except CigriError as exc:
         found.append(Finding(subject, "version", False, f"{exc}: is the resource manager installed there?"))
     else:
@@ -174,7 +175,7 @@ def _runner(cluster: Cluster) -> LocalRunner | SshRunner | None:
     return None
 
 
-def _version(cluster: Cluster) -> str:
+def _version(cluster: Cluster, context: AdapterContext) -> str:
     """The resource manager's own words on its version ("" when cigri cannot ask it)."""
     bin_dir = cluster.config.get("bin_dir")
     command = {"slurm-ssh": "sinfo", "oar-ssh": "oarstat"}.get(cluster.adapter)
@@ -186,6 +187,12 @@ def _version(cluster: Cluster) -> str:
         return " ".join(result.stdout.split())
     if cluster.adapter == "slurm-rest":
         return _slurmrestd_version(cluster)
+    if cluster.adapter == "oar-rest":
+        adapter = adapter_for(cluster, context)
+        try:
+            return adapter.server_version()
+        finally:
+            adapter.close()
     if cluster.adapter == "local":
         return "cigri's local processes"
     return ""

@@ -135,3 +135,21 @@ def test_clusters_are_asked_at_once_so_two_unreachable_ones_cost_one_wait(cli, t
     fixes = _fixes(_findings(cli, code=1))
     assert [f.split(": ")[0] for f in fixes] == ["cluster far", "cluster local"]
     assert all("connection timed out" in f for f in fixes)
+
+
+@pytest.mark.parametrize("flavour", ["2.5", "3"])
+def test_an_oar_api_says_its_version(cli, tmp_path, flavour):
+    """oar-rest's version is OAR's API's GET /version (contract server, both flavours)."""
+    from .oar.contract import OarState
+    from .oar.server import OarServer
+
+    server = OarServer(OarState(tmp_path / "oar" / "state.json", cores=2).path, flavour=flavour, auth="ident")
+    server.start()
+    try:
+        cli("gridclusters", "add", "oar", "--adapter", "oar-rest", "--url", server.url, "--login", "cigritest")
+        cli("gridclusters", "set", "oar", "--api-flavour", flavour)
+        findings = {(f["subject"], f["check"]): f for f in _findings(cli)}
+    finally:
+        server.stop()
+    version = findings["cluster oar", "version"]
+    assert version["ok"] and version["message"] == f"OAR {'2.5.10' if flavour == '2.5' else '3.0.0'}, API 1.0.2"

@@ -328,6 +328,12 @@ class OarRest:
         used = total if stressed else min(used, total)
         return Capacity(total=total, used=used, grid_used=grid_used, queued=queued, down=down)
 
+    def server_version(self) -> str:
+        """OAR's and its API's versions, from ``GET version`` (grid doctor)."""
+        data = self._json("GET", "version") or {}
+        oar = data.get("oar_server_version") or data.get("oar_version") or "of unknown version"
+        return f"OAR {oar}, API {data.get('api_version') or 'of unknown version'}"
+
     def details(self, remote_id: str) -> dict:
         """OAR's API's record of the job (``GET jobs/<id>``)."""
         item = self._json("GET", f"jobs/{remote_id}", probing=True) if whole(remote_id) is not None else None

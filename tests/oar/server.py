@@ -13,6 +13,7 @@ OAR 2.5 (``flavour="2.5"``, docs/source/user/api.rst of oar-team/oar)::
                                             when the command it runs fails)
     GET  media/<path>[?tail=N]              a job's stdout/stderr file ("~" is the user's home)
     GET  stress_factor                      {"GLOBAL_STRESS": "<value>"}
+    GET  version                            {oar_version, api_version, apilib_version, api_timezone, ...}
 
 OAR 3 (``flavour="3"``, oar/api/routers/*.py of oar-team/oar3)::
 
@@ -21,6 +22,7 @@ OAR 3 (``flavour="3"``, oar/api/routers/*.py of oar-team/oar3)::
     POST jobs/<id>/<hold|holds>/new, POST jobs/<id>/resumptions/new -> {id, cmd_output, exit_status} (HTTP 200,
     exit_status 1 when refused)
     GET  resources[?detailed=true]; GET media?path_filename=..&tail=N; GET stress_factor
+    GET  version -> {oar_server_version, oar_version, oar_lib_version, api_version, apilib_version}
 
 Collections take ``limit`` and ``offset`` (``page_size`` by default) and give ``self``/``next``/``previous``
 links. Errors are OAR 2.5's ``{"title", "message", "code"}`` or FastAPI's ``{"detail"}``.
@@ -160,6 +162,8 @@ class OarServer:
         for suffix in (".json", ".yaml", ".html"):
             path = path.removesuffix(suffix)
         parts = [p for p in path.split("/") if p]
+        if method == "GET" and parts == ["version"]:
+            return _json(200, VERSIONS[self.flavour])
         route = self._route_25 if self.flavour == "2.5" else self._route_3
         return route(method, parts, query, user, body)
 
@@ -482,6 +486,19 @@ class _Handler(BaseHTTPRequestHandler):
         if self.oar.flavour == "3":
             return {"detail": str(exc)}
         return {"title": f"ERROR {exc.status} - {exc}", "message": str(exc), "code": exc.status}
+
+
+# GET /version as each flavour answers it (OAR 2.5's oarapi, OAR 3's FastAPI frontend)
+VERSIONS = {
+    "2.5": {"oar_version": "2.5.10", "api_version": "1.0.2", "apilib_version": "1.0.2", "api_timezone": "UTC"},
+    "3": {
+        "oar_server_version": "3.0.0",
+        "oar_version": "3.0.0",
+        "oar_lib_version": "3.0.0",
+        "api_version": "1.0.2",
+        "apilib_version": "1.0.2",
+    },
+}
 
 
 def _json(status: int, data) -> tuple[int, str, bytes]:
