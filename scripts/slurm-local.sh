@@ -4,11 +4,17 @@
 # choices below are listed in /work/shared/notes/slurm-local.md.
 #
 # Usage: scripts/slurm-local.sh start|stop|status|env
-#   start   install what is missing, write the configs, start what is down (restart the Slurm daemons when
-#           slurm.conf changed), run a health check, write $ENV_FILE. Idempotent and fast when already up.
+#   start   install what is missing, write the configs, then check each service by using it (munge round trip,
+#           scontrol ping, node idle in sinfo, a REST ping with each token, ssh as the test user): start what is
+#           gone, restart what we started and fails its check (by its recorded pid), restart the Slurm daemons
+#           when slurm.conf changed; then run a test job and write $ENV_FILE. Idempotent and fast when all is up.
+#           Exits non-zero with one "FAILED <service>: <why>" line per service it could not bring back.
 #   stop    stop only the daemons this script started (recorded as "pid starttime" in $RUN/owned.*).
-#   status  print what is up; non-zero exit if anything is down.
+#   status  the same checks, one line each (up/DOWN); non-zero exit if any fails.
 #   env     print the env file (shell-sourceable KEY=value lines).
+# Every daemon runs from / (slurmctld and slurmd then move to their log folder): CI starts this script from a
+# temporary clone deleted afterwards, and a slurmrestd left in a deleted folder exits at its next job submission
+# ("getcwd failed: No such file or directory") while it still answers pings.
 set -euo pipefail
 
 RUN=/run/slurm                      # pid files, ownership records, env file (tmpfs: vanishes with the daemons)
@@ -50,31 +56,54 @@ alive() {  # $1 daemon: is the process we recorded still that same live process?
   [[ $(proc_id "${rec%% *}") == "$rec" ]]
 }
 own() {  # $1 daemon, $2 pid: record a process this script started
-  local id; id=$(proc_id "$2") || die "$1 (pid $2) died right after start" "$LOG/$1.log"
+  local id; id=$(proc_id "$2") || { tail_log "$1"; log "$1 (pid $2) died right after its start"; return 1; }
   echo "$id" >"$RUN/owned.$1"
+  log "started $1 (pid $2)"
 }
-wait_for() {  # $1 what, $2 log for the failure message, rest: command polled until it succeeds or the deadline
-  local what=$1 logf=$2 end=$((SECONDS + DEADLINE)); shift 2
+wait_until() {  # command polled until it succeeds (0) or DEADLINE seconds pass (1)
+  local end=$((SECONDS + DEADLINE))
   until "$@" >/dev/null 2>&1; do
-    ((SECONDS < end)) || die "$what did not come up within ${DEADLINE}s" "$logf"
+    ((SECONDS < end)) || return 1
+    sleep 0.2
+  done
+}
+wait_check() {  # $1 daemon: poll its check until it passes (0) or DEADLINE seconds pass (1); WHY: its last failure
+  local end=$((SECONDS + DEADLINE))
+  until WHY=$(check_"$1"); do
+    ((SECONDS < end)) || return 1
     sleep 0.2
   done
 }
 pidfile_ok() { local p; p=$(cat "$1" 2>/dev/null) && [[ $p =~ ^[0-9]+$ ]] && proc_id "$p" >/dev/null; }
 own_from_pidfile() {  # $1 daemon, $2 pid file written by the (self-daemonizing) daemon
-  wait_for "$1 pid file $2" "$LOG/$1.log" pidfile_ok "$2"
+  wait_until pidfile_ok "$2" || { tail_log "$1"; log "$1 wrote no pid file $2 within ${DEADLINE}s"; return 1; }
   own "$1" "$(cat "$2")"
 }
 stop_one() {
   local pid end=$((SECONDS + 15))
   if alive "$1"; then
     read -r pid _ <"$RUN/owned.$1"
-    kill -TERM "$pid" 2>/dev/null || true
+    # SIGCONT too: a stopped process (SIGSTOP, a debugger) would hold the TERM until it runs again.
+    kill -TERM "$pid" 2>/dev/null || true; kill -CONT "$pid" 2>/dev/null || true
     while alive "$1" && ((SECONDS < end)); do sleep 0.1; done
     if alive "$1"; then log "$1 ignored SIGTERM, killing"; kill -KILL "$pid" 2>/dev/null || true; fi
     log "stopped $1 (pid $pid)"
   fi
   rm -f "$RUN/owned.$1"
+}
+log_of() { case $1 in munged) echo /var/log/munge/munged.log ;; *) echo "$LOG/$1.log" ;; esac; }
+tail_log() {  # $1 daemon: the end of its log, to stderr, for a failure's cause
+  local f; f=$(log_of "$1")
+  if [[ -f $f ]]; then echo "--- tail of $f:" >&2; tail -n 10 "$f" >&2; fi
+}
+pid_file() {  # $1 daemon: the pid file it writes itself (slurmrestd writes none)
+  case $1 in munged) echo /run/munge/munged.pid ;; slurmrestd) echo /nonexistent ;; *) echo "$RUN/$1.pid" ;; esac
+}
+daemon_pid() {  # $1 daemon: pid of the live process doing its job, ours first, else the one its pid file names
+  local rec p
+  if alive "$1"; then rec=$(cat "$RUN/owned.$1"); echo "${rec%% *}"; return 0; fi
+  p=$(cat "$(pid_file "$1")" 2>/dev/null) && [[ $p =~ ^[0-9]+$ ]] && proc_id "$p" >/dev/null &&
+    [[ $(cat "/proc/$p/comm" 2>/dev/null) == "$1" ]] && echo "$p"
 }
 
 # --- installation and configuration ------------------------------------------------------------------------------
@@ -192,61 +221,136 @@ configure() {  # sets SLURM_CHANGED / SSHD_CHANGED
   local u; for u in root "$TEST_USER"; do write_if_changed "$KEY_DIR/authorized_keys/$u" 0644 <"$SSH_KEY.pub" || true; done
 }
 
-# --- daemons -----------------------------------------------------------------------------------------------------
+# --- checks ----------------------------------------------------------------------------------------------------
+# check_<daemon> uses the service as its clients do. It prints one line: what was checked (success) or why it
+# failed (failure). A live process is not enough: a slurmrestd can listen and never answer, or run from a folder
+# since deleted. The REST check reads its URL and tokens from $ENV_FILE, so status tests what the tests will use.
 munge_ok() { munge -n 2>/dev/null | unmunge >/dev/null 2>&1; }
 ctld_ok() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
-node_ok() { [[ $(sinfo -h -N -n localhost -p debug -o %T 2>/dev/null) =~ ^(idle|mixed|allocated|completing)$ ]]; }
+node_state() { sinfo -h -N -n localhost -p debug -o %T 2>/dev/null; }
+node_ok() { [[ $(node_state) =~ ^(idle|mixed|allocated|completing)$ ]]; }
 openapi_version() {  # newest openapi/v0.0.x plugin offered (v0.0.38 on Debian 12's 22.05)
   runuser -u slurmrestd -- slurmrestd -s list 2>&1 | grep -o 'openapi/v0\.0\.[0-9]*' | sort -V | tail -n1 | cut -d/ -f2
 }
-rest_ping() {  # $1 user, $2 token
-  curl -sf -m 5 -H "X-SLURM-USER-NAME: $1" -H "X-SLURM-USER-TOKEN: $2" \
-    "http://$REST_HOST:$REST_PORT/slurm/$API/ping" | grep -q '"UP"'
+env_get() { sed -n "s/^$1=//p" "$ENV_FILE" 2>/dev/null; }
+rest_ping() {  # $1 user, $2 token: slurmctld is UP through slurmrestd; else prints the HTTP status (000: no answer)
+  local out
+  out=$(curl -s -m 5 -w '\n%{http_code}' -H "X-SLURM-USER-NAME: $1" -H "X-SLURM-USER-TOKEN: $2" \
+    "$(env_get SLURMRESTD_URL)/slurm/$(env_get SLURMRESTD_API)/ping") || true
+  [[ ${out##*$'\n'} == 200 && $out == *'"UP"'* ]] && return 0
+  echo "${out##*$'\n'}"; return 1
+}
+cwd_ok() {  # $1 daemon: ours runs from / or a folder of its own; anyone's must not run from a deleted folder
+  local pid cwd
+  pid=$(daemon_pid "$1") && cwd=$(readlink "/proc/$pid/cwd") || return 0   # no process: the usage check tells
+  case $cwd in
+    *' (deleted)') ;;
+    / | "$LOG" | "$SPOOL" | /var/spool/slurmd) return 0 ;;   # slurmctld and slurmd chdir to their log folder
+    *) alive "$1" || return 0 ;;                              # not ours: not ours to judge where it runs
+  esac
+  echo "runs from $cwd, not from / or a folder of its own"; return 1
+}
+check_munged() {
+  munge_ok || { echo "munge round trip failed"; return 1; }
+  cwd_ok munged && echo "munge round trip"
+}
+check_slurmctld() {
+  ctld_ok || { echo "scontrol ping: $(scontrol ping 2>&1 | head -n1)"; return 1; }
+  cwd_ok slurmctld && echo "scontrol ping"
+}
+check_slurmd() {
+  local state; state=$(node_state) || true
+  [[ $state =~ ^(idle|mixed|allocated|completing)$ ]] || { echo "node localhost is ${state:-unknown to sinfo}"; return 1; }
+  cwd_ok slurmd && echo "node localhost $state"
+}
+check_slurmrestd() {
+  local user var code
+  [[ -s $ENV_FILE ]] || { echo "no tokens: $ENV_FILE is missing"; return 1; }
+  for user in root "$TEST_USER"; do
+    var=SLURM_JWT; [[ $user == root ]] || var=SLURM_JWT_USER
+    if ! code=$(rest_ping "$user" "$(env_get $var)"); then
+      if [[ $code == 000 ]]; then echo "no answer to a REST ping as $user on $(env_get SLURMRESTD_URL)"
+      else echo "REST ping as $user rejected: HTTP $code"; fi
+      return 1
+    fi
+  done
+  cwd_ok slurmrestd && echo "REST ping as root and $TEST_USER"
+}
+check_sshd() {
+  # sshd gives non-interactive sessions a minimal PATH: check the Slurm commands are on it.
+  ssh "${SSH_OPTS[@]}" "$TEST_USER@127.0.0.1" 'command -v sbatch' >/dev/null 2>&1 ||
+    { echo "ssh $TEST_USER@127.0.0.1:$SSH_PORT failed (or sbatch is not on its PATH)"; return 1; }
+  cwd_ok sshd && echo "ssh $TEST_USER@127.0.0.1:$SSH_PORT"
 }
 
-start_daemons() {
-  if ((SLURM_CHANGED)); then stop_one slurmrestd; stop_one slurmd; stop_one slurmctld; fi
-  if ((SSHD_CHANGED)); then stop_one sshd; fi
-  # A munged that answers is fine even if someone else started it; we only record the one we start.
-  if ! munge_ok; then
-    runuser -u munge -- /usr/sbin/munged --force 9>&-
-    own_from_pidfile munged /run/munge/munged.pid
-    wait_for munged /var/log/munge/munged.log munge_ok
-  fi
-  if ! alive slurmctld; then
-    /usr/sbin/slurmctld 9>&-                         # daemonizes, writes SlurmctldPidFile
-    own_from_pidfile slurmctld "$RUN/slurmctld.pid"
-  fi
-  wait_for slurmctld "$LOG/slurmctld.log" ctld_ok
-  if ! alive slurmd; then
-    /usr/sbin/slurmd -N localhost 9>&-               # node name independent of `hostname`
-    own_from_pidfile slurmd "$RUN/slurmd.pid"
-  fi
-  wait_for "node localhost" "$LOG/slurmd.log" node_ok
-  API=$(openapi_version || true)
-  [[ -n $API ]] || die "slurmrestd offers no openapi/v0.0.x plugin"
-  if ! alive slurmrestd; then
-    # SLURM_JWT=daemon makes rest_auth/jwt forward the clients' tokens (else every request is a 401).
-    # Only the plain openapi plugin: the dbv0.0.x ones abort without slurmdbd. setsid keeps the pid (not a group leader).
-    SLURM_JWT=daemon setsid /usr/sbin/slurmrestd -u slurmrestd -g slurmrestd -a rest_auth/jwt -s "openapi/$API" \
-      "$REST_HOST:$REST_PORT" </dev/null >>"$LOG/slurmrestd.log" 2>&1 9>&- &
-    own slurmrestd $!
-  fi
-  if ! alive sshd; then
-    /usr/sbin/sshd -t -f "$SSHD_CONF" 2>"$LOG/sshd.log" || die "sshd config test failed" "$LOG/sshd.log"
-    /usr/sbin/sshd -f "$SSHD_CONF" -E "$LOG/sshd.log" 9>&-   # absolute path: sshd re-execs itself
-    own_from_pidfile sshd "$RUN/sshd.pid"
-  fi
+# --- daemons -----------------------------------------------------------------------------------------------------
+# start_<daemon> starts it and records it as ours; non-zero if it did not even get that far. The script runs
+# from / (see the end), so they all start there. The pid files of the self-daemonizing ones are removed first:
+# a stale one could name a live process that has since reused the pid.
+start_munged() {
+  rm -f /run/munge/munged.pid
+  runuser -u munge -- /usr/sbin/munged --force 9>&- && own_from_pidfile munged /run/munge/munged.pid
+}
+start_slurmctld() {
+  rm -f "$RUN/slurmctld.pid"
+  /usr/sbin/slurmctld 9>&- && own_from_pidfile slurmctld "$RUN/slurmctld.pid"   # writes SlurmctldPidFile
+}
+start_slurmd() {
+  rm -f "$RUN/slurmd.pid"
+  /usr/sbin/slurmd -N localhost 9>&- && own_from_pidfile slurmd "$RUN/slurmd.pid"   # name independent of `hostname`
+}
+start_slurmrestd() {
+  # SLURM_JWT=daemon makes rest_auth/jwt forward the clients' tokens (else every request is a 401).
+  # Only the plain openapi plugin: the dbv0.0.x ones abort without slurmdbd. setsid keeps the pid (not a group leader).
+  SLURM_JWT=daemon setsid /usr/sbin/slurmrestd -u slurmrestd -g slurmrestd -a rest_auth/jwt -s "openapi/$API" \
+    "$REST_HOST:$REST_PORT" </dev/null >>"$LOG/slurmrestd.log" 2>&1 9>&- &
+  own slurmrestd $!
+}
+start_sshd() {
+  /usr/sbin/sshd -t -f "$SSHD_CONF" 2>"$LOG/sshd.log" || { tail_log sshd; log "sshd config test failed"; return 1; }
+  rm -f "$RUN/sshd.pid"
+  /usr/sbin/sshd -f "$SSHD_CONF" -E "$LOG/sshd.log" 9>&- && own_from_pidfile sshd "$RUN/sshd.pid"   # absolute path: sshd re-execs itself
 }
 
-write_env() {
+# mend_<daemon> WHY: a cheaper cure than a restart, tried first. Rejected tokens: new ones (not a new slurmrestd).
+mend_slurmrestd() { [[ $1 == *rejected* ]] && write_env force; }
+
+declare -A STATE=()   # daemon -> ok | restarted | failed, for this run
+declare -A NEEDS=([slurmctld]=munged [slurmd]=slurmctld [slurmrestd]=slurmctld)
+FAILED=()             # one "service: why" per service not brought back
+fail() { STATE[$1]=failed; FAILED+=("$1: $2"); }
+
+ensure() {  # $1 daemon: check it by using it; restart it if ours and failing, start it if gone
+  local d=$1 why pid dep=${NEEDS[$1]:-} how=started
+  if [[ -n $dep && ${STATE[$dep]:-} == failed ]]; then fail "$d" "not checked: $dep is down"; return 0; fi
+  # A daemon whose dependency has just come back may need a moment (slurmd re-registers ~4 s after slurmctld).
+  if [[ -n $dep && ${STATE[$dep]:-} == restarted ]] && daemon_pid "$d" >/dev/null; then wait_check "$d" || true; fi
+  if why=$(check_"$d"); then STATE[$d]=ok; return 0; fi
+  if declare -F "mend_$d" >/dev/null && "mend_$d" "$why" && why=$(check_"$d"); then STATE[$d]=ok; return 0; fi
+  if alive "$d"; then
+    read -r pid _ <"$RUN/owned.$d"
+    log "$d (pid $pid) fails its check ($why): restarting it"
+    stop_one "$d"; how=restarted
+  elif pid=$(daemon_pid "$d"); then
+    fail "$d" "$why; pid $pid was not started by this script: mend or stop it, then start again"; return 0
+  fi
+  STATE[$d]=restarted
+  "start_$d" || { fail "$d" "did not start (see $(log_of "$d"))"; return 0; }
+  if ! wait_check "$d"; then
+    alive "$d" || WHY+=", and it has exited"
+    tail_log "$d"; fail "$d" "$WHY, ${DEADLINE}s after it was $how (see $(log_of "$d"))"
+  fi
+  return 0
+}
+
+write_env() {  # [force]: new tokens even if the current ones look fine. Non-zero if slurmctld gave none.
   # Keep tokens across re-runs (start "changes nothing") while they are well within their 24 h and the key is unchanged.
-  if [[ -s $ENV_FILE && $ENV_FILE -nt $JWT_KEY && -n $(find "$ENV_FILE" -mmin -720) ]] &&
+  if [[ ${1:-} != force && -s $ENV_FILE && $ENV_FILE -nt $JWT_KEY && -n $(find "$ENV_FILE" -mmin -720) ]] &&
      grep -qx "SLURMRESTD_API=$API" "$ENV_FILE"; then return 0; fi
   local root_tok user_tok
-  root_tok=$(scontrol token username=root lifespan=86400 | sed -n 's/^SLURM_JWT=//p')
-  user_tok=$(scontrol token username="$TEST_USER" lifespan=86400 | sed -n 's/^SLURM_JWT=//p')
-  [[ -n $root_tok && -n $user_tok ]] || die "scontrol token failed" "$LOG/slurmctld.log"
+  root_tok=$(scontrol token username=root lifespan=86400 2>/dev/null | sed -n 's/^SLURM_JWT=//p')
+  user_tok=$(scontrol token username="$TEST_USER" lifespan=86400 2>/dev/null | sed -n 's/^SLURM_JWT=//p')
+  [[ -n $root_tok && -n $user_tok ]] || return 1
   (umask 077; cat >"$ENV_FILE.tmp" <<EOF
 SLURMRESTD_URL=http://$REST_HOST:$REST_PORT
 SLURMRESTD_API=$API
@@ -268,21 +372,18 @@ job_healthy() {  # $1 job id: it ran to its end, or runs, or waits only because 
   [[ $s =~ ^JobState=(COMPLETED|RUNNING|COMPLETING)\  || $s =~ ^JobState=PENDING\ Reason=(Resources|Priority)$ ]]
 }
 
-health_check() {
+job_check() {
   # A real one-task job as the unprivileged user: munge, slurmctld and the user switch; slurmd and slurmstepd too
   # when a core is free. A busy node (every core taken by other jobs) is healthy: its job waits and is cancelled.
   local id
-  id=$(runuser -u "$TEST_USER" -- sbatch --parsable --chdir=/tmp -p debug -n1 -J slurm-local-health -o /dev/null \
-    --wrap true 2>&1) || die "sbatch as $TEST_USER failed: $id" "$LOG/slurmctld.log"
-  wait_for "test job $id as $TEST_USER" "$LOG/slurmd.log" job_healthy "$id"
+  if ! id=$(runuser -u "$TEST_USER" -- sbatch --parsable --chdir=/tmp -p debug -n1 -J slurm-local-health \
+      -o /dev/null --wrap true 2>&1); then
+    fail slurmctld "sbatch as $TEST_USER failed: ${id//$'\n'/ }"; return 0
+  fi
+  if ! wait_until job_healthy "$id"; then
+    tail_log slurmd; fail slurmd "test job $id as $TEST_USER did not start within ${DEADLINE}s (see $LOG/slurmd.log)"
+  fi
   scancel "$id" 2>/dev/null || true
-  local tok_root tok_user
-  tok_root=$(sed -n 's/^SLURM_JWT=//p' "$ENV_FILE"); tok_user=$(sed -n 's/^SLURM_JWT_USER=//p' "$ENV_FILE")
-  wait_for "slurmrestd on $REST_HOST:$REST_PORT" "$LOG/slurmrestd.log" rest_ping "$TEST_USER" "$tok_user"
-  rest_ping root "$tok_root" || die "REST ping with the root token failed" "$LOG/slurmrestd.log"
-  # sshd gives non-interactive sessions a minimal PATH: check the Slurm commands are on it.
-  wait_for "ssh $TEST_USER@127.0.0.1:$SSH_PORT" "$LOG/sshd.log" \
-    ssh "${SSH_OPTS[@]}" "$TEST_USER@127.0.0.1" 'command -v sbatch && squeue -h -u nobody'
 }
 
 # --- commands ------------------------------------------------------------------------------------------------------
@@ -290,9 +391,24 @@ cmd_start() {
   install_pkgs
   setup_users
   configure
-  start_daemons
-  write_env
-  health_check
+  API=$(openapi_version || true)
+  [[ -n $API ]] || die "slurmrestd offers no openapi/v0.0.x plugin"
+  if ((SLURM_CHANGED)); then stop_one slurmrestd; stop_one slurmd; stop_one slurmctld; fi
+  if ((SSHD_CHANGED)); then stop_one sshd; fi
+  # Each in turn, after what it needs: one that cannot come back does not stop the checks of the others.
+  ensure munged
+  ensure slurmctld
+  ensure slurmd
+  if [[ ${STATE[slurmctld]:-} != failed ]] && ! write_env; then    # the REST check needs the tokens
+    fail slurmctld "scontrol token failed (see $LOG/slurmctld.log)"
+  fi
+  ensure slurmrestd
+  ensure sshd
+  if [[ ${STATE[slurmd]:-} != failed ]]; then job_check; fi
+  if ((${#FAILED[@]})); then
+    local f; for f in "${FAILED[@]}"; do echo "slurm-local: FAILED $f" >&2; done
+    exit 1
+  fi
   log "up: slurm (partitions debug, besteffort), REST $API on $REST_HOST:$REST_PORT, ssh on 127.0.0.1:$SSH_PORT; env in $ENV_FILE"
 }
 
@@ -302,19 +418,21 @@ cmd_stop() {
   rm -f "$ENV_FILE"    # its presence must not suggest that Slurm is up
 }
 
-cmd_status() {
-  local d bad=0 pid
+cmd_status() {  # the checks of start, without mending anything
+  local d why who pid bad=0
   for d in "${DAEMONS[@]}"; do
-    if alive "$d"; then read -r pid _ <"$RUN/owned.$d"; echo "$d: up (pid $pid)"
-    elif [[ $d == munged ]] && munge_ok; then echo "munged: up (not started by this script)"
-    else echo "$d: DOWN"; bad=1; fi
+    if alive "$d"; then who="pid $(daemon_pid "$d")"
+    elif pid=$(daemon_pid "$d"); then who="pid $pid, not started by this script"
+    else who="no process started by this script"; fi
+    if why=$(check_"$d"); then echo "$d: up ($why; $who)"; else echo "$d: DOWN ($why; $who)"; bad=1; fi
   done
-  if ctld_ok && node_ok; then echo "node localhost: $(sinfo -h -N -n localhost -p debug -o %T)"; else echo "node localhost: DOWN"; bad=1; fi
-  [[ -s $ENV_FILE ]] && echo "env: $ENV_FILE" || { echo "env: missing"; bad=1; }
+  if [[ -s $ENV_FILE ]]; then echo "env: $ENV_FILE"; else echo "env: missing"; bad=1; fi
   return "$bad"
 }
 
 [[ $(id -u) == 0 ]] || die "must run as root"
+# From /, and so every daemon started below: the caller's folder may be a temporary clone deleted after the run.
+cd /
 mkdir -p "$RUN"
 # Two concurrent starts would race on pid files. Daemons are started with 9>&- so they do not inherit the lock.
 exec 9>"$RUN/.lock"; flock -w 120 9 || die "another slurm-local.sh holds $RUN/.lock"
