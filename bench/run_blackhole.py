@@ -20,26 +20,17 @@ section of docs/benchmarks.md.
 
 from __future__ import annotations
 
-import argparse
 import bisect
-import copy
-import datetime
-import logging
-import platform
 import statistics
-import time
 from pathlib import Path
 
-import yaml
-from sections import HEADER, code_version, keep, simulations, write_section
+from harness import SCENARIOS, arguments, measured, simulations, stamp, table_header, write_section, yaml_scenario
 
 from cigri.model import EventCode
 from cigri.sim.run import Simulation
 from cigri.sim.scenario import parse
 
-ROOT = Path(__file__).resolve().parent.parent
-SCENARIO = ROOT / "bench" / "scenarios" / "blackhole.yaml"
-DOC = ROOT / "docs" / "benchmarks.md"
+SCENARIO = SCENARIOS / "blackhole.yaml"
 SINK = "sink"
 STREAK = 10  # the default blackhole.streak: the issue's "10th instant job"
 VARIANTS = ("hole at 1800 s", "hole from the start", "sink healthy", "no sink")
@@ -60,13 +51,12 @@ COLUMNS = [
     "vs healthy",
     "vs absent",
 ]
-TABLE_HEADER = "| " + " | ".join(COLUMNS) + " |\n" + "|---" * len(COLUMNS) + "|"
+TABLE_HEADER = table_header(COLUMNS)
 
 
 def scenario_data(variant: str, seed: int) -> dict:
     """The scenario's YAML as data, the sink made as ``variant`` says, on ``seed``."""
-    data = copy.deepcopy(yaml.safe_load(SCENARIO.read_text()))
-    data["seed"] = seed
+    data = yaml_scenario(SCENARIO, seed)
     clusters = data["clusters"]
     sink = next(c for c in clusters if c["name"] == SINK)
     if variant == "hole from the start":
@@ -106,21 +96,8 @@ def detection(simulation: Simulation) -> dict | None:
 
 def simulate(variant: str, seed: int, save: Path | None) -> tuple[str, str, dict, float]:
     """One simulation to its end: (variant, "seed N", its figures with ``blackhole``, wall seconds)."""
-    logging.getLogger("cigri").setLevel(logging.ERROR)
     simulation = Simulation(parse(scenario_data(variant, seed)))
-    start = time.perf_counter()
-    try:
-        result = simulation.run()
-        result["blackhole"] = detection(simulation)
-    finally:
-        simulation.cycle.close()
-        simulation.store.close()
-    result.pop("campaigns", None)
-    wall = time.perf_counter() - start
-    label = f"seed {seed}"
-    if save is not None:
-        keep(save, variant, label, wall, result)
-    return variant, label, result, wall
+    return measured(simulation, variant, f"seed {seed}", save, lambda simulation: {"blackhole": detection(simulation)})
 
 
 def at(seconds: float | None) -> str:
@@ -195,8 +172,7 @@ sink's jobs ended (every job it starts ends at once), the pass that first saw it
 pass at or after it), the pass at which the BLACK_HOLE event opened (pass numbers count from the first
 pass, 0), the jobs the sink swallowed (all sent back and run again elsewhere), the jobs lost (never run to
 a real end anywhere), jobs completed twice, and the campaign's makespan against the same seed with the
-sink healthy and absent. Run: cigri code {code_version(ROOT)},
-{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}.
+sink healthy and absent. Run: {stamp()}.
 
 {TABLE_HEADER}
 {chr(10).join(hole_rows(results, seeds))}
@@ -213,24 +189,15 @@ campaign whose jobs may all be that short; it blacklists the sink once the jobs 
 that long, and every job the sink swallowed meanwhile runs again. The event's message, seed 1, hole at
 1800 s: "{message}".
 """
-    write_section(output, "bench/run_blackhole.py", body, HEADER)
+    write_section(output, "bench/run_blackhole.py", body)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, default=5, help="seeds 1..N (default 5)")
-    parser.add_argument("--jobs", type=int, default=1, help="simulations run side by side")
-    parser.add_argument("--save", type=Path, help="keep each simulation's figures in this folder as it ends")
-    parser.add_argument(
-        "--render", type=Path, help="write the section from the figures kept in this folder, simulating nothing"
-    )
-    parser.add_argument("--output", type=Path, default=DOC)
-    args = parser.parse_args()
+    args = arguments(__doc__, seeds=5, jobs=True, keep=True).parse_args()
     seeds = list(range(1, args.seeds + 1))
     tasks = [(variant, seed) for seed in seeds for variant in VARIANTS]
     results, walls, total = simulations(simulate, tasks, jobs=args.jobs, save=args.save, render=args.render)
     render(results, walls, seeds, total, args.output)
-    print(f"wrote {args.output}")
 
 
 if __name__ == "__main__":

@@ -21,33 +21,21 @@ cigri-side helpers run with the virtualenv's python (.venv/bin/python).
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import datetime
 import json
 import os
-import platform
 import re
 import shlex
 import shutil
-import signal
 import sqlite3
-import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
-import traceback
 from contextlib import closing
-from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sections import HEADER, code_version, cpu_model, section_lines
-
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUTPUT = ROOT / "docs" / "benchmarks.md"
+import harness
+from harness import BenchError, Row, Section, fs, fx, job_counts, log, med, side_by_side
 
 FULL = {"big": 1_000_000, "small": 10_000, "pass_slots": 1000, "e2e": 2000}
 QUICK = {"big": 50_000, "small": 5_000, "pass_slots": 200, "e2e": 300}
@@ -60,102 +48,17 @@ TARGETS = {
     "e2e_ratio": 1.0,  # faster than GNU parallel
 }
 
-COMMAND_TIMEOUT = 900.0  # seconds; a command that runs longer is killed and the measure fails
+
+def local_slots(runner: harness.Runner, state: Path) -> int:
+    rows = json.loads(runner.grid(state, "gridclusters", "--json").out)
+    return next(int(r["slots"]) for r in rows if r["name"] == "local")
 
 
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-# ---- running processes ---------------------------------------------------------------------------
-
-
-class BenchError(RuntimeError):
-    pass
-
-
-@dataclass
-class Proc:
-    cmd: list[str]
-    wall: float  # seconds
-    rss_kb: int  # peak resident set size of the child (and of the children it waited for)
-    rc: int
-    out: str
-    err: str
-
-
-def find_bin() -> Path:
-    venv = ROOT / ".venv" / "bin"
-    if (venv / "grid").exists():
-        return venv
-    grid = shutil.which("grid")
-    if grid:
-        return Path(grid).resolve().parent
-    sys.exit("run_core.py: cannot find cigri's `grid` command (.venv/bin/grid or on PATH)")
-
-
-class Runner:
-    def __init__(self, bin_dir: Path, workdir: Path):
-        self.bin = bin_dir
-        self.py = str(bin_dir / "python")
-        self.workdir = workdir  # every child runs here, so a stray process is recognisable by its cwd
-        env = {k: v for k, v in os.environ.items() if k != "CIGRI_STATE"}
-        env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
-        env.pop("PYTHONPATH", None)
-        self.env = env
-
-    def run(self, cmd: list, *, check: bool = True, timeout: float = COMMAND_TIMEOUT) -> Proc:
-        """Run a command to completion; wall time and peak RSS come from wait4 on this one child."""
-        cmd = [str(c) for c in cmd]
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            start = time.perf_counter()
-            proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=self.env, cwd=self.workdir
-            )
-            timer = threading.Timer(timeout, proc.kill)
-            timer.start()
-            try:
-                _, status, usage = os.wait4(proc.pid, 0)
-            finally:
-                timer.cancel()
-            wall = time.perf_counter() - start
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            out.seek(0)
-            err.seek(0)
-            result = Proc(
-                cmd,
-                wall,
-                usage.ru_maxrss,
-                proc.returncode,
-                out.read().decode(errors="replace"),
-                err.read().decode(errors="replace"),
-            )
-        if check and result.rc != 0:
-            raise BenchError(
-                f"`{shlex.join(cmd)}` exited with {result.rc}:\n{result.err.strip()[-2000:] or result.out[-2000:]}"
-            )
-        return result
-
-    # cigri commands
-    def grid(self, state: Path, *args, **kw) -> Proc:
-        return self.run([self.bin / "grid", "--state", state, *args], **kw)
-
-    def gridsub(self, state: Path, jdl: Path) -> tuple[Proc, int]:
-        proc = self.run([self.bin / "gridsub", "--state", state, jdl])
-        match = re.search(r"CAMPAIGN_ID=(\d+)", proc.out)
-        if not match:
-            raise BenchError(f"gridsub printed no CAMPAIGN_ID:\n{proc.out}\n{proc.err}")
-        return proc, int(match.group(1))
-
-    def local_slots(self, state: Path) -> int:
-        rows = json.loads(self.grid(state, "gridclusters", "--json").out)
-        return next(int(r["slots"]) for r in rows if r["name"] == "local")
-
-    def stop_daemon(self, state: Path) -> None:
-        """Stop the local cluster's daemon of a state (its running jobs are killed), if there is one."""
-        spool = spool_dir(state)
-        if spool.exists():
-            self.run([self.py, "-c", STOP_DAEMON, spool])
+def stop_daemon(runner: harness.Runner, state: Path) -> None:
+    """Stop the local cluster's daemon of a state (its running jobs are killed), if there is one."""
+    spool = spool_dir(state)
+    if spool.exists():
+        runner.run([runner.py, "-c", STOP_DAEMON, spool])
 
 
 # ---- states and files ----------------------------------------------------------------------------
@@ -168,24 +71,6 @@ def spool_dir(state: Path) -> Path:
 def write_params(path: Path, n: int) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         handle.writelines(f"job{i} {i} 0.5\n" for i in range(n))
-
-
-def write_jdl(path: Path, name: str, param_file: Path, exec_directory: Path) -> None:
-    path.write_text(
-        f"name: {name}\n"
-        "exec_file: /bin/true\n"
-        f"exec_directory: {exec_directory}\n"
-        'walltime: "00:10:00"\n'
-        "clusters:\n"
-        "  local: {}\n"
-        f"param_file: {param_file}\n",
-        encoding="utf-8",
-    )
-
-
-def job_counts(state: Path, campaign_id: int) -> dict[str, int]:
-    with closing(sqlite3.connect(state, timeout=30)) as conn:
-        return dict(conn.execute("SELECT state, n FROM job_counts WHERE campaign_id = ?", (campaign_id,)))
 
 
 def nb_jobs(state: Path, campaign_id: int) -> int:
@@ -221,23 +106,6 @@ def scheduled_per_pass(state: Path) -> list[int]:
     if not path.exists():
         return []
     return [int(m.group(1)) for m in re.finditer(r"metasched: (\d+) jobs", path.read_text(errors="replace"))]
-
-
-def leftovers(root: Path) -> list[tuple[int, str]]:
-    """Processes whose command line or working directory is under ``root`` (ours by construction)."""
-    found = []
-    me = os.getpid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            cwd = os.readlink(f"/proc/{entry}/cwd")
-        except OSError:
-            continue
-        if str(root) in cmdline or cwd == str(root) or cwd.startswith(str(root) + "/"):
-            found.append((int(entry), cmdline.strip()))
-    return found
 
 
 # ---- snippets run by the virtualenv's python ---------------------------------------------------------
@@ -332,71 +200,19 @@ def move_spool_db(src: Path, dst: Path) -> None:
             os.replace(path, dst / f"rm.db{suffix}")
 
 
-# ---- results -------------------------------------------------------------------------------------
+class CoreBench(harness.Bench):
+    script = "bench/run_core.py"
 
-
-@dataclass
-class Row:
-    measure: str
-    cigri: str
-    baseline: str
-    ratio: str
-    target: str
-    met: str
-
-
-@dataclass
-class Section:
-    title: str
-    intro: str
-    rows: list[Row] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    error: str | None = None
-
-
-def med(values: list[float]) -> float:
-    return statistics.median(values)
-
-
-def fs(seconds: float) -> str:
-    return f"{seconds:.3f} s" if seconds < 10 else f"{seconds:.2f} s"
-
-
-def fmb(kb: float) -> str:
-    return f"{kb / 1024:.0f} MB"
-
-
-def fx(ratio: float) -> str:
-    return f"{ratio:.2f}x"
-
-
-def samples(values: list[float], unit: str = "s") -> str:
-    if unit == "MB":
-        return ", ".join(f"{v / 1024:.0f}" for v in values) + " MB"
-    return ", ".join(f"{v:.3f}" for v in values) + " s"
-
-
-class Bench:
-    def __init__(self, args):
+    def __init__(self, args, command_line: str):
+        super().__init__(args, "cigri-bench-")
         self.quick = args.quick
         self.sizes = QUICK if args.quick else FULL
-        self.reps = args.repeats
-        self.output = Path(args.output)
-        self.command = (
-            "python bench/run_core.py"
-            + (" --quick" if args.quick else "")
-            + (f" --repeats {args.repeats}" if args.repeats != 3 else "")
-            + (f" --output {args.output}" if Path(args.output).resolve() != DEFAULT_OUTPUT else "")
-        )
-        self.tmp = Path(tempfile.mkdtemp(prefix="cigri-bench-")).resolve()
-        self.bin = find_bin()
-        self.r = Runner(self.bin, self.tmp)
-        self.sections: list[Section] = []
-        self.raw: list[str] = []
+        self.command = command_line
+        self.bin = harness.find_bin()
+        self.r = harness.Runner(self.bin, self.tmp)
         self.template: Path | None = None  # the big campaign's state, kept from benchmark 1
         self.template_cid = 1
         self.states: list[Path] = []  # every state created, so that cleanup stops all their daemons
-        self.left_behind: list[tuple[int, str]] = []
 
     # ---- helpers ----
     def fresh_state(self, name: str) -> Path:
@@ -408,23 +224,8 @@ class Bench:
 
     def drop(self, state: Path) -> None:
         """Stop the state's daemon, then remove its directory."""
-        self.r.stop_daemon(state)
+        stop_daemon(self.r, state)
         shutil.rmtree(state.parent, ignore_errors=True)
-
-    def record(self, label: str, values: list[float], unit: str = "s") -> None:
-        self.raw.append(f"- {label}: {samples(values, unit)}")
-
-    def section(self, title: str, intro: str, func) -> None:
-        section = Section(title, intro)
-        self.sections.append(section)
-        log(f"== {title}")
-        try:
-            func(section)
-        except Exception as exc:  # a failing measure is reported, the others still run
-            section.error = f"{type(exc).__name__}: {exc}"
-            log(f"FAILED: {section.error}\n{traceback.format_exc()}")
-        for row in section.rows:
-            log(f"   {row.measure}: cigri {row.cigri} | baseline {row.baseline} | {row.ratio} | {row.met}")
 
     # ---- setup ----
     def setup(self) -> None:
@@ -439,9 +240,9 @@ class Bench:
         self.jdl_big = self.tmp / "big.yaml"
         self.jdl_small = self.tmp / "small.yaml"
         self.jdl_e2e = self.tmp / "e2e.yaml"
-        write_jdl(self.jdl_big, "bench-big", self.params_big, self.tmp)
-        write_jdl(self.jdl_small, "bench-small", self.params_small, self.tmp)
-        write_jdl(self.jdl_e2e, "bench-e2e", self.params_e2e, self.tmp)
+        harness.write_jdl(self.jdl_big, "bench-big", "/bin/true", self.tmp, self.params_big)
+        harness.write_jdl(self.jdl_small, "bench-small", "/bin/true", self.tmp, self.params_small)
+        harness.write_jdl(self.jdl_e2e, "bench-e2e", "/bin/true", self.tmp, self.params_e2e)
         self.machine_lines = self.machine()
 
     # ---- 1. gridsub ----
@@ -470,11 +271,10 @@ class Bench:
         ratio = t / b
         goal = TARGETS["gridsub_ratio"]
         sec.rows.append(
-            Row(
+            Row.times(
                 f"gridsub, {n:,} jobs: wall time",
-                fs(t),
-                fs(b),
-                fx(ratio),
+                t,
+                b,
                 f"≤ {goal:g}x",
                 "yes" if ratio <= goal else f"**NO**: {ratio / goal:.1f}x over the target",
             )
@@ -484,8 +284,8 @@ class Bench:
         sec.rows.append(
             Row(
                 f"gridsub, {n:,} jobs: peak RSS",
-                fmb(m),
-                fmb(bm),
+                harness.fmb(m),
+                harness.fmb(bm),
                 fx(m / bm),
                 f"< {goal_mb:g} MB",
                 "yes" if m / 1024 < goal_mb else f"**NO**: {m / 1024 - goal_mb:.0f} MB over",
@@ -507,15 +307,16 @@ class Bench:
             "gridstat": [self.bin / "gridstat", "--state", state],
             "gridstat -c": [self.bin / "gridstat", "--state", state, "-c", cid],
         }
-        times: dict[str, list[float]] = {k: [] for k in commands}
         for cmd in commands.values():  # one warm-up run each: page cache and .pyc files
             self.r.run(cmd)
-        for _ in range(self.reps):
-            for key, cmd in commands.items():
-                proc = self.r.run(cmd)
-                if key == "gridstat" and f"{self.sizes['big']}" not in proc.out:
-                    raise BenchError(f"unexpected gridstat output:\n{proc.out}")
-                times[key].append(proc.wall)
+
+        def timed(key: str) -> float:
+            proc = self.r.run(commands[key])
+            if key == "gridstat" and f"{self.sizes['big']}" not in proc.out:
+                raise BenchError(f"unexpected gridstat output:\n{proc.out}")
+            return proc.wall
+
+        times = side_by_side(self.reps, {key: lambda _rep, key=key: timed(key) for key in commands})
         base = med(times["python"])
         goal = TARGETS["gridstat_over_startup"]
         for key, label in (("gridstat", "gridstat (plain, piped)"), ("gridstat -c", f"gridstat -c {cid}")):
@@ -579,11 +380,10 @@ class Bench:
             t, b = med(data["big"]), med(data["small"])
             ratio = t / b
             sec.rows.append(
-                Row(
+                Row.times(
                     f"{label}; {big:,} vs {small:,} pending",
-                    fs(t),
-                    fs(b),
-                    fx(ratio),
+                    t,
+                    b,
                     f"≤ {goal:g}x{extra}",
                     "yes" if ratio <= goal else f"**NO**: {ratio / goal:.1f}x over the target",
                 )
@@ -608,7 +408,7 @@ class Bench:
         try:
             if queue_depth is not None:
                 self.r.grid(state, "gridclusters", "set", "local", "--queue-depth", queue_depth)
-            slots = self.r.local_slots(state)
+            slots = local_slots(self.r, state)
             start = time.perf_counter()
             _, cid = self.r.gridsub(state, self.jdl_e2e)
             self.r.grid(state, "almighty", "--until-done")
@@ -636,50 +436,48 @@ class Bench:
             )
             log("   " + msg)
             sec.notes.append("**" + msg + "**")
-        cigri, par, xargs, passes = [], [], [], []
+        passes: list[list[int]] = []
         slots = None
-        for rep in range(self.reps):  # interleaved, so that machine noise hits all three alike
+
+        def cigri(rep: int) -> float:
+            nonlocal slots
             wall, per_pass, slots = self.e2e_cigri(f"e2e{rep}")
-            cigri.append(wall)
             passes.append(per_pass)
-            if is_gnu:
-                par.append(self.r.run(["sh", "-c", f"seq {n} | {shlex.quote(parallel)} -j {slots} true"]).wall)
-            xargs.append(self.r.run(["sh", "-c", f"seq {n} | xargs -P {slots} -n 1 true"]).wall)
-            log(
-                f"   rep {rep}: cigri {wall:.2f} s"
-                + (f", parallel {par[-1]:.2f} s" if is_gnu else "")
-                + f", xargs {xargs[-1]:.2f} s"
+            return wall
+
+        measures = {"cigri": cigri}  # interleaved, so that machine noise hits all three alike
+        if is_gnu:
+            measures["parallel"] = lambda _rep: (
+                self.r.run(["sh", "-c", f"seq {n} | {shlex.quote(parallel)} -j {slots} true"]).wall
             )
-        t = med(cigri)
+        measures["xargs"] = lambda _rep: self.xargs(n, slots)
+        times = side_by_side(self.reps, measures, lambda _rep, t: ", ".join(f"{k} {v[-1]:.2f} s" for k, v in t.items()))
+        t = med(times["cigri"])
         goal = TARGETS["e2e_ratio"]
         if is_gnu:
-            p = med(par)
+            p = med(times["parallel"])
             sec.rows.append(
-                Row(
+                Row.times(
                     f"{n:,} × `true`, gridsub → done vs `seq {n} | parallel -j {slots} true`",
-                    fs(t),
-                    fs(p),
-                    fx(t / p),
+                    t,
+                    p,
                     "< 1x (faster than parallel)",
                     "yes" if t / p < goal else f"**NO**: {t / p:.2f}x the time of GNU parallel",
                 )
             )
-            self.record("GNU parallel", par)
+            self.record("GNU parallel", times["parallel"])
         else:
             sec.rows.append(Row(f"{n:,} × `true` vs GNU parallel", fs(t), "not measured", "-", "< 1x", "not measured"))
-        x = med(xargs)
         sec.rows.append(
-            Row(
+            Row.times(
                 f"{n:,} × `true`, gridsub → done vs `seq {n} | xargs -P {slots} -n 1 true`",
-                fs(t),
-                fs(x),
-                fx(t / x),
+                t,
+                med(times["xargs"]),
                 "(none)",
-                "-",
             )
         )
-        self.record("cigri gridsub + almighty --until-done", cigri)
-        self.record("xargs -P", xargs)
+        self.record("cigri gridsub + almighty --until-done", times["cigri"])
+        self.record("xargs -P", times["xargs"])
         self.e2e_wall = t
         self.e2e_slots = slots
         jobs_per_pass = [max(p) for p in passes if p]
@@ -695,34 +493,25 @@ class Bench:
     def diagnostics(self, sec: Section) -> None:
         n = self.sizes["big"]
         rows = sec.rows
+
         # the same bare insert into cigri's own schema, then with jobs_active's predicate as ORs
-        times = {"similar": [], "cigri": [], "cigri-or": []}
-        for rep in range(self.reps):
-            for mode in times:
-                db = self.tmp / f"diag-{mode}-{rep}.db"
-                times[mode].append(self.r.run([self.r.py, "-c", BARE_INSERT, db, self.params_big, mode]).wall)
-                for suffix in ("", "-wal", "-shm"):
-                    Path(str(db) + suffix).unlink(missing_ok=True)
+        def insert(mode: str, rep: int) -> float:
+            db = self.tmp / f"diag-{mode}-{rep}.db"
+            wall = self.r.run([self.r.py, "-c", BARE_INSERT, db, self.params_big, mode]).wall
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(db) + suffix).unlink(missing_ok=True)
+            return wall
+
+        modes = ("similar", "cigri", "cigri-or")
+        times = side_by_side(self.reps, {mode: lambda rep, mode=mode: insert(mode, rep) for mode in modes})
         sim, cig, cor = med(times["similar"]), med(times["cigri"]), med(times["cigri-or"])
+        rows.append(Row.times(f"bare insert of {n:,} rows: cigri's schema vs the similar table", cig, sim))
         rows.append(
-            Row(
-                f"bare insert of {n:,} rows: cigri's schema vs the similar table",
-                fs(cig),
-                fs(sim),
-                fx(cig / sim),
-                "-",
-                "-",
-            )
-        )
-        rows.append(
-            Row(
+            Row.times(
                 f"bare insert of {n:,} rows into cigri's schema: `jobs_active` as is (`state IN (…)`) vs its "
                 "predicate written `state = … OR …`",
-                fs(cig),
-                fs(cor),
-                fx(cig / cor),
-                "-",
-                "-",
+                cig,
+                cor,
             )
         )
         for mode, values in times.items():
@@ -731,50 +520,43 @@ class Bench:
         if getattr(self, "cancel_times", None):
             c = self.cancel_times
             rows.append(
-                Row(
-                    f"griddel of a campaign: {n:,} vs {self.sizes['small']:,} waiting jobs",
-                    fs(c["big"]),
-                    fs(c["small"]),
-                    fx(c["big"] / c["small"]),
-                    "-",
-                    "-",
-                )
+                Row.times(f"griddel of a campaign: {n:,} vs {self.sizes['small']:,} waiting jobs", c["big"], c["small"])
             )
         # d. the local RM alone vs xargs, and e. the whole run with a queue deep enough for every job
         e2e = self.sizes["e2e"]
         slots = getattr(self, "e2e_slots", None) or len(os.sched_getaffinity(0))
-        rm_alone, deep, xargs = [], [], []
-        for rep in range(self.reps):
+
+        def rm_alone(rep: int) -> float:
             spool = self.tmp / f"rm-alone-{rep}"
             proc = self.r.run([self.r.py, "-c", RM_ALONE, spool, e2e, slots, self.tmp])
             elapsed, bad = proc.out.split()
             if bad not in ("0", "None"):
                 raise BenchError(f"the local RM alone: {bad} jobs did not exit 0")
-            rm_alone.append(float(elapsed))
             shutil.rmtree(spool, ignore_errors=True)
-            wall, _, _ = self.e2e_cigri(f"e2e-deep{rep}", queue_depth=e2e)
-            deep.append(wall)
-            xargs.append(self.r.run(["sh", "-c", f"seq {e2e} | xargs -P {slots} -n 1 true"]).wall)
-        x = med(xargs)
+            return float(elapsed)
+
+        times = side_by_side(
+            self.reps,
+            {
+                "alone": rm_alone,
+                "deep": lambda rep: self.e2e_cigri(f"e2e-deep{rep}", queue_depth=e2e)[0],
+                "xargs": lambda _rep: self.xargs(e2e, slots),
+            },
+        )
+        alone, deep, xargs = times["alone"], times["deep"], times["xargs"]
         rows.append(
-            Row(
+            Row.times(
                 f"local RM alone: {e2e:,} × `true` queued at once, {slots} slots, vs xargs -P {slots}",
-                fs(med(rm_alone)),
-                fs(x),
-                fx(med(rm_alone) / x),
-                "-",
-                "-",
+                med(alone),
+                med(xargs),
             )
         )
         if getattr(self, "e2e_wall", None):
             rows.append(
-                Row(
+                Row.times(
                     f"gridsub → done, {e2e:,} × `true`: `--queue-depth {e2e}` vs the default queue depth",
-                    fs(med(deep)),
-                    fs(self.e2e_wall),
-                    fx(med(deep) / self.e2e_wall),
-                    "-",
-                    "-",
+                    med(deep),
+                    self.e2e_wall,
                 )
             )
         if getattr(self, "e2e_passes", None):
@@ -785,9 +567,12 @@ class Bench:
                 f"jobs each; `grid almighty --until-done` leaves at least {gap:g} s between passes (cigri/loop.py "
                 f"MIN_GAP), which caps the feed at about {per / gap:.0f} jobs/s whatever the RM could do."
             )
-        self.record("local RM alone", rm_alone)
+        self.record("local RM alone", alone)
         self.record(f"gridsub → done with --queue-depth {e2e}", deep)
         self.record("xargs -P (diagnostics run)", xargs)
+
+    def xargs(self, n: int, slots: int) -> float:
+        return self.r.run(["sh", "-c", f"seq {n} | xargs -P {slots} -n 1 true"]).wall
 
     def min_gap(self) -> float:
         proc = self.r.run([self.r.py, "-c", "from cigri.loop import MIN_GAP; print(MIN_GAP)"], check=False)
@@ -804,25 +589,25 @@ class Bench:
         hist = self.tmp / "history-spool"
         fill = self.r.run([self.r.py, "-c", HISTORY_FILL, hist, n_hist])
         log(f"   spool with {n_hist:,} finished jobs written in {fill.wall:.1f} s")
-        with_hist, empty = [], []
-        for rep in range(self.reps):
-            proc = self.r.run([self.r.py, "-c", RM_ALONE, hist, n_jobs, slots, self.tmp])
-            with_hist.append(float(proc.out.split()[0]))
-            spool = self.tmp / f"rm-empty-{rep}"
-            proc = self.r.run([self.r.py, "-c", RM_ALONE, spool, n_jobs, slots, self.tmp])
-            empty.append(float(proc.out.split()[0]))
-            shutil.rmtree(spool, ignore_errors=True)
-            log(f"   rep {rep}: {n_jobs} jobs, history {with_hist[-1]:.2f} s, empty {empty[-1]:.2f} s")
-        a, b = med(with_hist), med(empty)
+
+        def rm_alone(spool: Path) -> float:
+            elapsed = float(self.r.run([self.r.py, "-c", RM_ALONE, spool, n_jobs, slots, self.tmp]).out.split()[0])
+            if spool != hist:
+                shutil.rmtree(spool, ignore_errors=True)
+            return elapsed
+
+        times = side_by_side(
+            self.reps,
+            {"history": lambda _rep: rm_alone(hist), "empty": lambda rep: rm_alone(self.tmp / f"rm-empty-{rep}")},
+            lambda _rep, t: f"{n_jobs} jobs, history {t['history'][-1]:.2f} s, empty {t['empty'][-1]:.2f} s",
+        )
+        with_hist, empty = times["history"], times["empty"]
         sec.rows.append(
-            Row(
+            Row.times(
                 f"local RM alone, {n_jobs} × `true` on {slots} slots: {n_hist:,} finished jobs in the spool vs "
                 "an empty spool",
-                fs(a),
-                fs(b),
-                fx(a / b),
-                "-",
-                "-",
+                med(with_hist),
+                med(empty),
             )
         )
         self.record(f"local RM alone, {n_hist:,}-job history", with_hist)
@@ -835,36 +620,36 @@ class Bench:
         empty_spool = self.tmp / "empty-spool"  # both passes find an existing spool: only its size differs
         self.r.run([self.r.py, "-c", HISTORY_FILL, empty_spool, 0])
         spools = {"history": hist, "empty": empty_spool}
-        passes = {"history": [], "empty": []}
-        for rep in range(self.reps):
-            for kind in passes:
-                state = copy_state(template, self.tmp / f"hist-pass-{kind}-{rep}")
-                self.states.append(state)
-                move_spool_db(spools[kind], spool_dir(state))
-                try:
-                    p1 = self.r.grid(state, "almighty")
-                    counts = job_counts(state, self.small_cid)
-                    if counts.get("to_launch", 0) != n_small - pass_slots:
-                        raise BenchError(f"pass on {n_small} jobs left {counts} (expected {pass_slots} scheduled)")
-                    passes[kind].append(p1.wall)
-                    self.r.run([self.bin / "griddel", "--state", state, self.small_cid])
-                    self.r.grid(state, "almighty")
-                    self.r.stop_daemon(state)
-                finally:
-                    self.r.stop_daemon(state)
-                    move_spool_db(spool_dir(state), spools[kind])
-                    self.drop(state)
-            log(f"   rep {rep}: pass with history {passes['history'][-1]:.3f} s, empty {passes['empty'][-1]:.3f} s")
-        a, b = med(passes["history"]), med(passes["empty"])
+
+        def first_pass(kind: str, rep: int) -> float:
+            state = copy_state(template, self.tmp / f"hist-pass-{kind}-{rep}")
+            self.states.append(state)
+            move_spool_db(spools[kind], spool_dir(state))
+            try:
+                p1 = self.r.grid(state, "almighty")
+                counts = job_counts(state, self.small_cid)
+                if counts.get("to_launch", 0) != n_small - pass_slots:
+                    raise BenchError(f"pass on {n_small} jobs left {counts} (expected {pass_slots} scheduled)")
+                self.r.run([self.bin / "griddel", "--state", state, self.small_cid])
+                self.r.grid(state, "almighty")
+                stop_daemon(self.r, state)
+            finally:
+                stop_daemon(self.r, state)
+                move_spool_db(spool_dir(state), spools[kind])
+                self.drop(state)
+            return p1.wall
+
+        passes = side_by_side(
+            self.reps,
+            {kind: lambda rep, kind=kind: first_pass(kind, rep) for kind in spools},
+            lambda _rep, t: f"pass with history {t['history'][-1]:.3f} s, empty {t['empty'][-1]:.3f} s",
+        )
         sec.rows.append(
-            Row(
+            Row.times(
                 f"first almighty pass ({pass_slots} jobs, {n_small:,} pending): {n_hist:,} finished jobs in the "
                 "local spool vs an empty spool",
-                fs(a),
-                fs(b),
-                fx(a / b),
-                "-",
-                "-",
+                med(passes["history"]),
+                med(passes["empty"]),
             )
         )
         self.record(f"first pass, {n_hist:,}-job local history", passes["history"])
@@ -875,47 +660,21 @@ class Bench:
         for state in self.states:
             if spool_dir(state).exists():
                 try:
-                    self.r.stop_daemon(state)
+                    stop_daemon(self.r, state)
                 except Exception as exc:  # keep cleaning
                     log(f"stopping the daemon of {state}: {exc}")
         for spool in self.tmp.glob("rm-alone-*"):
             subprocess.run([self.r.py, "-c", STOP_DAEMON, str(spool)], check=False, env=self.r.env, cwd=self.tmp)
-        found = leftovers(self.tmp)
-        for pid, _ in found:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-        if found:
-            time.sleep(2)
-            for pid, _ in leftovers(self.tmp):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-        self.left_behind = found
-        if found:
-            log(f"killed {len(found)} processes left behind: {found}")
-        remaining = leftovers(self.tmp)
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        if remaining:
-            log(f"WARNING: processes still alive after cleanup: {remaining}")
+        super().cleanup()
 
     # ---- report ----
     def machine(self) -> list[str]:
         py = self.r.run([self.r.py, "-c", "import sys, sqlite3; print(sys.version.split()[0], sqlite3.sqlite_version)"])
         pyver, sqlver = py.out.split()
-        cpu = cpu_model()
-        mem = ""
-        try:
-            kb = int(Path("/proc/meminfo").read_text().split()[1])
-            mem = f", {kb / 1024 / 1024:.0f} GB RAM"
-        except (OSError, ValueError, IndexError):
-            pass
         parallel = shutil.which("parallel")
         pv = self.r.run([parallel, "--version"], check=False).out.splitlines()[0] if parallel else "not installed"
-        code = code_version(ROOT)
         return [
-            f"- cigri code: {code}",
-            f"- Date: {datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}",
-            f"- Command: `{self.command}`" + (" (quick mode: smaller sizes, a smoke run)" if self.quick else ""),
-            f"- Machine: nproc {len(os.sched_getaffinity(0))} ({cpu}{mem}), Linux {platform.release()}",
+            *harness.run_lines(self.command, quick=self.quick, ram=True),
             f"- Python {pyver} (cigri's virtualenv), SQLite {sqlver}; {pv}",
             f"- Sizes: {self.sizes['big']:,}-job campaign, {self.sizes['small']:,}-job small campaign, "
             f"{self.sizes['pass_slots']} free slots for the pass, {self.sizes['e2e']:,}-job end-to-end run; "
@@ -923,7 +682,7 @@ class Bench:
         ]
 
     def write(self) -> str:
-        out = [
+        intro = [
             "Core costs of cigri measured against bare baselines, side by side in the same run, with real "
             "processes. Regenerate this section with:",
             "",
@@ -940,127 +699,65 @@ class Bench:
             "ratio is cigri / baseline (lower is better). The machines are noisy: treat differences under "
             "~10% as noise.",
             "",
-            "## Run",
-            "",
-            *getattr(self, "machine_lines", ["- (setup failed: no machine information)"]),
-            "",
         ]
-        body, missed = section_lines(self.sections)
-        out += body
-        out += ["## Summary", ""]
-        if missed:
-            out += [f"Targets missed ({len(missed)}):", ""] + [f"- {m}" for m in missed] + [""]
-        else:
-            out += ["Every measured target was met.", ""]
-        out += [
-            f"Processes left behind by the run and killed at cleanup: {len(self.left_behind)}.",
-            "",
-            "## Raw samples",
-            "",
-            *self.raw,
-            "",
-        ]
-        text = "\n".join(out)
-        write_section(self.output, "bench/run_core.py", text)
-        return text
-
-
-# The report is shared: each bench script rewrites only its own section, between its marker lines.
-COMMON_HEADER = HEADER
-
-
-def write_section(path: Path, script: str, body: str) -> str:
-    """Rewrite ``script``'s section of the shared report ``path`` (between its marker lines) and keep the
-    rest: the common header and the other scripts' sections. A report without markers is run_core.py's
-    whole output from before they existed: it becomes run_core.py's section, once. Returns the new file."""
-    begin, end = f"<!-- {script}: begin -->", f"<!-- {script}: end -->"
-    block = f"{begin}\n{body.strip()}\n{end}"
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if not text.strip():
-        text = COMMON_HEADER
-    elif "<!-- bench/" not in text:
-        lines = text.strip().splitlines()
-        if lines[0].strip() == "# Benchmarks":
-            lines = lines[1:]
-        old = "\n".join(lines).strip().replace("Regenerate this file with:", "Regenerate this section with:")
-        text = f"{COMMON_HEADER}\n<!-- bench/run_core.py: begin -->\n{old}\n<!-- bench/run_core.py: end -->\n"
-    start, stop = text.find(begin), text.find(end)
-    if 0 <= start < stop:
-        text = text[:start] + block + text[stop + len(end) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return text
+        run = getattr(self, "machine_lines", ["- (setup failed: no machine information)"])
+        left = f"Processes left behind by the run and killed at cleanup: {len(self.left_behind)}."
+        return self.report(intro, run, [left, ""])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run, under a minute)")
-    parser.add_argument("--repeats", type=int, default=3, help="repeats per measure; the median is kept (3)")
-    parser.add_argument("--output", default=str(DEFAULT_OUTPUT), help="where to write the report")
+    parser = harness.arguments(__doc__, quick="smaller sizes (a smoke run, under a minute)", repeats=3)
     args = parser.parse_args()
-    if args.repeats < 1:
-        parser.error("--repeats must be at least 1")
-    bench = Bench(args)
-    started = time.perf_counter()
-    try:
-        bench.setup()
-        n, small = bench.sizes["big"], bench.sizes["small"]
-        bench.section(
-            "gridsub of a big campaign",
-            f"`gridsub` of a {n:,}-job campaign from a param_file (lines `job123 123 0.5`) into a fresh state, vs "
-            "a bare Python `sqlite3` `executemany` of the same rows (campaign_id, name, params, state) into a "
-            "fresh file with a similar table (no secondary index), same WAL / synchronous=NORMAL pragmas, one "
-            "transaction, same interpreter.",
-            bench.bench_gridsub,
-        )
-        bench.section(
-            "gridstat on the big state",
-            f"`gridstat` (plain output, piped) and `gridstat -c ID` on the {n:,}-job state, vs `python -c pass` "
-            "with the same interpreter (one warm-up run each first).",
-            bench.bench_gridstat,
-        )
-        bench.section(
-            "one almighty pass vs the number of pending jobs",
-            f"One `grid almighty` pass (subprocess, timed) that schedules and submits "
-            f"{bench.sizes['pass_slots']} jobs (`/bin/true`) with {n:,} jobs pending, vs the same pass with "
-            f"{small:,} pending. The target is a pass time independent of the number of pending jobs.",
-            bench.bench_pass,
-        )
-        bench.section(
-            "a campaign of `true` from gridsub to done",
-            f"`gridsub` then `grid almighty --until-done` of {bench.sizes['e2e']:,} jobs of `/bin/true` on the "
-            "local cluster (slots = nproc), vs GNU parallel and xargs -P running the same number of `true` with "
-            "as many at a time. Runs are interleaved.",
-            bench.bench_e2e,
-        )
-        bench.section(
-            "Diagnostics (where the time goes)",
-            "Measures that isolate single costs behind the numbers above; no targets. The insert variants run the "
-            "baseline's insert into cigri's own schema (`cigri.store.migrations`), as is and with the partial "
-            "index `jobs_active`'s predicate spelt with ORs; griddel times come from benchmark 3's cleanup; "
-            "'local RM alone' queues every job straight into the local resource manager "
-            "(`cigri.adapters.local_rm.Spool`) and times until the last one ended.",
-            bench.diagnostics,
-        )
-        bench.section(
-            "Diagnostics: the local RM's job history",
-            f"The local cluster's spool (`clusters/local/rm.db`) keeps a row for every job it ever ran. Here it "
-            f"holds {n:,} finished jobs (rows written directly, shaped like the adapter's), as after running "
-            "the big campaign; the same work is timed against an empty spool, interleaved.",
-            bench.history,
-        )
-    except KeyboardInterrupt:
-        log("interrupted: cleaning up")
-        bench.cleanup()
-        raise
-    finally:
-        if bench.tmp.exists():
-            bench.cleanup()
-    text = bench.write()
-    log(f"done in {time.perf_counter() - started:.0f} s; wrote {bench.output}")
-    print(text)
+    bench = CoreBench(args, harness.command("bench/run_core.py", parser, args))
+    n, small = bench.sizes["big"], bench.sizes["small"]
+    bench.run(
+        [
+            (
+                "gridsub of a big campaign",
+                f"`gridsub` of a {n:,}-job campaign from a param_file (lines `job123 123 0.5`) into a fresh state, "
+                "vs a bare Python `sqlite3` `executemany` of the same rows (campaign_id, name, params, state) into a "
+                "fresh file with a similar table (no secondary index), same WAL / synchronous=NORMAL pragmas, one "
+                "transaction, same interpreter.",
+                bench.bench_gridsub,
+            ),
+            (
+                "gridstat on the big state",
+                f"`gridstat` (plain output, piped) and `gridstat -c ID` on the {n:,}-job state, vs `python -c pass` "
+                "with the same interpreter (one warm-up run each first).",
+                bench.bench_gridstat,
+            ),
+            (
+                "one almighty pass vs the number of pending jobs",
+                f"One `grid almighty` pass (subprocess, timed) that schedules and submits "
+                f"{bench.sizes['pass_slots']} jobs (`/bin/true`) with {n:,} jobs pending, vs the same pass with "
+                f"{small:,} pending. The target is a pass time independent of the number of pending jobs.",
+                bench.bench_pass,
+            ),
+            (
+                "a campaign of `true` from gridsub to done",
+                f"`gridsub` then `grid almighty --until-done` of {bench.sizes['e2e']:,} jobs of `/bin/true` on the "
+                "local cluster (slots = nproc), vs GNU parallel and xargs -P running the same number of `true` with "
+                "as many at a time. Runs are interleaved.",
+                bench.bench_e2e,
+            ),
+            (
+                "Diagnostics (where the time goes)",
+                "Measures that isolate single costs behind the numbers above; no targets. The insert variants run "
+                "the baseline's insert into cigri's own schema (`cigri.store.migrations`), as is and with the "
+                "partial index `jobs_active`'s predicate spelt with ORs; griddel times come from benchmark 3's "
+                "cleanup; 'local RM alone' queues every job straight into the local resource manager "
+                "(`cigri.adapters.local_rm.Spool`) and times until the last one ended.",
+                bench.diagnostics,
+            ),
+            (
+                "Diagnostics: the local RM's job history",
+                f"The local cluster's spool (`clusters/local/rm.db`) keeps a row for every job it ever ran. Here it "
+                f"holds {n:,} finished jobs (rows written directly, shaped like the adapter's), as after running "
+                "the big campaign; the same work is timed against an empty spool, interleaved.",
+                bench.history,
+            ),
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -15,15 +15,11 @@ docs/benchmarks.md (``--output``).
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import platform
 import random
-import statistics
 import time
-from pathlib import Path
 
-from sections import HEADER, code_version, cpu_model, write_section
+from harness import arguments, cpu_model, med, stamp, write_section
 
 from cigri.model import CampaignType
 from cigri.scheduling import (
@@ -37,7 +33,6 @@ from cigri.scheduling import (
     registry,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 50.0
 NOW = 1_000_000.0
 
@@ -96,15 +91,14 @@ def time_strategy(name: str, shot: Snapshot, runs: int) -> tuple[float, float, i
         decision = decide(strategy, shot, state)
         times.append((time.perf_counter() - start) * 1000)
         jobs = sum(a.jobs for a in decision.launches)
-    return statistics.median(times), max(times), jobs
+    return med(times), max(times), jobs
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=21)
-    parser.add_argument("--campaigns", type=int, default=1000)
-    parser.add_argument("--clusters", type=int, default=100)
-    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    parser = arguments(__doc__)
+    parser.add_argument("--runs", type=int, default=21, help="decisions timed per strategy; the median is kept (21)")
+    parser.add_argument("--campaigns", type=int, default=1000, help="campaigns in the snapshot (1,000)")
+    parser.add_argument("--clusters", type=int, default=100, help="clusters in the snapshot (100)")
     args = parser.parse_args()
     shot = snapshot(args.campaigns, args.clusters)
     free = sum(c.free for c in shot.clusters)
@@ -128,12 +122,11 @@ def main() -> None:
 
 The cost of `cigri.scheduling.decide` (test campaigns first, then the strategy) on one seeded busy snapshot:
 every campaign usable on every cluster, estimates from seconds to hours, clusters of 64 to 2,048 slots with
-hundreds of cigri's jobs each. Run: cigri code {code_version(ROOT)},
-{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {cpu_model()}.
+hundreds of cigri's jobs each. Run: {stamp(python=False)}, {cpu_model()}.
 
 {table}
 """
-    write_section(args.output, "bench/run_decision.py", body, HEADER)
+    write_section(args.output, "bench/run_decision.py", body)
 
 
 if __name__ == "__main__":

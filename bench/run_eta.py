@@ -3,7 +3,8 @@
 
     python bench/run_eta.py                       # small, trace, hundred-k and the grid week (~20 min)
     python bench/run_eta.py --quick               # without the grid week
-    python bench/run_eta.py --save DIR            # also keep each scenario's figures in DIR/NAME.json as it ends
+    python bench/run_eta.py --jobs 2              # simulations side by side
+    python bench/run_eta.py --save DIR            # also keep each scenario's figures in DIR as it ends
     python bench/run_eta.py --render DIR          # write the section from the figures saved in DIR
 
 For each campaign the simulated clusters completed, the true end is when its last job really ended there;
@@ -14,21 +15,21 @@ cigri.sim.run.eta_errors). Writes its section of docs/benchmarks.md.
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import json
-import logging
 from pathlib import Path
 
-from sections import HEADER, code_version, write_section
+from harness import SCENARIOS, arguments, measured, simulations, stamp, write_section
 
-from cigri.sim.run import PROGRESS, simulate
+from cigri.sim.run import PROGRESS, Simulation
 from cigri.sim.scenario import load
 
-ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ROOT / "bench" / "scenarios"
-DOC = ROOT / "docs" / "benchmarks.md"
+NAMES = ["small", "trace", "hundred-k", "grid-week"]
+LABEL = "window"  # the predictor whose estimates are judged
 TARGET = 10.0  # % of the remaining time, median, at each mark (the grid week's target)
+
+
+def simulate(name: str, save: Path | None) -> tuple[str, str, dict, float]:
+    return measured(Simulation(load(SCENARIOS / f"{name}.yaml")), name, LABEL, save)
 
 
 def cell(figures: dict) -> str:
@@ -54,48 +55,25 @@ that completed, the true end is when its last job really ended on the simulated 
 after they had completed 25, 50 and 75 % of its jobs, the estimate cigri recorded at that pass is judged by
 |estimate - true end| / (true end - that pass). Shown: the median over campaigns, in % of the remaining
 time (n campaigns judged; a campaign with no estimate then counts as infinitely wrong). Target: a median
-of at most {TARGET:g} % at each mark on the grid week. Run: cigri code {code_version(ROOT)},
-{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.
+of at most {TARGET:g} % at each mark on the grid week. Run: {stamp(python=False)}.
 
 | scenario | policy | 25 % | 50 % | 75 % | target met? |
 |---|---|---|---|---|---|
 {chr(10).join(rows)}
 """
-    write_section(output, "bench/run_eta.py", body, HEADER)
+    write_section(output, "bench/run_eta.py", body)
 
 
 def main() -> None:
-    logging.getLogger("cigri").setLevel(logging.ERROR)
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="skip the grid week")
-    parser.add_argument("--only", action="append", help="run only this scenario (repeatable)")
-    parser.add_argument("--save", type=Path, help="keep each scenario's figures in this folder as it ends")
-    parser.add_argument("--render", type=Path, help="write the section from the figures saved in this folder")
-    parser.add_argument("--output", type=Path, default=DOC)
-    args = parser.parse_args()
-    if args.render:
-        names = ["small", "trace", "hundred-k", "grid-week"]
-        saved = {
-            n: json.loads((args.render / f"{n}.json").read_text())
-            for n in names
-            if (args.render / f"{n}.json").exists()
-        }
-        render(saved, args.output)
-        print(f"wrote {args.output}")
-        return
-    names = args.only or ["small", "trace", "hundred-k"] + ([] if args.quick else ["grid-week"])
-    results = {}
+    args = arguments(__doc__, quick="skip the grid week", jobs=True, only=NAMES, keep=True).parse_args()
+    names = args.only or NAMES[: 3 if args.quick else 4]
+    results, _, _ = simulations(
+        simulate, [(name,) for name in names], jobs=args.jobs, save=args.save, render=args.render
+    )
     for name in names:
-        print(f"simulating {name} ...", flush=True)
-        result = simulate(load(SCENARIOS / f"{name}.yaml"))
-        result.pop("campaigns")
-        results[name] = result
-        if args.save:
-            args.save.mkdir(parents=True, exist_ok=True)
-            (args.save / f"{name}.json").write_text(json.dumps(result, indent=1))
-        print(f"  {json.dumps(result['eta_error'])}", flush=True)
-    render(results, args.output)
-    print(f"wrote {args.output}")
+        if (name, LABEL) in results:
+            print(f"{name}: {json.dumps(results[name, LABEL]['eta_error'])}", flush=True)
+    render({name: results[name, LABEL] for name in NAMES if (name, LABEL) in results}, args.output)
 
 
 if __name__ == "__main__":

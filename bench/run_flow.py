@@ -20,23 +20,16 @@ the simulated clusters' records. Writes its section of docs/benchmarks.md.
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import logging
-import platform
 from dataclasses import replace
 from pathlib import Path
 
-from sections import HEADER, code_version, measured, simulations, write_section
+from harness import SCENARIOS, arguments, measured, result_rows, simulations, stamp, table_header, write_section
 
 from cigri.cli.output import duration
 from cigri.flow import registry
 from cigri.sim.run import Simulation
 from cigri.sim.scenario import Scenario, load
 
-ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ROOT / "bench" / "scenarios"
-DOC = ROOT / "docs" / "benchmarks.md"
 NAMES = ["flow", "small", "trace", "hundred-k", "grid-week"]
 DEFAULT = ["flow", "small", "trace", "hundred-k"]  # the grid week takes about 20 minutes a strategy here
 WAITING_OPTIONS = {"pi": {"a": 1, "b": 1}, "ip": {"alpha": 1}}
@@ -57,7 +50,7 @@ COLUMNS = [
     "file server above reference",
     "wall",
 ]
-TABLE_HEADER = "| " + " | ".join(COLUMNS) + " |\n" + "|---" * len(COLUMNS) + "|"
+TABLE_HEADER = table_header(COLUMNS)
 
 
 def variants(scenario: Scenario) -> list[tuple[str, str, bool]]:
@@ -88,7 +81,6 @@ def configured(scenario: Scenario, name: str, load_sensor: bool) -> Scenario:
 
 
 def simulate(scenario_name: str, label: str, name: str, load_sensor: bool, save: Path | None = None):
-    logging.getLogger("cigri").setLevel(logging.ERROR)
     scenario = configured(load(SCENARIOS / f"{scenario_name}.yaml"), name, load_sensor)
     simulation = Simulation(scenario, flow=name)
     return measured(simulation, scenario_name, label, save)
@@ -153,33 +145,19 @@ def targets(results: dict[tuple[str, str], dict]) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--jobs", type=int, default=1, help="simulations run side by side")
-    parser.add_argument("--only", action="append", choices=NAMES, help="these scenarios only (repeatable)")
-    parser.add_argument("--save", type=Path, help="keep each simulation's figures in this folder as it ends")
-    parser.add_argument(
-        "--render", type=Path, help="write the section from the figures kept in this folder, simulating nothing"
-    )
-    parser.add_argument("--output", type=Path, default=DOC)
-    args = parser.parse_args()
+    args = arguments(__doc__, jobs=True, only=NAMES, keep=True).parse_args()
     names = args.only or DEFAULT
     tasks = [(scenario, *variant) for scenario in names for variant in variants(load(SCENARIOS / f"{scenario}.yaml"))]
     results, walls, total = simulations(simulate, tasks, jobs=args.jobs, save=args.save, render=args.render)
-    rows = [
-        row(s, label, results[s, label], walls[s, label])
-        if (s, label) in results
-        else f"| {s} | {label} | not run |" + " |" * (len(COLUMNS) - 3)
-        for s, label, _, _ in tasks
-    ]
+    rows = result_rows([(s, label) for s, label, _, _ in tasks], results, walls, row, len(COLUMNS))
     skipped = [n for n in NAMES if n not in names]
     note = f"; not run: {', '.join(skipped)} (`--only NAME` runs it)" if skipped else ""
     body = f"""
 ## Flow strategies side by side (`bench/run_flow.py`)
 
 Every registered flow strategy on the bench scenarios, fifo deciding, one simulation each on the
-scenario's default seed ({total:,.0f} s of simulation wall time{note}). Run: cigri code
-{code_version(ROOT)}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, Python
-{platform.python_version()}. Sensor: each cluster's grid-waiting jobs (pi's and ip's reference: its
+scenario's default seed ({total:,.0f} s of simulation wall time{note}). Run: {stamp()}.
+Sensor: each cluster's grid-waiting jobs (pi's and ip's reference: its
 queue_depth); pi as an integrator (a = 1, b = 1), ip with alpha = 1; `(load)`: pi and ip on the file
 server's 1-minute load, reference {LOAD_REFERENCE} against the overload threshold the metric counts (the
 scenario's file_server reference); see the script's docstring. From the simulated world: makespan against
@@ -198,8 +176,7 @@ Targets (issue 11):
 |---|---|---|---|---|
 {chr(10).join(targets(results))}
 """
-    write_section(args.output, "bench/run_flow.py", body, HEADER)
-    print(f"wrote {args.output}")
+    write_section(args.output, "bench/run_flow.py", body)
 
 
 if __name__ == "__main__":

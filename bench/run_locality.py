@@ -21,35 +21,22 @@ section of docs/benchmarks.md.
 
 from __future__ import annotations
 
-import argparse
-import copy
-import datetime
-import logging
-import platform
 import statistics
-import time
 from pathlib import Path
 
-import yaml
-from sections import HEADER, code_version, keep, simulations, write_section
+from harness import SCENARIOS, arguments, measured, simulations, stamp, write_section, yaml_scenario
 
 from cigri.sim.run import Simulation
 from cigri.sim.scenario import parse
 
-ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = {
-    "shared": ROOT / "bench" / "scenarios" / "locality.yaml",
-    "contiguous": ROOT / "bench" / "scenarios" / "locality-contiguous.yaml",
-}
-DOC = ROOT / "docs" / "benchmarks.md"
+LAYOUTS = {"shared": SCENARIOS / "locality.yaml", "contiguous": SCENARIOS / "locality-contiguous.yaml"}
 PICKERS = ("in-order", "locality", "cursors")
 BYTES_TARGET = 1.2  # staged bytes at most 1.2 x the lower bound (issue 13)
 MAKESPAN_TARGET = 1.05  # makespan within 5 % of in-order's
 
 
 def scenario_data(layout: str, picker: str, seed: int) -> dict:
-    data = copy.deepcopy(yaml.safe_load(SCENARIOS[layout].read_text()))
-    data["seed"] = seed
+    data = yaml_scenario(LAYOUTS[layout], seed)
     data.setdefault("config", {})["locality"] = picker
     return data
 
@@ -64,21 +51,8 @@ def needed_bytes(simulation: Simulation) -> int:
 
 
 def simulate(layout: str, picker: str, seed: int, save: Path | None) -> tuple[str, str, dict, float]:
-    logging.getLogger("cigri").setLevel(logging.ERROR)
     simulation = Simulation(parse(scenario_data(layout, picker, seed)))
-    start = time.perf_counter()
-    try:
-        result = simulation.run()
-        result["needed_bytes"] = needed_bytes(simulation)
-    finally:
-        simulation.cycle.close()
-        simulation.store.close()
-    result.pop("campaigns", None)
-    wall = time.perf_counter() - start
-    scenario, label = f"{layout} {picker}", f"seed {seed}"
-    if save is not None:
-        keep(save, scenario, label, wall, result)
-    return scenario, label, result, wall
+    return measured(simulation, f"{layout} {picker}", f"seed {seed}", save, lambda s: {"needed_bytes": needed_bytes(s)})
 
 
 def gb(n: float) -> str:
@@ -87,7 +61,7 @@ def gb(n: float) -> str:
 
 def rows(results: dict, seeds: list[int]) -> list[str]:
     out = []
-    for layout in SCENARIOS:
+    for layout in LAYOUTS:
         for picker in PICKERS:
             for seed in seeds:
                 r = results.get((f"{layout} {picker}", f"seed {seed}"))
@@ -106,7 +80,7 @@ def rows(results: dict, seeds: list[int]) -> list[str]:
 
 def targets(results: dict, seeds: list[int]) -> list[str]:
     out = []
-    for layout in SCENARIOS:
+    for layout in LAYOUTS:
         for picker in PICKERS[1:]:
             runs = [(s, results.get((f"{layout} {picker}", f"seed {s}"))) for s in seeds]
             runs = [(s, r) for s, r in runs if r is not None]
@@ -146,9 +120,7 @@ files) and `cursors` (its teams-and-cursors redesign), on {len(seeds)} seeds ({t
 wall time). Bytes staged are the simulated clusters' own count (a file a starting job needs and the cluster's
 cache does not hold); staging takes size / bandwidth on the job's run. The lower bound is every file some
 job reads staged once on the whole grid (the issue's "once per team" with one team: splitting into teams can
-only raise it). Run: cigri code
-{code_version(ROOT)}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, Python
-{platform.python_version()}.
+only raise it). Run: {stamp()}.
 
 | layout | picker | seed | bytes staged (per cluster) | lower bound | ratio | makespan | vs in-order |
 |---|---|---|---|---|---|---|---|
@@ -169,26 +141,16 @@ layout). `cursors` reaches the same on both layouts by keeping ranges disjoint (
 the upper part of the range with the most time left); it stays the default picker (`grid config set locality
 in-order|locality|cursors` chooses another).
 """
-    write_section(output, "bench/run_locality.py", body, HEADER)
+    write_section(output, "bench/run_locality.py", body)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 1..N (default 3)")
-    parser.add_argument("--jobs", type=int, default=1, help="simulations run side by side")
-    parser.add_argument("--save", type=Path, help="keep each simulation's figures in this folder as it ends")
-    parser.add_argument(
-        "--render", type=Path, help="write the section from the figures kept in this folder, simulating nothing"
-    )
-    parser.add_argument("--only", choices=sorted(SCENARIOS), help="one layout only")
-    parser.add_argument("--output", type=Path, default=DOC)
-    args = parser.parse_args()
+    args = arguments(__doc__, seeds=3, jobs=True, only=sorted(LAYOUTS), keep=True).parse_args()
     seeds = list(range(1, args.seeds + 1))
-    layouts = [args.only] if args.only else list(SCENARIOS)
+    layouts = args.only or list(LAYOUTS)
     tasks = [(layout, picker, seed) for seed in seeds for layout in layouts for picker in PICKERS]
     results, _walls, total = simulations(simulate, tasks, jobs=args.jobs, save=args.save, render=args.render)
     render(results, seeds, total, args.output)
-    print(f"wrote {args.output}")
 
 
 if __name__ == "__main__":

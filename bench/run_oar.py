@@ -22,15 +22,10 @@ docs/benchmarks.md (or --output).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import datetime
 import math
-import os
 import platform
-import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 
 import httpx  # noqa: E402
-from sections import HEADER, code_version, cpu_model, write_section  # noqa: E402
+from harness import Bench, Row, Section, arguments, command, med, run_lines  # noqa: E402
 
 from cigri.adapters import AdapterContext  # noqa: E402
 from cigri.adapters.oar import array_command, walltime_request  # noqa: E402
@@ -51,16 +46,11 @@ from tests.oar.contract import OarState  # noqa: E402
 from tests.oar.server import OarServer, _Handler  # noqa: E402
 
 SCRIPT = "bench/run_oar.py"
-DOC = ROOT / "docs" / "benchmarks.md"
 LOGIN = "cigritest"
 CORES = 64  # the contract cluster: 64 of the 1,000 polled jobs run, the others wait
 TARGET_RATE = 200.0  # jobs/s through submit(), as for the Slurm adapters (bench/run_slurm.py)
 TARGET_SPEEDUP = 10.0  # one array submission vs one POST per job
 ACTIVE = (RemoteState.PENDING, RemoteState.RUNNING)
-
-
-def med(values: list[float]) -> float:
-    return statistics.median(values)
 
 
 def fs(seconds: float) -> str:
@@ -77,15 +67,18 @@ def one_job_payload(job: JobSpec, name: str) -> dict:
     return {"resource": walltime_request(job), "command": command, "name": name}
 
 
-class Bench:
-    def __init__(self, args):
-        self.args = args
+class OarBench(Bench):
+    script = SCRIPT
+    heading = "###"
+
+    def __init__(self, args, command_line: str):
+        super().__init__(args, "cigri-bench-oar-")
+        self.command = command_line
         self.flavours = args.flavours.split(",")
-        self.tmp = Path(tempfile.mkdtemp(prefix="cigri-bench-oar-"))
         self.count = 0
-        self.raw: list[str] = []
         self.notes: list[str] = []
         self.asked: list[int] = []
+        self.page_size = OarRest(Cluster("x", "oar-rest", {}), AdapterContext(self.tmp, RealClock())).page_size
 
     @contextlib.contextmanager
     def cluster(self, flavour: str, **config) -> Iterator[tuple[OarState, OarServer, OarRest]]:
@@ -107,7 +100,7 @@ class Bench:
             server.stop()
 
     # ---- 1. dispatch --------------------------------------------------------------------------------
-    def dispatch(self) -> list[str]:
+    def dispatch(self, sec: Section) -> None:
         n = self.args.jobs
         specs = [spec(i) for i in range(1, n + 1)]
         times: dict[str, dict[str, list[float]]] = {f: {"array": [], "single": []} for f in self.flavours}
@@ -139,22 +132,24 @@ class Bench:
                     f"{n} POSTs {fs(times[flavour]['single'][-1])}",
                     flush=True,
                 )
-        rows = []
         for flavour in self.flavours:
             array, single = med(times[flavour]["array"]), med(times[flavour]["single"])
             rate, base = n / array, n / single
             met = rate >= TARGET_RATE and rate / base >= TARGET_SPEEDUP
-            rows.append(
-                f"| jobs/s, {n}-job batch, flavour {flavour} | {rate:,.0f} jobs/s ({fs(array)}, "
-                f"{requests[flavour]['array']} requests) | {base:,.0f} jobs/s ({fs(single)}, "
-                f"{requests[flavour]['single']} requests) | {rate / base:.1f}x | ≥ {TARGET_RATE:g} jobs/s and "
-                f"≥ {TARGET_SPEEDUP:g}x | {'yes' if met else '**NO**'} |"
+            sec.rows.append(
+                Row(
+                    f"jobs/s, {n}-job batch, flavour {flavour}",
+                    f"{rate:,.0f} jobs/s ({fs(array)}, {requests[flavour]['array']} requests)",
+                    f"{base:,.0f} jobs/s ({fs(single)}, {requests[flavour]['single']} requests)",
+                    f"{rate / base:.1f}x",
+                    f"≥ {TARGET_RATE:g} jobs/s and ≥ {TARGET_SPEEDUP:g}x",
+                    "yes" if met else "**NO**",
+                )
             )
             for kind in ("array", "single"):
                 self.raw.append(
                     f"- dispatch, flavour {flavour}, {kind}: " + ", ".join(fs(t) for t in times[flavour][kind])
                 )
-        return rows
 
     # ---- 2. polling ---------------------------------------------------------------------------------
     def poll(self, flavour: str, jobs: int, page_size: int | None) -> tuple[int, float, list[int]]:
@@ -169,12 +164,12 @@ class Bench:
                 start = time.perf_counter()
                 got = adapter.states(ids)
                 seconds.append(time.perf_counter() - start)
-                log = server.requests[before:]
-                counts.append(len(log))
+                answered = server.requests[before:]
+                counts.append(len(answered))
                 if set(got) != set(ids) or any(status.state not in ACTIVE for status in got.values()):
                     raise SystemExit(f"states() of {jobs} active jobs: {len({s.state for s in got.values()})}")
             asked = []
-            for _, path in log:
+            for _, path in answered:
                 query = parse_qs(urlsplit(path).query)
                 asked.append(sum(len(v.split(":")) for v in query.get("ids", [])) + len(query.get("job_ids", [])))
             self.raw.append(
@@ -186,10 +181,9 @@ class Bench:
                 self.notes.append(f"states() of {jobs} jobs ({flavour}) made {counts} requests over the repeats.")
             return int(med(counts)), med(seconds), asked
 
-    def polling(self) -> tuple[list[str], int]:
+    def polling(self, sec: Section) -> None:
         small, large = self.args.poll
-        rows = []
-        default = OarRest(Cluster("x", "oar-rest", {}), AdapterContext(self.tmp, RealClock())).page_size
+        default = self.page_size
         for flavour in self.flavours:
             for page_size in (None, 100):
                 few, few_time, _ = self.poll(flavour, small, page_size)
@@ -198,15 +192,24 @@ class Bench:
                 want_few, want_many = math.ceil(small / size), math.ceil(large / size)
                 ok = few <= want_few and many <= want_many
                 label = f"page_size {size}" + (" (cigri's default)" if page_size is None else "")
-                rows.append(
-                    f"| states() requests, {large:,} vs {small} active jobs, flavour {flavour}, {label} | "
-                    f"{many} | {few} | {many / few:.1f}x | ≤ {want_many} vs ≤ {want_few} (ceil(jobs / page_size)) | "
-                    + ("yes" if ok else f"**NO**: {many - want_many} request(s) over")
-                    + " |"
+                sec.rows.append(
+                    Row(
+                        f"states() requests, {large:,} vs {small} active jobs, flavour {flavour}, {label}",
+                        f"{many}",
+                        f"{few}",
+                        f"{many / few:.1f}x",
+                        f"≤ {want_many} vs ≤ {want_few} (ceil(jobs / page_size))",
+                        "yes" if ok else f"**NO**: {many - want_many} request(s) over",
+                    )
                 )
-                rows.append(
-                    f"| states() time, {large:,} vs {small} active jobs, flavour {flavour}, {label} | "
-                    f"{fs(many_time)} | {fs(few_time)} | {many_time / few_time:.1f}x | (extra measure) | - |"
+                sec.rows.append(
+                    Row(
+                        f"states() time, {large:,} vs {small} active jobs, flavour {flavour}, {label}",
+                        fs(many_time),
+                        fs(few_time),
+                        f"{many_time / few_time:.1f}x",
+                        "(extra measure)",
+                    )
                 )
                 print(
                     f"polling {flavour} {label}: {small} jobs {few} req {fs(few_time)}, "
@@ -215,29 +218,17 @@ class Bench:
                 )
                 if page_size is None:
                     self.asked = asked
-        return rows, default
-
-    # ---- report -------------------------------------------------------------------------------------
-    def run_lines(self) -> list[str]:
-        code = code_version(ROOT)
-        cpu = cpu_model()
-        return [
-            f"- cigri code: {code}",
-            f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
-            f"- Command: `{' '.join(['python', 'bench/run_oar.py', *sys.argv[1:]])}`",
-            f"- Machine: nproc {len(os.sched_getaffinity(0))} ({cpu}), Linux {platform.release()}; Python "
-            f"{platform.python_version()}, httpx {httpx.__version__}",
-            f"- Contract cluster: {CORES} cores, server in a thread of the benchmark process on 127.0.0.1, fresh "
-            f"state per measure; test-server artefacts "
-            + ("kept (`--as-is`)" if self.args.as_is else "removed (Nagle, per-job re-read of the resources)"),
-            f"- Flavours {', '.join(self.flavours)}; each measure repeated {self.args.repeats} times, median shown",
+        sec.notes += [
+            "Why: `OarRest._jobs` reads the login's current jobs in one paginated listing (no ids in the URL: "
+            f"ids per request, last flavour: {self.asked}), then asks by id, in queries of at most "
+            f"`IDS_PER_QUERY` = {IDS_PER_QUERY} ids, only for the jobs that listing no longer shows (ended since "
+            f"the last pass; none here): the requests follow the pages, ceil(jobs / page_size), not the jobs.",
+            *self.notes,
         ]
 
-    def write(self, dispatch: list[str], polling: list[str], page_size: int, wall: float) -> str:
-        n = self.args.jobs
-        small, large = self.args.poll
-        table = ["| measure | cigri | baseline | ratio | target | met? |", "|---|---|---|---|---|---|"]
-        body = [
+    # ---- report -------------------------------------------------------------------------------------
+    def write(self) -> str:
+        intro = [
             "## OAR adapters against the contract server (`bench/run_oar.py`)",
             "",
             "cigri's `oar-rest` adapter (class `OarRest`, called directly) against the contract OAR REST API of "
@@ -256,76 +247,54 @@ class Bench:
             "artefacts of the test server are removed in the benchmark process (see the script's docstring; "
             "`--as-is` keeps them, which makes every request ~40 ms and the run several minutes).",
             "",
-            "### Run",
-            "",
-            *self.run_lines(),
-            f"- Wall time of this run: {wall:.0f} s",
-            "",
-            "### 1. Jobs dispatched per second",
-            "",
-            f"`OarRest.submit()` of a {n}-job batch (ONE array submission: `POST jobs` with a param file, then "
-            "the array's listing to map the ids by `array_index`; timed until the ids are returned) vs "
-            f"{n} single-job `POST jobs` of the payload `submit()` sends for a one-job batch, through one "
-            "keep-alive httpx client (no id mapping: the baseline does less). Fresh state for each. The ratio is "
-            "cigri's rate / the baseline's (higher is better).",
-            "",
-            *table,
-            *dispatch,
-            "",
-            "### 2. Polling cost",
-            "",
-            f"One `OarRest.states()` of every job, with {small} vs {large:,} active jobs ({CORES} Running, the "
-            "others Waiting), one array on a fresh state each; requests counted in the server's request log. "
-            "Target: one paginated bulk query per pass, i.e. ceil(jobs / page_size) requests, growing with "
-            f"pages, not jobs. cigri's default page_size is {page_size}; page_size 100 is shown too. The ratio "
-            f"is {large:,} jobs / {small} jobs.",
-            "",
-            *table,
-            *polling,
-            "",
-            "Why: `OarRest._jobs` reads the login's current jobs in one paginated listing (no ids in the URL: "
-            f"ids per request, last flavour: {self.asked}), then asks by id, in queries of at most "
-            f"`IDS_PER_QUERY` = {IDS_PER_QUERY} ids, only for the jobs that listing no longer shows (ended since "
-            f"the last pass; none here): the requests follow the pages, ceil(jobs / page_size), not the jobs.",
-            "",
-            *(note for note in self.notes),
-            "### Raw samples",
-            "",
-            *self.raw,
         ]
-        text = "\n".join(body)
-        write_section(self.args.output, SCRIPT, text, HEADER)
-        return text
+        run = [
+            *run_lines(
+                self.command, utc=True, software=f"Python {platform.python_version()}, httpx {httpx.__version__}"
+            ),
+            f"- Contract cluster: {CORES} cores, server in a thread of the benchmark process on 127.0.0.1, fresh "
+            f"state per measure; test-server artefacts "
+            + ("kept (`--as-is`)" if self.args.as_is else "removed (Nagle, per-job re-read of the resources)"),
+            f"- Flavours {', '.join(self.flavours)}; each measure repeated {self.reps} times, median shown",
+            f"- Wall time of this run: {self.wall:.0f} s",
+        ]
+        return self.report(intro, run)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=5, help="repeats per measure; the median is kept (5)")
+    parser = arguments(__doc__, repeats=5)
     parser.add_argument("--jobs", type=int, default=500, help="jobs of the dispatch batch (500)")
     parser.add_argument("--poll", type=int, nargs=2, default=(10, 1000), metavar=("FEW", "MANY"))
     parser.add_argument("--flavours", default="2.5,3", help="API flavours, comma separated (2.5,3)")
     parser.add_argument("--as-is", action="store_true", help="keep the test server's artefacts (slow)")
-    parser.add_argument("--output", type=Path, default=DOC, help="the report whose section to rewrite")
     args = parser.parse_args()
-    if args.repeats < 1 or not 1 < args.jobs <= 1000 or not 0 < args.poll[0] < args.poll[1] <= 1000:
-        parser.error("repeats ≥ 1, 1 < jobs ≤ 1000 and 0 < FEW < MANY ≤ 1000 (the server's array limit)")
-    if args.as_is:
-        _Handler.disable_nagle_algorithm = False
-    else:
-        _Handler.disable_nagle_algorithm = True  # this process only: tests/oar is left as it is
-    bench = Bench(args)
-    started = time.perf_counter()
-    try:
-        dispatch = bench.dispatch()
-        polling, page_size = bench.polling()
-    finally:
-        for path in sorted(bench.tmp.iterdir(), reverse=True):
-            path.unlink()
-        bench.tmp.rmdir()
-    wall = time.perf_counter() - started
-    text = bench.write(dispatch, polling, page_size, wall)
-    print(text)
-    print(f"done in {wall:.0f} s; wrote {SCRIPT}'s section of {args.output}")
+    if not 1 < args.jobs <= 1000 or not 0 < args.poll[0] < args.poll[1] <= 1000:
+        parser.error("1 < jobs ≤ 1000 and 0 < FEW < MANY ≤ 1000 (the server's array limit)")
+    _Handler.disable_nagle_algorithm = not args.as_is  # this process only: tests/oar is left as it is
+    bench = OarBench(args, command(SCRIPT, parser, args))
+    n, (small, large) = args.jobs, args.poll
+    bench.run(
+        [
+            (
+                "Jobs dispatched per second",
+                f"`OarRest.submit()` of a {n}-job batch (ONE array submission: `POST jobs` with a param file, then "
+                "the array's listing to map the ids by `array_index`; timed until the ids are returned) vs "
+                f"{n} single-job `POST jobs` of the payload `submit()` sends for a one-job batch, through one "
+                "keep-alive httpx client (no id mapping: the baseline does less). Fresh state for each. The ratio "
+                "is cigri's rate / the baseline's (higher is better).",
+                bench.dispatch,
+            ),
+            (
+                "Polling cost",
+                f"One `OarRest.states()` of every job, with {small} vs {large:,} active jobs ({CORES} Running, the "
+                "others Waiting), one array on a fresh state each; requests counted in the server's request log. "
+                "Target: one paginated bulk query per pass, i.e. ceil(jobs / page_size) requests, growing with "
+                f"pages, not jobs. cigri's default page_size is {bench.page_size}; page_size 100 is shown too. The "
+                f"ratio is {large:,} jobs / {small} jobs.",
+                bench.polling,
+            ),
+        ]
+    )
 
 
 if __name__ == "__main__":

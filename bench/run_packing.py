@@ -16,131 +16,74 @@ Results go to this script's section of docs/benchmarks.md (or --output).
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import json
 import platform
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run_core import Row, Section
-from sections import HEADER, code_version, cpu_model, section_lines, write_section
+import harness
+from harness import BenchError, Row, Section, log
 
-ROOT = Path(__file__).resolve().parent.parent
-GRID = ROOT / ".venv" / "bin" / "grid"
-ENV_FILE = Path("/run/slurm/ci.env")
 SCRIPT = "bench/run_packing.py"
 TARGET = 10.0  # packed at least 10x faster than one task per job
 
 
-def slurm_env() -> dict[str, str]:
-    return dict(line.split("=", 1) for line in ENV_FILE.read_text().splitlines() if "=" in line)
+class PackingBench(harness.Bench):
+    script = SCRIPT
+    heading = "###"
 
+    def __init__(self, args):
+        self.env = harness.slurm_env()
+        super().__init__(args, "cigri-bench-packing-", shared=True)  # the test user writes there
+        self.r = harness.Runner(harness.find_bin(), self.tmp)
 
-def grid(state: Path, *args: str, timeout: float = 7200) -> str:
-    result = subprocess.run(
-        [str(GRID), "--state", str(state), *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"grid {' '.join(args)}: exit {result.returncode}: {result.stderr.strip()}")
-    return result.stdout
+    def grid(self, state: Path, *args: str, timeout: float = 7200) -> str:
+        return self.r.grid(state, *args, timeout=timeout).out
 
+    def run_campaign(self, tag: str, jobs: int, command: str, packed: bool) -> dict:
+        """One campaign from gridsub to almighty's return, on a fresh state; its wall time and RM jobs."""
+        folder = self.tmp / tag
+        folder.mkdir(mode=0o777)
+        folder.chmod(0o777)
+        state = folder / "state" / "state.db"
+        config = harness.cluster_options(harness.slurm_ssh(self.env, folder / "remote"))
+        self.grid(state, "gridclusters", "add", "slurm", "--adapter", "slurm-ssh", *config)
+        jdl = {
+            "name": tag,
+            "exec_file": command,
+            "exec_directory": str(folder),
+            "walltime": "01:00:00",
+            "nb_jobs": jobs,
+            "temporal_grouping": "yes" if packed else "no",
+            "clusters": {"slurm": {}},
+        }
+        path = folder / "jdl.json"
+        path.write_text(json.dumps(jdl))
+        start = time.monotonic()
+        self.grid(state, "gridsub", str(path))
+        self.grid(state, "almighty", "--until-done", "--period", "1", "--timeout", "7200")
+        wall = time.monotonic() - start
+        with sqlite3.connect(state) as conn:
+            done = conn.execute("SELECT count(*) FROM jobs WHERE state = 'terminated'").fetchone()[0]
+            remotes = [r[0] for r in conn.execute("SELECT remote_id FROM jobs")]
+        rm_jobs = len({r.split("+")[0] for r in remotes if r})
+        return {"wall": wall, "done": done, "rm_jobs": rm_jobs}
 
-def run_campaign(work: Path, env: dict[str, str], tag: str, jobs: int, command: str, packed: bool) -> dict:
-    """One campaign from gridsub to almighty's return, on a fresh state; its wall time and RM jobs."""
-    folder = work / tag
-    folder.mkdir(mode=0o777)
-    folder.chmod(0o777)
-    state = folder / "state" / "state.db"
-    grid(
-        state,
-        "gridclusters",
-        "add",
-        "slurm",
-        "--adapter",
-        "slurm-ssh",
-        "--remote-dir",
-        str(folder / "remote"),
-        "--host",
-        env["SSH_HOST"],
-        "--port",
-        env["SSH_PORT"],
-        "--user",
-        env["SLURM_TEST_USER"],
-        "--identity-file",
-        env["SSH_KEY"],
-        "--partition",
-        env["SLURM_PARTITION"],
-        "--accounting",
-        "none",
-    )
-    jdl = {
-        "name": tag,
-        "exec_file": command,
-        "exec_directory": str(folder),
-        "walltime": "01:00:00",
-        "nb_jobs": jobs,
-        "temporal_grouping": "yes" if packed else "no",
-        "clusters": {"slurm": {}},
-    }
-    path = folder / "jdl.json"
-    path.write_text(json.dumps(jdl))
-    start = time.monotonic()
-    grid(state, "gridsub", str(path))
-    grid(state, "almighty", "--until-done", "--period", "1", "--timeout", "7200")
-    wall = time.monotonic() - start
-    with sqlite3.connect(state) as conn:
-        done = conn.execute("SELECT count(*) FROM jobs WHERE state = 'terminated'").fetchone()[0]
-        remotes = [r[0] for r in conn.execute("SELECT remote_id FROM jobs")]
-    rm_jobs = len({r.split("+")[0] for r in remotes if r})
-    return {"wall": wall, "done": done, "rm_jobs": rm_jobs}
-
-
-def cancel_leftovers(work: Path) -> None:
-    """Cancel, through cigri itself, what a failed run left on the Slurm (nothing when every campaign ended)."""
-    for state in work.glob("*/state/state.db"):
-        try:
-            for row in json.loads(grid(state, "gridstat", "--json")):
-                if row["state"] == "in_treatment":
-                    grid(state, "griddel", str(row["id"]))
-            grid(state, "almighty", timeout=120)
-        except (RuntimeError, subprocess.TimeoutExpired) as exc:
-            print(f"could not clean {state}: {exc}", file=sys.stderr)
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=10_000, help="jobs per campaign (default 10,000)")
-    parser.add_argument("--true", type=int, default=0, metavar="N", help="also compare campaigns of N × /bin/true")
-    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
-    args = parser.parse_args()
-    env = slurm_env()
-    work = Path(tempfile.mkdtemp(prefix="cigri-bench-packing-", dir="/tmp"))
-    work.chmod(0o777)
-    section = Section(
-        "Packing short jobs on a real Slurm",
-        f"`{SCRIPT}`: a campaign of one-second jobs (`sleep 1`) through slurm-ssh with `temporal_grouping: yes` "
-        "vs the same campaign with one array task per job, side by side in one run, each on a fresh state "
-        "(gridsub, then `grid almighty --until-done --period 1`; wall time from before gridsub until almighty "
-        "returned). The packed campaign's first batch runs unpacked: its jobs' mean duration is not known "
-        "before some have ended.",
-    )
-    try:
-        sleeper = work / "sleep1.sh"
+    def packing(self, section: Section) -> None:
+        args = self.args
+        sleeper = self.tmp / "sleep1.sh"
         sleeper.write_text("#!/bin/sh\nsleep 1\n")
         sleeper.chmod(0o755)
         kinds = [("sleep 1", str(sleeper), args.jobs)] + ([("/bin/true", "/bin/true", args.true)] if args.true else [])
         for label, command, jobs in kinds:
             slug = "true" if command == "/bin/true" else "sleep"
-            packed = run_campaign(work, env, f"packed-{slug}", jobs, command, True)
-            plain = run_campaign(work, env, f"plain-{slug}", jobs, command, False)
+            packed = self.run_campaign(f"packed-{slug}", jobs, command, True)
+            plain = self.run_campaign(f"plain-{slug}", jobs, command, False)
             ratio = plain["wall"] / packed["wall"]
             met = "yes" if ratio >= TARGET else f"**NO**: {ratio:.1f}x"
             section.rows.append(
@@ -160,31 +103,51 @@ def main() -> int:
             f"Slurm: CPUs allocated/idle/other/total {', '.join(slots)}; a one-second job holds one CPU, so "
             f"{args.jobs:,} of them need at least {args.jobs:,} CPU-seconds whatever the packing."
         )
-    except Exception as exc:  # the report says what failed; the leftovers are cancelled below
-        section.error = f"{type(exc).__name__}: {exc}"
-    finally:
-        cancel_leftovers(work)
-        shutil.rmtree(work, ignore_errors=True)
-    lines, missed = section_lines([section])
-    machine = f"{platform.node()}, {cpu_model()}, Python {platform.python_version()}"
-    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+    def cleanup(self) -> None:
+        """Cancel, through cigri itself, what a failed run left on the Slurm (nothing when every campaign
+        ended), then remove the folder."""
+        for state in self.tmp.glob("*/state/state.db"):
+            try:
+                for row in json.loads(self.grid(state, "gridstat", "--json")):
+                    if row["state"] == "in_treatment":
+                        self.grid(state, "griddel", str(row["id"]))
+                self.grid(state, "almighty", timeout=120)
+            except BenchError as exc:
+                print(f"could not clean {state}: {exc}", file=sys.stderr)
+        super().cleanup()
+
+
+def main() -> int:
+    parser = harness.arguments(__doc__)
+    parser.add_argument("--jobs", type=int, default=10_000, help="jobs per campaign (default 10,000)")
+    parser.add_argument("--true", type=int, default=0, metavar="N", help="also compare campaigns of N × /bin/true")
+    args = parser.parse_args()
+    bench = PackingBench(args)
+    intro = (
+        f"`{SCRIPT}`: a campaign of one-second jobs (`sleep 1`) through slurm-ssh with `temporal_grouping: yes` "
+        "vs the same campaign with one array task per job, side by side in one run, each on a fresh state "
+        "(gridsub, then `grid almighty --until-done --period 1`; wall time from before gridsub until almighty "
+        "returned). The packed campaign's first batch runs unpacked: its jobs' mean duration is not known "
+        "before some have ended."
+    )
+    bench.measure([("Packing short jobs on a real Slurm", intro, bench.packing)])
+    lines, missed = harness.section_lines(bench.sections, bench.heading)
+    machine = f"{platform.node()}, {harness.cpu_model()}, Python {platform.python_version()}"
     body = "\n".join(
         [
             "## Packing short jobs (Slurm)",
             "",
             f"- Command: `nice -n 10 python {SCRIPT} --jobs {args.jobs}{f' --true {args.true}' if args.true else ''}`",
-            f"- Ran {when} on {machine}; {code_version(ROOT)}",
+            f"- Ran {harness.utc_now()} UTC on {machine}; {harness.code_version()}",
             "",
-            *[line.replace("## ", "### ", 1) if line.startswith("## ") else line for line in lines],
+            *lines,
         ]
     )
-    if str(args.output) == "/dev/stdout":
-        print(body)
-    else:
-        write_section(args.output, SCRIPT, body, HEADER)
+    harness.write_section(args.output, SCRIPT, body)
     for miss in missed:
-        print(f"target missed: {miss}", file=sys.stderr)
-    return 1 if section.error else 0
+        log(f"target missed: {miss}")
+    return 1 if bench.sections[0].error else 0
 
 
 if __name__ == "__main__":

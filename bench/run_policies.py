@@ -17,24 +17,17 @@ clusters' records. Writes its section of docs/benchmarks.md.
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import logging
-import platform
 import re
 from dataclasses import replace
 from pathlib import Path
 
-from sections import HEADER, code_version, measured, simulations, write_section
+from harness import SCENARIOS, arguments, fixed, measured, result_rows, simulations, stamp, table_header, write_section
 
 from cigri.cli.output import duration
 from cigri.scheduling import metascheduler, registry
 from cigri.sim.run import Simulation
 from cigri.sim.scenario import Scenario, load
 
-ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ROOT / "bench" / "scenarios"
-DOC = ROOT / "docs" / "benchmarks.md"
 NAMES = ["small", "trace", "hundred-k", "grid-week"]
 COLUMNS = [
     "scenario",
@@ -48,7 +41,7 @@ COLUMNS = [
     "waste killed / failed / duplicates",
     "wall",
 ]
-TABLE_HEADER = "| " + " | ".join(COLUMNS) + " |\n" + "|---" * len(COLUMNS) + "|"
+TABLE_HEADER = table_header(COLUMNS)
 
 
 def options(name: str, scenario: Scenario) -> dict:
@@ -91,7 +84,6 @@ def variants() -> list[tuple[str, str, bool]]:
 def simulate(
     scenario_name: str, label: str, name: str, oracle: bool, save: Path | None = None
 ) -> tuple[str, str, dict, float]:
-    logging.getLogger("cigri").setLevel(logging.ERROR)
     scenario = load(SCENARIOS / f"{scenario_name}.yaml")
     chosen = options(name, scenario)
     if label.startswith("fairshare (half-life"):
@@ -99,10 +91,6 @@ def simulate(
         scenario = replace(scenario, config={**scenario.config, "metasched.fairshare.half_life": HALF_LIFE})
     simulation = Simulation(scenario, policy=metascheduler(name, chosen), oracle=oracle)
     return measured(simulation, scenario_name, label, save)
-
-
-def fixed(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def row(scenario: str, label: str, r: dict, wall: float) -> str:
@@ -115,7 +103,7 @@ def row(scenario: str, label: str, r: dict, wall: float) -> str:
         f"| {scenario} | {label} | {r['jobs_done']:,}/{r['jobs']:,}{lost} | "
         f"{duration(c['short']['p50'])} / {duration(c['short']['p90'])} / {duration(c['short']['p99'])} | "
         f"{duration(c['long']['p50'])} / {duration(c['long']['p90'])} / {duration(c['long']['p99'])} | "
-        f"{duration(r['makespan'])} ({fixed(r['makespan_over_bound'])}x) | {fixed(util, 1)}% | "
+        f"{duration(r['makespan'])} ({fixed(r['makespan_over_bound'], 2)}x) | {fixed(util, 1)}% | "
         f"{fixed(r['fairness_maxmin_jain'], 3)} | "
         f"{waste['killed']:,.0f} / {waste['failed']:,.0f} / {waste['duplicates']:,.0f} | {wall:.0f} s |"
     )
@@ -139,25 +127,11 @@ def ratios(results: dict[tuple[str, str], dict]) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="skip the grid week")
-    parser.add_argument("--jobs", type=int, default=1, help="simulations run side by side")
-    parser.add_argument("--only", action="append", choices=NAMES, help="these scenarios only (repeatable)")
-    parser.add_argument("--save", type=Path, help="keep each simulation's figures in this folder as it ends")
-    parser.add_argument(
-        "--render", type=Path, help="write the section from the figures kept in this folder, simulating nothing"
-    )
-    parser.add_argument("--output", type=Path, default=DOC)
-    args = parser.parse_args()
+    args = arguments(__doc__, quick="skip the grid week", jobs=True, only=NAMES, keep=True).parse_args()
     names = args.only or [n for n in NAMES if not (args.quick and n == "grid-week")]
     tasks = [(scenario, *variant) for scenario in names for variant in variants()]
     results, walls, total = simulations(simulate, tasks, jobs=args.jobs, save=args.save, render=args.render)
-    rows = [
-        row(s, label, results[s, label], walls[s, label])
-        if (s, label) in results
-        else f"| {s} | {label} | not run |" + " |" * (len(COLUMNS) - 3)
-        for s, label, _, _ in tasks
-    ]
+    rows = result_rows([(s, label) for s, label, _, _ in tasks], results, walls, row, len(COLUMNS))
     spread = f", {args.jobs} processes side by side" if args.jobs > 1 else ""
     missing = sum(1 for s, label, _, _ in tasks if (s, label) not in results)
     if missing:
@@ -170,8 +144,7 @@ def main() -> None:
 ## Strategies side by side (`bench/run_policies.py`)
 
 Every registered metascheduler on every bench scenario, one simulation each, on the scenario's default seed
-({total:,.0f} s of simulation wall time{spread}). Run: cigri code
-{code_version(ROOT)}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}.
+({total:,.0f} s of simulation wall time{spread}). Run: {stamp()}.
 Options from the scenario (see the script's docstring): fairshare and classload follow the users' shares,
 affinity gives each user one home cluster, srpt's cutoff is the scenario's; `srpt (oracle)` is handed each
 campaign's true mean job duration, `srpt` learns it from completed jobs. The metrics are those of the simulator
@@ -188,8 +161,7 @@ srpt against fifo (short p90: fifo's over srpt's, higher is better; long p90: sr
 |---|---|---|---|
 {chr(10).join(ratios(results))}
 """
-    write_section(args.output, "bench/run_policies.py", body, HEADER)
-    print(f"wrote {args.output}")
+    write_section(args.output, "bench/run_policies.py", body)
 
 
 if __name__ == "__main__":

@@ -14,24 +14,17 @@ below the new one, once, so that a change of metric or of scheduler shows side b
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import logging
-import platform
 import re
 import resource
-import time
 from pathlib import Path
 
-from sections import HEADER, code_version, write_section
+from harness import SCENARIOS, arguments, fixed, measured, read_section, simulations, stamp, write_section
 
 from cigri.cli.output import duration
 from cigri.sim.run import Simulation
 from cigri.sim.scenario import load
 
-ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = ROOT / "bench" / "scenarios"
-DOC = ROOT / "docs" / "benchmarks.md"
+SCRIPT = "bench/run_sim.py"
 TARGETS = {"hundred-k": 30.0, "grid-week": 600.0}  # wall seconds at most
 BASELINE_HEADER = (
     "| "
@@ -53,23 +46,14 @@ BASELINE_HEADER = (
 )
 
 
-def hms(seconds: float | None) -> str:
-    return duration(seconds)
-
-
 def previous_baseline(doc: Path) -> str:
     """The baseline table the simulator section now holds, retitled as the earlier run's."""
-    text = doc.read_text() if doc.exists() else ""
-    section = text.split("<!-- bench/run_sim.py: begin -->", 1)[-1].split("<!-- bench/run_sim.py: end -->", 1)[0]
+    section = read_section(doc, SCRIPT)
     if "### Baseline" not in section:
         return ""
     commit = re.search(r"Run: (?:cigri code )?commit (\w+)", section)
     old = section.split("### Baseline", 1)[1].split("\n", 1)[1].split("### Previous run", 1)[0].strip()
     return f"### Previous run (commit {commit.group(1) if commit else '?'}), as it was published\n\n{old}\n"
-
-
-def fixed(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def growth(simulation: Simulation) -> list[tuple[str, int, float]]:
@@ -83,33 +67,31 @@ def growth(simulation: Simulation) -> list[tuple[str, int, float]]:
 
 
 SEEDS = {"small": (1, 2, 3, 7)}  # one scenario on several seeds: a stall shows as one seed far off the others
+DEFAULT = "default seed"
 
 
-def run(name: str, seed: int | None = None) -> tuple[dict, Simulation, float]:
+def simulate(name: str, label: str, seed: int | None, save: Path | None) -> tuple[str, str, dict, float]:
     simulation = Simulation(load(SCENARIOS / f"{name}.yaml"), seed=seed)
-    start = time.perf_counter()
-    result = simulation.run()
-    return result, simulation, time.perf_counter() - start
+    return measured(simulation, name, label, save, lambda simulation: {"growth": growth(simulation)})
 
 
 def main() -> None:
-    logging.getLogger("cigri").setLevel(logging.ERROR)  # simulated outages are expected, not news
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="skip the grid week")
-    parser.add_argument("--output", type=Path, default=DOC)
+    parser = arguments(__doc__, quick="skip the grid week")
     parser.add_argument("--previous", action="store_true", help="keep the baseline now in --output beside the new")
     args = parser.parse_args()
     previous = previous_baseline(args.output) if args.previous else ""
     names = ["small", "trace", "hundred-k"] + ([] if args.quick else ["grid-week"])
+    tasks = [(name, DEFAULT, None) for name in names]
+    tasks += [(name, f"seed {seed}", seed) for name, values in SEEDS.items() for seed in values]
+    results, walls, _ = simulations(simulate, tasks)  # in this process: its peak RSS is the simulations'
     speed, baseline, growth_rows = [], [], []
     for name in names:
-        print(f"simulating {name} ...", flush=True)
-        result, simulation, wall = run(name)
+        result, wall = results[name, DEFAULT], walls[name, DEFAULT]
         target = TARGETS.get(name)
         met = "-" if target is None else ("yes" if wall <= target else f"**NO** ({wall / target:.1f}x the target)")
         p = result["performance"]
         speed.append(
-            f"| {name} | {result['jobs']:,} | {hms(result['simulated_seconds'])} | {wall:.1f} s | "
+            f"| {name} | {result['jobs']:,} | {duration(result['simulated_seconds'])} | {wall:.1f} s | "
             f"{p['simulated_per_wall_second']:,.0f} | {result['passes']:,} | "
             f"{1000 * p['mean_pass_seconds']:.1f} ms | {f'≤ {target:g} s' if target else '-'} | {met} |"
         )
@@ -118,26 +100,24 @@ def main() -> None:
         baseline.append(
             f"| {name} | {result['jobs_done']:,}/{result['jobs']:,} "
             f"({result['lost']:,}, {result['skipped']:,}, {result['duplicated']:,}) | "
-            f"{hms(result['makespan'])} ({fixed(result['makespan_over_bound'], 2)}x) | "
-            f"{hms(c['short']['p50'])} / {hms(c['short']['p90'])} / {hms(c['short']['p99'])} | "
-            f"{hms(c['long']['p50'])} / {hms(c['long']['p90'])} / {hms(c['long']['p99'])} | "
+            f"{duration(result['makespan'])} ({fixed(result['makespan_over_bound'], 2)}x) | "
+            f"{duration(c['short']['p50'])} / {duration(c['short']['p90'])} / {duration(c['short']['p99'])} | "
+            f"{duration(c['long']['p50'])} / {duration(c['long']['p90'])} / {duration(c['long']['p99'])} | "
             f"{fixed(100 * result['utilization'] if result['utilization'] is not None else None, 1)}% | "
             f"{result['resubmitted']:,} | "
             f"{waste['killed']:,.0f} / {waste['failed']:,.0f} / {waste['duplicates']:,.0f} | "
             f"{result['remote_queue']['max']:,} / {result['remote_queue']['mean']:,.0f} | "
-            f"{fixed(result['fairness_maxmin_jain'])} |"
+            f"{fixed(result['fairness_maxmin_jain'], 3)} |"
         )
-        growth_rows += [f"| {name} | {label} | {n:,} | {1000 * mean:.1f} ms |" for label, n, mean in growth(simulation)]
-        simulation.store.close()
-        print(f"  {wall:.1f} s", flush=True)
+        growth_rows += [f"| {name} | {label} | {n:,} | {1000 * mean:.1f} ms |" for label, n, mean in result["growth"]]
     seeds = []
     for name, values in SEEDS.items():
         for seed in values:
-            result, simulation, _ = run(name, seed)
-            simulation.store.close()
+            result = results[name, f"seed {seed}"]
             seeds.append(
-                f"| {name} | {seed} | {result['jobs_done']:,} ({result['lost']:,} lost) | {hms(result['makespan'])} | "
-                f"{fixed(result['makespan_over_bound'], 2)}x | {fixed(result['fairness_maxmin_jain'])} |"
+                f"| {name} | {seed} | {result['jobs_done']:,} ({result['lost']:,} lost) | "
+                f"{duration(result['makespan'])} | {fixed(result['makespan_over_bound'], 2)}x | "
+                f"{fixed(result['fairness_maxmin_jain'], 3)} |"
             )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     body = f"""
@@ -145,8 +125,8 @@ def main() -> None:
 
 The real almighty cycle (store, metascheduler, predictor, runner) on simulated clusters and a simulated clock
 (`grid simulate`). Regenerate with `python bench/run_sim.py` (`--quick` skips the grid week). Scenarios are in
-`bench/scenarios/` (`grid-week.yaml` is written by `make_grid_week.py`). Run: cigri code {code_version(ROOT)},
-{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, peak RSS {rss:,.0f} MB.
+`bench/scenarios/` (`grid-week.yaml` is written by `make_grid_week.py`). Run: {stamp()},
+peak RSS {rss:,.0f} MB.
 
 ### Speed
 
@@ -185,8 +165,7 @@ The same scenario on several seeds (a job parked where it cannot start shows as 
 {chr(10).join(seeds)}
 
 {previous}"""
-    write_section(args.output, "bench/run_sim.py", body, HEADER)
-    print(f"wrote {args.output}")
+    write_section(args.output, SCRIPT, body)
 
 
 if __name__ == "__main__":

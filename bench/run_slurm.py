@@ -27,21 +27,16 @@ and 4 call cigri's adapters and cycle in-process.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import datetime
 import os
-import platform
 import re
 import shlex
-import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
 import uuid
 from collections.abc import Callable
 from contextlib import closing
@@ -49,27 +44,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# the sibling script: its helpers and report format
-from run_core import (
-    BenchError,
-    Row,
-    Runner,
-    Section,
-    find_bin,
-    fs,
-    fx,
-    job_counts,
-    leftovers,
-    log,
-    med,
-    samples,
-    write_section,
-)
-from sections import code_version, cpu_model, section_lines
+import harness
+from harness import BenchError, Row, Section, fms, fs, fx, job_counts, log, med
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUTPUT = ROOT / "docs" / "benchmarks.md"
-ENV_FILE = Path("/run/slurm/ci.env")
 SCRIPT = "bench/run_slurm.py"
 
 FULL = {"batch": 200, "e2e": 200, "latency_jobs": 20, "periods": (1.0, 10.0), "bulk": (10, 200)}
@@ -100,16 +77,6 @@ UPDATOR_LINE = re.compile(
 )
 
 
-def slurm_env() -> dict[str, str]:
-    if not ENV_FILE.exists():
-        sys.exit(f"run_slurm.py: {ENV_FILE} is missing: start Slurm with scripts/slurm-local.sh start")
-    env = dict(line.split("=", 1) for line in ENV_FILE.read_text().splitlines() if "=" in line)
-    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, check=False)
-    if "UP" not in ping.stdout:
-        sys.exit(f"run_slurm.py: slurmctld does not answer: {ping.stdout.strip() or ping.stderr.strip()}")
-    return env
-
-
 def ensure_venv() -> None:
     """Re-execute under cigri's virtualenv when cigri (or httpx) cannot be imported here."""
     try:
@@ -117,14 +84,10 @@ def ensure_venv() -> None:
 
         import cigri  # noqa: F401
     except ImportError:
-        py = find_bin() / "python"
+        py = harness.find_bin() / "python"
         if Path(sys.prefix).resolve() == py.parent.parent.resolve():  # already the virtualenv's python
             raise
         os.execv(py, [str(py), __file__, *sys.argv[1:]])
-
-
-def fms(seconds: float) -> str:
-    return f"{seconds * 1000:.1f} ms" if seconds < 0.1 else fs(seconds)
 
 
 def rate(n: int, seconds: float) -> str:
@@ -203,43 +166,33 @@ def counting_transport():
 # ---- the benchmark ---------------------------------------------------------------------------------
 
 
-class SlurmBench:
-    def __init__(self, args):
+class SlurmBench(harness.Bench):
+    script = SCRIPT
+    heading = "###"
+
+    def __init__(self, args, command_line: str):
+        self.env = harness.slurm_env()
+        super().__init__(args, "cigri-bench-slurm-", shared=True)  # the test user writes scripts, outputs, stamps
         self.quick = args.quick
         self.sizes = QUICK if args.quick else FULL
-        self.reps = args.repeats
-        self.output = Path(args.output)
         self.with_rest = not args.no_rest_e2e
-        self.command = (
-            "python bench/run_slurm.py"
-            + (" --quick" if args.quick else "")
-            + (f" --repeats {args.repeats}" if args.repeats != 3 else "")
-            + (" --no-rest-e2e" if args.no_rest_e2e else "")
-            + (f" --output {args.output}" if Path(args.output).resolve() != DEFAULT_OUTPUT else "")
-        )
-        self.env = slurm_env()
+        self.command = command_line
         self.user = self.env["SLURM_TEST_USER"]
         self.partition = self.env["SLURM_PARTITION"]
         self.tag = uuid.uuid4().hex[:6]
-        self.tmp = Path(tempfile.mkdtemp(prefix="cigri-bench-slurm-", dir="/tmp")).resolve()
-        self.tmp.chmod(0o777)  # the test user writes job scripts, outputs and end stamps here
-        self.bin = find_bin()
-        self.r = Runner(self.bin, self.tmp)
+        self.bin = harness.find_bin()
+        self.r = harness.Runner(self.bin, self.tmp)
         self.token = self.tmp / "token"
         self.token.write_text(f"SLURM_JWT={self.env['SLURM_JWT_USER']}\n")
         self.token.chmod(0o600)
         self.stamp_job = self.tmp / "stamp-job.sh"
         self.stamp_job.write_text(STAMP_JOB)
         self.stamp_job.chmod(0o755)
-        self.sections: list[Section] = []
-        self.raw: list[str] = []
-        self.notes_contention: list[str] = []
         self.mine: set[str] = set()  # ids (array or job) submitted by this run
         self.prefixes = [f"cigri.bench-{self.tag}", f"bench-{self.tag}"]  # job names of this run
         self.states: list[Path] = []
         self.loops: list[subprocess.Popen] = []
         self.left_in_queue = 0
-        self.left_behind: list[tuple[int, str]] = []
         self.contended: list[str] = []
         self.disturbed: list[str] = []
 
@@ -253,22 +206,8 @@ class SlurmBench:
     def as_user(self, *argv) -> list[str]:
         return ["runuser", "-u", self.user, "--", *map(str, argv)]
 
-    def record(self, label: str, values: list[float], unit: str = "s") -> None:
-        self.raw.append(f"- {label}: {samples(values, unit)}")
-
-    def section(self, title: str, intro: str, func) -> None:
-        section = Section(title, intro)
-        self.sections.append(section)
-        log(f"== {title}")
-        try:
-            func(section)
-        except Exception as exc:  # a failing measure is reported, the others still run
-            section.error = f"{type(exc).__name__}: {exc}"
-            log(f"FAILED: {section.error}\n{traceback.format_exc()}")
-        finally:
-            self.cancel_mine()
-        for row in section.rows:
-            log(f"   {row.measure}: cigri {row.cigri} | baseline {row.baseline} | {row.ratio} | {row.met}")
+    def after_section(self) -> None:
+        self.cancel_mine()
 
     # ---- the queue ----
     def queue(self, *args: str) -> list[list[str]]:
@@ -367,19 +306,12 @@ class SlurmBench:
 
     # ---- cigri states and clusters ----
     def cluster_config(self, adapter: str) -> dict:
-        env = self.env
-        ssh = {"host": env["SSH_HOST"], "port": int(env["SSH_PORT"]), "identity_file": env["SSH_KEY"]}
+        ssh = harness.slurm_ssh(self.env, self.folder("remote"))
         if adapter == "slurm-ssh":
-            return {
-                **ssh,
-                "user": self.user,
-                "partition": self.partition,
-                "accounting": "none",
-                "remote_dir": str(self.folder("remote")),
-            }
+            return ssh
         return {
-            **ssh,
-            "url": env["SLURMRESTD_URL"],
+            **{key: ssh[key] for key in ("host", "port", "identity_file")},
+            "url": self.env["SLURMRESTD_URL"],
             "user": self.user,
             "token_file": str(self.token),
             "partition": self.partition,
@@ -392,9 +324,7 @@ class SlurmBench:
         directory.mkdir(parents=True)
         state = directory / "state.db"
         self.states.append(state)
-        options = ["--adapter", adapter]
-        for key, value in self.cluster_config(adapter).items():
-            options += [f"--{key.replace('_', '-')}", value]
+        options = ["--adapter", adapter, *harness.cluster_options(self.cluster_config(adapter))]
         if queue_depth is not None:
             options += ["--queue-depth", queue_depth]
         self.r.grid(state, "gridclusters", "add", "slurm", *options)
@@ -411,16 +341,7 @@ class SlurmBench:
         param_file = state.parent / "params.txt"
         param_file.write_text("".join(f"{p}\n" for p in params), encoding="utf-8")
         jdl = state.parent / "campaign.yaml"
-        jdl.write_text(
-            f"name: {name}\n"
-            f"exec_file: {exec_file}\n"
-            f"exec_directory: {workdir}\n"
-            'walltime: "00:10:00"\n'
-            "clusters:\n"
-            "  slurm: {}\n"
-            f"param_file: {param_file}\n",
-            encoding="utf-8",
-        )
+        harness.write_jdl(jdl, name, exec_file, workdir, param_file, "slurm")
         return jdl
 
     def state_ids(self, state: Path) -> set[str]:
@@ -429,6 +350,23 @@ class SlurmBench:
         ids = {base_id(r[0]) for r in rows}
         self.mine.update(ids)
         return ids
+
+    def true_jobs(self, n: int, workdir: Path, *, named: bool = False) -> list:
+        """``n`` jobs of /bin/true (given their name when ``named``) in ``workdir``, as the test user."""
+        from cigri.model import JobSpec
+
+        return [
+            JobSpec(
+                job_id=i,
+                campaign_id=1,
+                name=f"j{i}",
+                argv=("/bin/true", f"j{i}") if named else ("/bin/true",),
+                directory=str(workdir),
+                walltime=600,
+                user=self.user,
+            )
+            for i in range(1, n + 1)
+        ]
 
     def adapter(self, kind: str):
         from cigri.adapters import AdapterContext
@@ -449,22 +387,9 @@ class SlurmBench:
 
     # ---- 1. jobs accepted per second ----
     def bench_accept(self, sec: Section) -> None:
-        from cigri.model import JobSpec
-
         n = self.sizes["batch"]
         workdir = self.folder("accept")
-        specs = [
-            JobSpec(
-                job_id=i,
-                campaign_id=1,
-                name=f"j{i}",
-                argv=("/bin/true",),
-                directory=str(workdir),
-                walltime=600,
-                user=self.user,
-            )
-            for i in range(1, n + 1)
-        ]
+        specs = self.true_jobs(n, workdir)
         warm = {kind: self.adapter(kind) for kind in ("slurm-ssh", "slurm-rest")}
         warm["slurm-ssh"].home  # noqa: B018  (warm: $HOME known, the ssh master connection up)
         warm["slurm-rest"].home  # noqa: B018
@@ -614,20 +539,7 @@ class SlurmBench:
 
     def adapter_drain(self, n: int, workdir: Path, rep: int) -> float:
         """All n jobs in one batch through slurm-ssh's submit() (cigri's job script), no almighty: drained."""
-        from cigri.model import JobSpec
-
-        specs = [
-            JobSpec(
-                job_id=i,
-                campaign_id=1,
-                name=f"j{i}",
-                argv=("/bin/true", f"j{i}"),
-                directory=str(workdir),
-                walltime=600,
-                user=self.user,
-            )
-            for i in range(1, n + 1)
-        ]
+        specs = self.true_jobs(n, workdir, named=True)
         adapter = self.adapter("slurm-ssh")
         try:
             adapter.home  # noqa: B018  (as in a pass after the first)
@@ -676,12 +588,11 @@ class SlurmBench:
             t = med(walls[kind])
             ratio = t / raw
             sec.rows.append(
-                Row(
+                Row.times(
                     f"{kind}: {n} × `/bin/true`, gridsub → `almighty --until-done --period 1` done vs the raw "
                     f"drain of `sbatch --array=1-{n} --wrap true`",
-                    fs(t),
-                    fs(raw),
-                    fx(ratio),
+                    t,
+                    raw,
                     f"≤ {goal:g}x",
                     "yes" if ratio <= goal else f"**NO**: {ratio:.2f}x, {t - raw * goal:.1f} s over the target",
                 )
@@ -696,14 +607,11 @@ class SlurmBench:
         self.record("end to end, raw drain", walls["raw"])
         alone = med(walls["alone"])
         sec.rows.append(
-            Row(
+            Row.times(
                 f"diagnostic: the {n} jobs in one batch through slurm-ssh's `submit()` (cigri's array job script), "
                 "no almighty, drained vs the raw drain",
-                fs(alone),
-                fs(raw),
-                fx(alone / raw),
-                "-",
-                "-",
+                alone,
+                raw,
             )
         )
         self.record("end to end, slurm-ssh submit() alone, drained", walls["alone"])
@@ -1016,16 +924,7 @@ class SlurmBench:
             self.left_in_queue = sum(1 for row in rows if len(row) == 2 and self.is_mine(row[0], row[1]))
         except Exception as exc:  # keep cleaning
             log(f"cleanup: {exc}")
-        # ssh master connections ([mux]) are shared with everyone using the same key: they expire on their own
-        found = [(pid, cmd) for pid, cmd in leftovers(self.tmp) if "[mux]" not in cmd]
-        for pid, _ in found:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-        if found:
-            time.sleep(2)
-            log(f"killed {len(found)} processes left behind: {found}")
-        self.left_behind = found
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        super().cleanup()
 
     # ---- report ----
     def machine(self) -> list[str]:
@@ -1033,15 +932,9 @@ class SlurmBench:
         pyver, httpx_version = py.out.split()
         slurm = self.r.run(["sinfo", "--version"], check=False).out.strip()
         nodes = self.r.run(["sinfo", "-h", "-p", self.partition, "-o", "%D node(s), %c CPUs each"], check=False)
-        cpu = cpu_model()
-        code = code_version(ROOT)
         s = self.sizes
         return [
-            f"- cigri code: {code}",
-            f"- Date: {datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}",
-            f"- Command: `{self.command}`" + (" (quick mode: smaller sizes, a smoke run)" if self.quick else ""),
-            f"- Machine: nproc {len(os.sched_getaffinity(0))} ({cpu}), Linux {platform.release()}; Python {pyver}, "
-            f"httpx {httpx_version}",
+            *harness.run_lines(self.command, quick=self.quick, software=f"Python {pyver}, httpx {httpx_version}"),
             f"- Slurm: {slurm}, partition {self.partition}: {nodes.out.strip()} (scripts/slurm-local.sh; "
             f"slurmctld, slurmd, slurmrestd and sshd on 127.0.0.1); jobs run as {self.user}",
             f"- Sizes: {s['batch']}-job batch, {s['e2e']}-job campaign, {s['latency_jobs']} jobs per latency run "
@@ -1050,7 +943,7 @@ class SlurmBench:
         ]
 
     def write(self) -> str:
-        out = [
+        intro = [
             "## Slurm adapters against a real Slurm",
             "",
             "cigri's two Slurm adapters (`slurm-ssh`, `slurm-rest`) measured against raw Slurm commands on the "
@@ -1066,91 +959,63 @@ class SlurmBench:
             "before each timed end-to-end or latency run the script waits (up to "
             f"{QUIET_WAIT:g} s) for other users' jobs to leave the node, and says so below when they did not.",
             "",
-            "### Run",
-            "",
-            *getattr(self, "machine_lines", ["- (setup failed: no machine information)"]),
-            "",
         ]
-        body, missed = section_lines(self.sections, "###")
-        out += body
-        out += ["### Summary", ""]
-        if missed:
-            out += [f"Targets missed ({len(missed)}):", ""] + [f"- {m}" for m in missed] + [""]
-        else:
-            out += ["Every measured target was met.", ""]
+        summary = []
         if self.contended:
-            out += ["Runs that started while other users' jobs were on the node:", ""]
-            out += [f"- {c}" for c in self.contended] + [""]
+            summary += ["Runs that started while other users' jobs were on the node:", ""]
+            summary += [f"- {c}" for c in self.contended] + [""]
         if self.disturbed:
-            out += ["Measures taken again because slurmctld restarted or did not answer meanwhile:", ""]
-            out += [f"- {d}" for d in self.disturbed] + [""]
-        out += [
+            summary += ["Measures taken again because slurmctld restarted or did not answer meanwhile:", ""]
+            summary += [f"- {d}" for d in self.disturbed] + [""]
+        summary += [
             f"Jobs of this run left in the Slurm queue after cleanup: {self.left_in_queue}. Processes left behind "
             f"and killed at cleanup: {len(self.left_behind)}.",
             "",
-            "### Raw samples",
-            "",
-            *self.raw,
-            "",
         ]
-        text = "\n".join(out)
-        write_section(self.output, SCRIPT, text)
-        return text
+        run = getattr(self, "machine_lines", ["- (setup failed: no machine information)"])
+        return self.report(intro, run, summary)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
-    parser.add_argument("--repeats", type=int, default=3, help="repeats per measure; the median is kept (3)")
+    parser = harness.arguments(__doc__, quick="smaller sizes (a smoke run)", repeats=3)
     parser.add_argument("--no-rest-e2e", action="store_true", help="measures 2 and 3 through slurm-ssh only")
-    parser.add_argument("--output", default=str(DEFAULT_OUTPUT), help="the report whose section to rewrite")
     args = parser.parse_args()
-    if args.repeats < 1:
-        parser.error("--repeats must be at least 1")
     if os.geteuid() != 0:
         sys.exit("run_slurm.py: run as root (jobs are submitted as the test user through runuser)")
     ensure_venv()
-    bench = SlurmBench(args)
-    started = time.perf_counter()
+    bench = SlurmBench(args, harness.command(SCRIPT, parser, args))
     s = bench.sizes
-    try:
-        bench.setup()
-        bench.section(
-            "jobs accepted per second",
-            f"A {s['batch']}-job batch through each adapter's `submit()` (one array job), timed until it returns "
-            f"the ids, vs {s['batch']} × `sbatch --wrap true` and vs one raw `sbatch --array=1-{s['batch']}`.",
-            bench.bench_accept,
-        )
-        bench.section(
-            "a campaign of `/bin/true` from gridsub to done",
-            f"`gridsub` then `grid almighty --until-done --period 1` of {s['e2e']} jobs of `/bin/true` on a fresh "
-            f"state whose only cluster is the Slurm, vs the raw drain of `sbatch --array=1-{s['e2e']} --wrap "
-            "true` (submission until squeue lists none of its tasks). Runs are interleaved.",
-            bench.bench_e2e,
-        )
-        bench.section(
-            "from a job's end to cigri knowing it",
-            "With `grid almighty --loop --period P` running, the time from a job's own end (it writes "
-            "`date +%s.%N` last) to the updator recording it terminated.",
-            bench.bench_latency,
-        )
-        bench.section(
-            "state queries per updator stage",
-            f"How many bulk state queries one `updator` stage makes per cluster with {s['bulk'][0]} vs "
-            f"{s['bulk'][1]} active jobs: `squeue` (slurm-ssh) and state requests, `GET /slurm/…/jobs` or "
-            "`GET /slurm/…/job/<array id>` (slurm-rest).",
-            bench.bench_bulk,
-        )
-    except KeyboardInterrupt:
-        log("interrupted: cleaning up")
-        bench.cleanup()
-        raise
-    finally:
-        if bench.tmp.exists():
-            bench.cleanup()
-    text = bench.write()
-    log(f"done in {time.perf_counter() - started:.0f} s; wrote {SCRIPT}'s section of {bench.output}")
-    print(text)
+    bench.run(
+        [
+            (
+                "jobs accepted per second",
+                f"A {s['batch']}-job batch through each adapter's `submit()` (one array job), timed until it "
+                f"returns the ids, vs {s['batch']} × `sbatch --wrap true` and vs one raw "
+                f"`sbatch --array=1-{s['batch']}`.",
+                bench.bench_accept,
+            ),
+            (
+                "a campaign of `/bin/true` from gridsub to done",
+                f"`gridsub` then `grid almighty --until-done --period 1` of {s['e2e']} jobs of `/bin/true` on a "
+                f"fresh state whose only cluster is the Slurm, vs the raw drain of `sbatch --array=1-{s['e2e']} "
+                "--wrap true` (submission until squeue lists none of its tasks). Runs are interleaved.",
+                bench.bench_e2e,
+            ),
+            (
+                "from a job's end to cigri knowing it",
+                "With `grid almighty --loop --period P` running, the time from a job's own end (it writes "
+                "`date +%s.%N` last) to the updator recording it terminated.",
+                bench.bench_latency,
+            ),
+            (
+                "state queries per updator stage",
+                f"How many bulk state queries one `updator` stage makes per cluster with {s['bulk'][0]} vs "
+                f"{s['bulk'][1]} active jobs: `squeue` (slurm-ssh) and state requests, `GET /slurm/…/jobs` or "
+                "`GET /slurm/…/job/<array id>` (slurm-rest).",
+                bench.bench_bulk,
+            ),
+        ]
+    )
 
 
 if __name__ == "__main__":
