@@ -17,11 +17,11 @@ from .adapters import AdapterContext, adapter_for
 from .adapters.files import NO_FILE_PATH, can_move_files
 from .adapters.local_rm import Spool, out_path
 from .clock import Clock, RealClock
-from .cycle import RETRY, stage_remote
 from .errors import CigriError, JdlError, NotFound, PermissionDenied
 from .jdl import Jdl, job_blocks
 from .model import Campaign, CampaignState, CampaignType, EventClass, EventCode, EventState, JobState
 from .secrets import mask
+from .stages import RETRY, stage_remote
 from .store import Store
 
 # events that pause their campaign: fixing one, or resuming the campaign, lifts the pause

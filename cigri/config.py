@@ -178,6 +178,19 @@ def _known(key: str) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class Patience:
+    """How long the cycle lets jobs wait where they are before it places them elsewhere, in seconds. The
+    defaults (the README's) suit a real grid: a queue that moves keeps its jobs, one that does not loses them."""
+
+    queue_grace: float = 300  # cigri's queued jobs not starting this long: no queue allowance there
+    queue_wait: float = 1800  # a job pending longer is taken back when another cluster could start it now
+    avoid: float = 3600  # a job killed or taken back by a cluster is not sent there again for this long
+    unreachable: float = 3600  # the jobs of a cluster unreachable this long run again elsewhere
+    queue_timeout: float = 7200  # a job pending longer is killed by nikita and returned to its bag, whatever
+    walltime_grace: float = 1800  # a job running this long past its walltime is killed by nikita (CiGri's)
+
+
 def known(key: str) -> bool:
     """Whether ``key`` is a configuration key (the file's and the environment's keys are checked with it)."""
     return _known(key)
@@ -185,8 +198,6 @@ def known(key: str) -> bool:
 
 def defaults() -> dict[str, Any]:
     """The default of each fixed key (the keys with a cluster's or a strategy's name in them have none)."""
-    from .cycle.context import Patience
-
     patience, holes = Patience(), BlackHoles()
     return {
         "metasched": DEFAULT_STRATEGY,

@@ -46,7 +46,7 @@ def _values(store: Store) -> list[str]:
 
 
 def _counts(store: Store) -> list[str]:
-    """job_counts (kept by a trigger) and nb_jobs match the jobs."""
+    """job_counts (kept with every change of a job's state) and nb_jobs match the jobs."""
     problems = [
         f"campaign {campaign}: job_counts says {kept} {state}, the jobs {real}"
         for campaign, state, kept, real in store.miscounted()

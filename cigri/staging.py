@@ -9,11 +9,11 @@
   in ``CIGRI_INPUT_DIR``. With a ``cache_quota``, the batch's first jobs whose files fit go, once the least
   recently used copies no job queued or running there uses are deleted as needed; the others go back to the
   bag for this pass (a job is never sent with part of its files).
-- Each pass (:func:`clean`) deletes from the clusters the copies that no remaining job of their campaign
-  uses (BOINC's deletion hints), in batches.
-- After a job terminates (:func:`gather`), its ``output_file`` files are copied from its exec_directory on its
-  cluster to ``<output_destination>/<job name>/``, checksum compared; a missing or damaged one is an
-  OUTPUT_ERROR event of the job.
+- Each pass (:func:`cigri.cycle.files.clean`) deletes from the clusters the copies that no remaining job of
+  their campaign uses (BOINC's deletion hints), in batches (:data:`DELETE_BATCH`).
+- After a job terminates (:func:`cigri.cycle.files.gather`), its ``output_file`` files are copied from its
+  exec_directory on its cluster to ``<output_destination>/<job name>/``, checksum compared; a missing or
+  damaged one is an OUTPUT_ERROR event of the job (:data:`GATHER_BATCH` jobs a pass).
 
 A cluster that fails a transfer (or whose copy arrives damaged) is that cluster's trouble: it is closed for the
 pass with an event, the batch goes back to the bag, the other clusters go on. An input file changed or gone
@@ -25,14 +25,13 @@ is its campaign's), outputs through anything but the cluster's own transport.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import replace
 from pathlib import Path
 
-from .adapters.files import can_move_files, sha256_of
+from .adapters.files import sha256_of
 from .errors import AdapterError, JdlError, SubmitError
 from .jdl import expand_files, jobs_of, split_params
-from .model import DataFile, EventClass, EventCode, JobSpec
+from .model import DataFile, JobSpec
 from .store import Store
 
 log = logging.getLogger("cigri.staging")
@@ -135,7 +134,7 @@ def stage_batch(
             store.note_staging(cluster, ids[key], file.size, ctx.clock.now())
         checksum = adapter.put_file((data_source or Path(".")) / key, f"{folder}/{key}", file)
         if checksum != file.sha256:  # damaged on the way: no job may read it
-            _delete(ctx, cluster, [(ids[key], campaign_id, key)])
+            delete_copies(ctx, cluster, [(ids[key], campaign_id, key)])
             raise AdapterError(f"{cluster}: {key} arrived damaged (sha256 {checksum or 'none'}, not {file.sha256})")
         with store.transaction():
             store.set_held(cluster, ids[key], ctx.clock.now())
@@ -204,91 +203,15 @@ def _fitting(ctx, cluster: str, job_ids: list[int], per_job, ids, held) -> tuple
             victims.append((file_id, campaign_id, key))
             freed += size
     if victims:
-        _delete(ctx, cluster, victims)
+        delete_copies(ctx, cluster, victims)
         log.info("staging: %d copies evicted from %s (%d bytes) to make room", len(victims), cluster, freed)
     return kept, job_ids[len(kept) :]
 
 
-def _delete(ctx, cluster: str, rows: list[tuple[int, int, str]]) -> None:
+def delete_copies(ctx, cluster: str, rows: list[tuple[int, int, str]]) -> None:
+    """Delete these copies (file, campaign, key) from the cluster's cache, and forget them."""
     adapter = ctx.adapter(cluster)
     adapter.remove_paths([f"{input_dir(adapter, campaign_id)}/{key}" for _, campaign_id, key in rows])
     with ctx.store.transaction():
         ctx.store.forget_cluster_files(cluster, [file_id for file_id, _, _ in rows])
     ctx.report.add("deleted", len(rows))
-
-
-def clean(ctx) -> None:
-    """Delete from each usable cluster up to DELETE_BATCH copies that no remaining job uses."""
-    from .cycle.health import cluster_failed, cluster_usable
-
-    for cluster in ctx.store.clusters_with_unneeded():
-        if not ctx.store.has_cluster(cluster) or not cluster_usable(ctx, cluster):
-            continue
-        rows = ctx.store.unneeded_files(cluster, DELETE_BATCH)
-        try:
-            _delete(ctx, cluster, rows)
-        except AdapterError as exc:
-            cluster_failed(ctx, cluster, exc)
-            continue
-        log.info("staging: %d copies no job needs deleted from %s", len(rows), cluster)
-
-
-def gather(ctx) -> None:
-    """Copy the declared outputs of terminated jobs back to their campaign's output_destination."""
-    from .cycle.health import cluster_failed, cluster_usable
-
-    if not ctx.store.has_outputs_due():
-        return
-    done: list[int] = []
-    for job_id, campaign_id, cluster, name, params in ctx.store.outputs_due(GATHER_BATCH):
-        record = ctx.store.campaign(campaign_id).jdl
-        if not ctx.store.has_cluster(cluster) or not cluster_usable(ctx, cluster):
-            continue
-        adapter = ctx.adapter(cluster)
-        if not can_move_files(adapter):
-            continue
-        directory = ctx.settings(campaign_id)[cluster]["exec_directory"].replace("{CAMPAIGN_ID}", str(campaign_id))
-        destination = Path(record["output_destination"]) / name
-        try:
-            problems = _gather_job(adapter, directory, destination, record["output_file"], params, name)
-        except AdapterError as exc:
-            cluster_failed(ctx, cluster, exc)
-            continue
-        with ctx.store.transaction():
-            for problem in problems:
-                ctx.store.open_event(
-                    EventClass.JOB,
-                    EventCode.OUTPUT_ERROR,
-                    problem,
-                    ctx.clock.now(),
-                    campaign_id=campaign_id,
-                    job_id=job_id,
-                )
-            ctx.store.outputs_gathered([job_id])
-        done.append(job_id)
-        ctx.report.add("gathered", 1)
-    if done:
-        log.info("staging: outputs of %d jobs gathered", len(done))
-
-
-def _gather_job(adapter, directory: str, destination: Path, templates, params: str, name: str) -> list[str]:
-    """Copy one job's outputs; the problems found (a missing file, a damaged copy)."""
-    problems = []
-    where = f"output_file (job {name})"
-    try:
-        keys = expand_files(tuple(templates), split_params(params, where), where)
-    except JdlError as exc:
-        return [str(exc)]
-    for key in keys:
-        target = destination / key
-        checksum = adapter.get_file(adapter.job_path(directory, key), target)
-        if checksum is None:
-            problems.append(f"output {key} of job {name}: not found in its exec_directory")
-            continue
-        try:
-            if checksum != sha256_of(target):
-                os.remove(target)
-                problems.append(f"output {key} of job {name}: damaged in transfer (checksums differ)")
-        except OSError as exc:
-            problems.append(f"output {key} of job {name}: cannot check {target}: {exc.strerror}")
-    return problems

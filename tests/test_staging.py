@@ -11,7 +11,7 @@ import pytest
 from cigri import staging
 from cigri.adapters.files import LocalFiles
 from cigri.loop import unfinished
-from cigri.model import CampaignState, EventClass, EventCode
+from cigri.model import CampaignState, EventClass, EventCode, JobState
 from cigri.store import Store
 
 from .conftest import write_jdl
@@ -232,7 +232,8 @@ def test_until_done_waits_for_outputs_still_due_and_names_the_cluster_holding_th
     )
     cid = cli.submit(jdl)
     with store.transaction():  # both jobs ended on local; gather has not run yet
-        store.conn.execute("UPDATE jobs SET cluster = 'local', state = 'terminated'")
+        store.conn.execute("UPDATE jobs SET cluster = 'local'")
+        store.mark_ended([(job.id, JobState.TERMINATED, 0, 1.0, 2.0) for job in store.jobs(cid)])
         store.set_campaign_state(cid, CampaignState.TERMINATED, 10.0)
     going, blocked = unfinished(cycle)
     assert going and blocked == []

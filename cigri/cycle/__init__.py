@@ -21,12 +21,14 @@ from contextlib import contextmanager
 from ..adapters import ResourceManager
 from ..calls import Bounded
 from ..clock import Clock
+from ..config import Patience
 from ..errors import Busy
 from ..prediction import Predictor, predictor
 from ..scheduling import MetaScheduler
+from ..stages import RETRY, stage_remote, stage_retry
 from ..store import Store
 from . import metasched, nikita, runner, spritz, updator
-from .context import RETRY, Context, PassReport, Patience, job_slots, stage_remote, stage_retry
+from .context import Context, PassReport, job_slots
 from .health import gather
 
 STAGES = ("updator", "spritz", "metasched", "runner", "nikita")

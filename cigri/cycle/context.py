@@ -12,6 +12,7 @@ from .. import config
 from ..adapters import AdapterContext, ResourceManager, adapter_for
 from ..calls import Bounded
 from ..clock import Clock
+from ..config import Patience
 from ..flow import Allowance
 from ..jdl import parse_resources, resource_slots
 from ..prediction import BUCKETS, Predictor
@@ -21,40 +22,12 @@ from ..store import Store
 log = logging.getLogger("cigri.cycle")
 
 STDERR_LINES = 5  # the end of a failed job's stderr quoted in its event
-RETRY = "retry:"  # a stage to run again keeps "retry:<attempt>:<previous remote id>": the next key derives from it
-
-
-def stage_remote(value: str) -> tuple[str, int]:
-    """(remote id, attempt) of a submitted prologue/epilogue, stored as "<remote id>#<attempt>"."""
-    remote, _, attempt = value.partition("#")
-    return remote, int(attempt or 0)
-
-
-def stage_retry(value: str | None) -> tuple[int, str] | None:
-    """(attempt, previous remote id) of a stage waiting to run again, or None for a first run."""
-    if not value or not value.startswith(RETRY):
-        return None
-    attempt, _, previous = value.removeprefix(RETRY).partition(":")
-    return int(attempt), previous
 
 
 def job_slots(resources: str) -> int:
     """The slots (cores) one job takes: its nodes times the cores it asks on each."""
     nodes, per_node = resource_slots(parse_resources(resources, "resources"))
     return nodes * per_node
-
-
-@dataclass(frozen=True)
-class Patience:
-    """How long the cycle lets jobs wait where they are before it places them elsewhere, in seconds. The
-    defaults (the README's) suit a real grid: a queue that moves keeps its jobs, one that does not loses them."""
-
-    queue_grace: float = 300  # cigri's queued jobs not starting this long: no queue allowance there
-    queue_wait: float = 1800  # a job pending longer is taken back when another cluster could start it now
-    avoid: float = 3600  # a job killed or taken back by a cluster is not sent there again for this long
-    unreachable: float = 3600  # the jobs of a cluster unreachable this long run again elsewhere
-    queue_timeout: float = 7200  # a job pending longer is killed by nikita and returned to its bag, whatever
-    walltime_grace: float = 1800  # a job running this long past its walltime is killed by nikita (CiGri's)
 
 
 @dataclass

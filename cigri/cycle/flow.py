@@ -114,17 +114,17 @@ def _reading(
     stalled: bool,
 ) -> Reading:
     """The cluster as its flow strategy sees it (cigri's jobs there from the store)."""
-    waiting: dict[int, int] = defaultdict(int)
-    running: dict[int, int] = defaultdict(int)
+    waiting: dict[int, int] = {}
+    running: dict[int, int] = {}
     waiting_slots = running_slots = 0
-    for _job_id, campaign_id, _submitted, started in ctx.store.grid_jobs(name):
+    for campaign_id, queued, started in ctx.store.grid_counts(name):
         slots = ctx.settings(campaign_id)[name]["_slots"]
-        if started is None:
-            waiting[campaign_id] += 1
-            waiting_slots += slots
-        else:
-            running[campaign_id] += 1
-            running_slots += slots
+        if queued:
+            waiting[campaign_id] = queued
+            waiting_slots += queued * slots
+        if started:
+            running[campaign_id] = started
+            running_slots += started * slots
     expected = 0.0
     for campaign_id, jobs in running.items():
         mean = _mean_duration(ctx, campaign_id)

@@ -12,7 +12,18 @@ from .. import config
 from ..adapters import packing
 from ..model import ACTIVE_JOB_STATES, Campaign, CampaignState, CampaignType, EventClass, EventCode, JobState
 from ..prediction import Spread
-from ..scheduling import Assignment, CampaignView, ClusterView, Demand, GridJob, Snapshot, State, Stop, decide
+from ..scheduling import (
+    Assignment,
+    CampaignView,
+    ClusterView,
+    Demand,
+    GridJob,
+    GridJobs,
+    Snapshot,
+    State,
+    Stop,
+    decide,
+)
 from . import flow, ondemand, picking, replicas
 from .context import Context, log
 from .health import cancel_each, capacities, usable
@@ -27,7 +38,11 @@ def run(ctx: Context) -> None:
     clusters = _clusters(ctx, campaigns)
     ondemand.generate(ctx, campaigns, clusters)
     _take_back(ctx, campaigns, clusters)
-    _recall(ctx)
+    recalls = ctx.store.jobs_to_recall()
+    if recalls:
+        for view in clusters:  # the strategies see the jobs there as they were before the take-backs
+            view.jobs.read()
+        _recall(ctx, recalls)
     ctx.avoided = ctx.store.avoided(ctx.clock.now())
     ctx.checkpointed = ctx.store.checkpointed()
     snapshot = _snapshot(ctx, campaigns, clusters)
@@ -61,10 +76,6 @@ def _clusters(ctx: Context, campaigns: Sequence[Campaign]) -> list[ClusterView]:
             free = min(free, allowance.submit)
             queue = min(queue, max(0, allowance.submit - free))
         properties = configured[name].get("properties")
-        jobs = tuple(
-            GridJob(job_id, campaign_id, ctx.settings(campaign_id)[name]["_slots"], submitted_at, started_at)
-            for job_id, campaign_id, submitted_at, started_at in ctx.store.grid_jobs(name)
-        )
         views.append(
             ClusterView(
                 name,
@@ -73,10 +84,18 @@ def _clusters(ctx: Context, campaigns: Sequence[Campaign]) -> list[ClusterView]:
                 slots=capacity.total,
                 used=capacity.used,
                 properties={str(k): str(v) for k, v in properties.items()} if isinstance(properties, dict) else {},
-                jobs=jobs,
+                jobs=GridJobs(lambda name=name: _grid_jobs(ctx, name)),
             )
         )
     return views
+
+
+def _grid_jobs(ctx: Context, cluster: str) -> list[GridJob]:
+    """cigri's jobs queued or running on the cluster, as the strategies see them (read when one looks)."""
+    return [
+        GridJob(job_id, campaign_id, ctx.settings(campaign_id)[cluster]["_slots"], submitted_at, started_at)
+        for job_id, campaign_id, submitted_at, started_at in ctx.store.grid_jobs(cluster)
+    ]
 
 
 def _snapshot(ctx: Context, campaigns: Sequence[Campaign], clusters: Sequence[ClusterView]) -> Snapshot:
@@ -108,12 +127,13 @@ def _decide(ctx: Context, snapshot: Snapshot) -> tuple[list[Assignment], list[St
         view = _restricted(snapshot, set(names), placed)
         decision = decide(strategy, view, kept.get(strategy.name, {}))
         campaign_ids = {c.id for c in view.campaigns}
-        on_cluster = {(c.name, job.job_id) for c in view.clusters for job in c.jobs}
         for launch in decision.launches:
             if launch.cluster in names and launch.campaign_id in campaign_ids and launch.jobs > 0:
                 launches.append(launch)
                 placed[launch.campaign_id] += launch.jobs
-        stops.extend(stop for stop in decision.stops if (stop.cluster, stop.job_id) in on_cluster)
+        if decision.stops:
+            on_cluster = {(c.name, job.job_id) for c in view.clusters for job in c.jobs}
+            stops.extend(stop for stop in decision.stops if (stop.cluster, stop.job_id) in on_cluster)
         states[strategy.name] = decision.state
     return launches, stops, states
 
@@ -205,12 +225,13 @@ def _take_back(ctx: Context, campaigns: Sequence[Campaign], budgets: Sequence[Cl
         log.info("metasched: %s: %d pending jobs taken back", cluster, len(recall) + len(stalled_tests))
 
 
-def _recall(ctx: Context) -> None:
-    """Cancel on their RMs the pending jobs recorded to be taken back, and return them to their bags,
-    neither a failure nor a resubmission. One that started meanwhile stays where it runs."""
+def _recall(ctx: Context, recalls: Sequence[tuple[int, str, str, str | None]]) -> None:
+    """Cancel on their RMs the pending jobs recorded to be taken back (``recalls``: the store's
+    :meth:`~cigri.store.Store.jobs_to_recall`), and return them to their bags, neither a failure nor a
+    resubmission. One that started meanwhile stays where it runs."""
     per_cluster: dict[str, list[tuple[int, str]]] = defaultdict(list)
     started = []
-    for job_id, cluster, state, remote in ctx.store.jobs_to_recall():
+    for job_id, cluster, state, remote in recalls:
         if state == JobState.SUBMITTED.value and remote is not None:
             per_cluster[cluster].append((job_id, remote))
         else:

@@ -1,6 +1,6 @@
 """Nikita: every kill of the pass, one ``cancel`` per cluster; then hold paused campaigns' queued jobs and
 release resumed ones; last, gather the outputs of the jobs that terminated and delete from the clusters' caches
-the input files no remaining job uses (:mod:`cigri.staging`).
+the input files no remaining job uses (:mod:`.files`).
 
 What it kills, each job once and for one reason:
 
@@ -37,12 +37,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from .. import config, staging
+from .. import config
 from ..adapters import packing
 from ..errors import AdapterError
-from ..model import JobState, KillCause
+from ..model import CampaignState, JobState, KillCause
 from ..store import Store
-from . import replicas, updator
+from . import files, replicas, updator
 from .context import Context, log
 from .health import cluster_failed, cluster_usable
 
@@ -167,15 +167,25 @@ def run(ctx: Context) -> None:
         if kills and cluster_usable(ctx, cluster):
             _kill_on(ctx, cluster, kills, limits)
     _hold_paused(ctx)
-    staging.gather(ctx)
-    staging.clean(ctx)
+    files.gather(ctx)
+    files.clean(ctx)
 
 
 def _own(ctx: Context, cluster: str, limits: Limits) -> dict[int, Own]:
     """The kills nikita asks of its own accord on the cluster: those asked by an earlier pass that still hold,
-    and the jobs :func:`choose` picks now. Read from the state only (no RM call)."""
+    and the jobs :func:`choose` picks now. Read from the state only (no RM call): the queued jobs, and of the
+    running ones only those that started early enough to be past the shortest walltime there (a pass reads
+    what it may kill, not every job the cluster runs)."""
     jobs, where, asked, stale = [], {}, {}, []
-    for row in ctx.store.nikita_jobs(cluster):
+    now, allowed = ctx.clock.now(), ctx.allowed.get(cluster)
+    shortest = _shortest_walltime(ctx, cluster)
+    started_before = None if shortest is None else now - shortest - limits.walltime_grace
+    # with no more queued there than allowed, no queue floods: only the jobs past the queue timeout matter
+    queued = sum(
+        n * ctx.settings(campaign_id)[cluster]["_slots"] for campaign_id, n in ctx.store.queued_counts(cluster)
+    )
+    submitted_before = None if allowed is not None and queued > allowed else now - limits.queue_timeout
+    for row in ctx.store.nikita_jobs(cluster, started_before=started_before, submitted_before=submitted_before):
         job_id, campaign_id, state, remote, submitted_at, started_at, reason, free, movable = row
         running = state == JobState.RUNNING.value
         where[job_id] = (campaign_id, remote, None if started_at is None else max(started_at, submitted_at or 0.0))
@@ -191,8 +201,19 @@ def _own(ctx: Context, cluster: str, limits: Limits) -> dict[int, Own]:
     if stale:
         with ctx.store.transaction():
             ctx.store.clear_kills(stale)
-    chosen = choose(jobs, ctx.clock.now(), ctx.allowed.get(cluster), limits)
+    chosen = choose(jobs, now, allowed, limits)
     return {job_id: Own(reason, *where[job_id]) for job_id, reason in {**asked, **chosen}.items()}
+
+
+def _shortest_walltime(ctx: Context, cluster: str) -> float | None:
+    """The shortest walltime on the cluster of the campaigns whose jobs may run there unasked to stop (running
+    or paused ones: a cancelled campaign's jobs all have a kill asked), None when there is none."""
+    walltimes = [
+        settings[cluster]["walltime"]
+        for campaign_id in ctx.store.campaign_ids([CampaignState.IN_TREATMENT, CampaignState.PAUSED])
+        if cluster in (settings := ctx.settings(campaign_id))
+    ]
+    return min(walltimes, default=None)
 
 
 def _kill_on(ctx: Context, cluster: str, kills: Kills, limits: Limits) -> None:

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .. import config
 from ..adapters.transport import LocalRunner, Result
+from ..campaigns import add_generated
 from ..errors import CigriError, TransportError
 from ..model import Campaign, EventClass, EventCode
 from ..scheduling import ClusterView
@@ -90,8 +91,6 @@ def _add(ctx: Context, campaign: Campaign, file: str, result: Result | Transport
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     if not lines:
         return True
-    from ..campaigns import add_generated  # the campaigns module imports the cycle: imported when used
-
     try:
         added = add_generated(ctx.store, campaign, lines)
     except CigriError as exc:

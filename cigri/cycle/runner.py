@@ -11,8 +11,9 @@ from ..adapters import packing
 from ..errors import AdapterError, SubmitError
 from ..jdl import split_params
 from ..model import Campaign, CampaignState, EventClass, EventCode, JobSpec, JobState
+from ..stages import stage_retry
 from . import replicas
-from .context import Context, job_slots, log, stage_retry
+from .context import Context, job_slots, log
 from .health import cancel_each, cluster_failed, cluster_usable
 
 

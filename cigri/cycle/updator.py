@@ -22,8 +22,9 @@ from ..model import (
     RemoteState,
     RemoteStatus,
 )
+from ..stages import RETRY, stage_remote
 from . import blackhole, replicas
-from .context import RETRY, STDERR_LINES, Context, log, stage_remote
+from .context import STDERR_LINES, Context, log
 from .health import cluster_failed, usable
 
 RESUBMIT, RESUBMIT_AT_END = 66, 67  # CiGri's exit statuses: run me again, run me again after the others
@@ -80,12 +81,22 @@ def _rerun_elsewhere(ctx: Context, cluster: str) -> None:
 def collect(ctx: Context, cluster: str) -> None:
     """Read the states of the cluster's jobs (one bulk query) and act on them: started, ended, failed, to run
     again. Nikita reads them again before it kills there."""
-    active = ctx.store.active_jobs(cluster)
-    if not active:
-        return
     adapter = ctx.adapter(cluster)
-    ctx.look(cluster)
+    if getattr(adapter, "reports_changes", False):  # it says which jobs changed: only those are read and asked
+        if not ctx.store.has_active_jobs(cluster):
+            return
+        ctx.look(cluster)
+        active = ctx.store.active_jobs_of(cluster, adapter.changed_ids())
+    else:
+        active = ctx.store.active_jobs(cluster)
+        if not active:
+            return
+        ctx.look(cluster)
     statuses = adapter.states([remote for _, _, _, remote, _ in active])
+    # a job its RM says nothing of is left as it is: the jobs it reports, running ones first, each by id
+    reported = sorted((row for row in active if row[3] in statuses), key=lambda row: (row[2], row[0]))
+    if not reported:
+        return
     now = ctx.clock.now()
     started, ended, requeue, failed, durations = [], [], [], [], []
     exited = []  # (job, campaign, started, ended) of the jobs that exited, whatever their status
@@ -96,8 +107,8 @@ def collect(ctx: Context, cluster: str) -> None:
     stopping = ctx.store.stopping(cluster)  # killed: the runner's cancel, its pass died before recording it
     preempted = []
     began = False  # did one of cigri's queued jobs start there (its queue moves)
-    for job_id, campaign_id, state, remote, unknown_since in active:
-        status = statuses.get(remote)
+    for job_id, campaign_id, state, remote, unknown_since in reported:
+        status = statuses[remote]
         if status is not None and status.state == RemoteState.UNKNOWN:
             if unknown_since is None:
                 unknown.append(job_id)

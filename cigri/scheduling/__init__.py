@@ -14,9 +14,9 @@ described situation through :func:`evaluator`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 from ..errors import ConfigError
 from ..model import CampaignType
@@ -48,6 +48,48 @@ class GridJob:
     @property
     def running(self) -> bool:
         return self.started_at is not None
+
+
+class GridJobs(Sequence[GridJob]):
+    """cigri's jobs on a cluster, read when a strategy first looks at them: a pass whose strategies never
+    look (fifo, affinity) builds no object per job. Immutable once read; compares as the tuple of its jobs."""
+
+    __slots__ = ("_jobs", "_load")
+
+    def __init__(self, load: Callable[[], Iterable[GridJob]]):
+        self._load: Callable[[], Iterable[GridJob]] | None = load
+        self._jobs: tuple[GridJob, ...] | None = None
+
+    def read(self) -> tuple[GridJob, ...]:
+        """The jobs, read now if they were not yet."""
+        if self._jobs is None:
+            assert self._load is not None
+            self._jobs, self._load = tuple(self._load()), None
+        return self._jobs
+
+    @overload
+    def __getitem__(self, index: int) -> GridJob: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[GridJob, ...]: ...
+    def __getitem__(self, index):
+        return self.read()[index]
+
+    def __len__(self) -> int:
+        return len(self.read())
+
+    def __iter__(self) -> Iterator[GridJob]:
+        return iter(self.read())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, GridJobs):
+            return self.read() == other.read()
+        return isinstance(other, tuple) and self.read() == other
+
+    def __hash__(self) -> int:
+        return hash(self.read())
+
+    def __repr__(self) -> str:
+        return f"GridJobs({self.read()!r})"
 
 
 @dataclass(frozen=True)
@@ -82,7 +124,7 @@ class ClusterView:
     slots: int = 0  # slots the cluster has in all
     used: int = 0  # slots busy, by anyone (local users included)
     properties: Mapping[str, str] = field(default_factory=dict)
-    jobs: tuple[GridJob, ...] = ()  # cigri's jobs running or waiting there
+    jobs: Sequence[GridJob] = ()  # cigri's jobs running or waiting there (a tuple, or GridJobs read when needed)
 
     @property
     def grid_running(self) -> int:

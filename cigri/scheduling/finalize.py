@@ -21,6 +21,9 @@ def replicas(snapshot: Snapshot, decision: Decision) -> tuple[Replica, ...]:
     with the most free slots left among those the campaign has a demand on, within that demand's limit, and
     never where the job runs: copies of a job never share a cluster. Test campaigns never replicate.
     """
+    finalizing = [c for c in snapshot.campaigns if c.finalize and c.waiting <= 0 and c.type != CampaignType.TEST]
+    if not finalizing:
+        return ()  # no campaign replicates: the clusters' jobs are not even looked at
     free = _free_after(snapshot, decision)
     replicated: set[int] = set()
     originals: dict[int, list[tuple[str, GridJob]]] = {}
@@ -31,9 +34,7 @@ def replicas(snapshot: Snapshot, decision: Decision) -> tuple[Replica, ...]:
             if not job.replica:
                 originals.setdefault(job.campaign_id, []).append((cluster.name, job))
     placed: list[Replica] = []
-    for campaign in sorted(snapshot.campaigns, key=lambda c: (c.submitted_at, c.id)):
-        if not campaign.finalize or campaign.waiting > 0 or campaign.type == CampaignType.TEST:
-            continue
+    for campaign in sorted(finalizing, key=lambda c: (c.submitted_at, c.id)):
         active = originals.get(campaign.id, [])
         room = sum(free.get(name, 0) // demand.slots_per_job for name, demand in campaign.demands.items())
         if not active or len(active) >= room:

@@ -226,6 +226,7 @@ class SimCluster:
         self.batches: dict[str, list[str]] = {}
         self.pending: deque[str] = deque()
         self.waiting = 0  # jobs submitted and not started nor cancelled
+        self.pending_slots = 0  # and the slots they ask
         self.running: dict[str, SimJob] = {}
         self.grid_used = 0
         self.local_used = 0
@@ -411,6 +412,7 @@ class SimCluster:
                 break
             self.pending.popleft()
             self.waiting -= 1
+            self.pending_slots -= job.slots
             self._run(job, placed)
 
     def _load_files(self, change: float) -> None:
@@ -530,6 +532,7 @@ class SimCluster:
             self.jobs[remote_id] = job
             self.pending.append(remote_id)
             self.waiting += 1
+            self.pending_slots += job.slots
             ids.append(remote_id)
             if self.spec.delay:
                 self._push(job.eligible, "eligible", None)
@@ -585,6 +588,13 @@ class SimCluster:
                 del self.jobs[remote_id]  # reported: a week of millions of jobs need not stay in memory
         return out
 
+    reports_changes = True  # changed_ids(): the updator reads, and asks the states of, only those jobs
+
+    def changed_ids(self) -> list[str]:
+        """The jobs whose state changed and that :meth:`states` has not reported since."""
+        self._reachable()
+        return list(self.changed)
+
     def cancel(self, remote_ids: Sequence[str]) -> None:
         self._reachable()
         for remote_id in remote_ids:
@@ -596,6 +606,7 @@ class SimCluster:
             elif job.state == RemoteState.PENDING:
                 job.state, job.reason, job.ended = RemoteState.KILLED, "cancelled", self.now
                 self.waiting -= 1
+                self.pending_slots -= job.slots
                 self.usage.cancelled_queued += 1
                 self.changed.add(remote_id)
         self._start_what_fits()
@@ -619,7 +630,7 @@ class SimCluster:
 
     def waiting_slots(self) -> int:
         """Slots of the grid jobs waiting in its queue (held ones included, as capacity counts them)."""
-        return sum(job.slots for job in self.jobs.values() if job.state == RemoteState.PENDING)
+        return self.pending_slots
 
     def server_load(self, host: str) -> float:
         """The load of the scenario's file server, when it is ``host`` and serves this cluster."""

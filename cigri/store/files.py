@@ -2,10 +2,10 @@
 (migration ``014_files``; issue 13, BOINC's locality scheduling).
 
 A file is a campaign's (its key is its name under the campaign's ``data_source``); ``data_files.waiting`` and
-``remaining`` count the jobs using it that are to_launch, and not yet final, kept by a trigger on the jobs'
-state. A cluster's copy goes ``staging`` -> ``held`` (checksum verified there) -> ``unneeded`` (a trigger
-marks it when no remaining job uses the file) -> deleted from the cluster and from the table. Every read here
-seeks an index: its cost grows with what it returns, not with the state file.
+``remaining`` count the jobs using it that are to_launch, and not yet final, kept by every change of the jobs'
+states (:mod:`.states`). A cluster's copy goes ``staging`` -> ``held`` (checksum verified there) -> ``unneeded``
+(a trigger marks it when no remaining job uses the file) -> deleted from the cluster and from the table. Every
+read here seeks an index: its cost grows with what it returns, not with the state file.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from ..model import DataFile
-
-CHUNK = 900
+from ._sql import CHUNK
 
 
 class Files:

@@ -503,6 +503,35 @@ def _m018_usage_down(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE cluster_usage ADD COLUMN down INTEGER NOT NULL DEFAULT 0")
 
 
+def _m019_active_index(conn: sqlite3.Connection) -> None:
+    """The active jobs' index also holds when each was submitted and started, and its campaign: nikita
+    seeks the running jobs started before a time and the queued ones submitted before a time, and the flow
+    step counts each campaign's queued and running jobs, from the index alone; the updator seeks the jobs
+    an RM says changed by their remote ids (a pass reads what it works on, not every job on the clusters)."""
+    _run_script(
+        conn,
+        f"""
+        DROP INDEX jobs_active;
+        CREATE INDEX jobs_active ON jobs(cluster, state, started_at, submitted_at, campaign_id) WHERE {ACTIVE};
+        CREATE INDEX jobs_remote ON jobs(cluster, remote_id) WHERE {ACTIVE};
+        """,
+    )
+
+
+def _m020_counters(conn: sqlite3.Connection) -> None:
+    """The counts a change of jobs' states keeps (per campaign and state, per input file, the outputs due)
+    are written by the code that changes them, a statement per change rather than three triggers per job
+    (:mod:`cigri.store.states`)."""
+    _run_script(
+        conn,
+        """
+        DROP TRIGGER jobs_count_state;
+        DROP TRIGGER jobs_files_state;
+        DROP TRIGGER jobs_outputs_due;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -521,6 +550,8 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("016_commands", _m016_commands),
     ("017_notify", _m017_notify),
     ("018_usage_down", _m018_usage_down),
+    ("019_active_index", _m019_active_index),
+    ("020_counters", _m020_counters),
 ]
 
 

@@ -8,11 +8,7 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Sequence
 
-CHUNK = 900
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
+from ._sql import CHUNK, _marks
 
 
 class Picking:

@@ -1,0 +1,190 @@
+"""Mixed into :class:`~cigri.store.Store`: campaigns, their clusters (settings, prologue and epilogue
+progress) and the figures kept on a campaign's row (job counts, latest ends, waste)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+
+from ..errors import NotFound
+from ..model import Campaign, CampaignState, CampaignType, JobState
+from ._sql import _marks
+
+
+class Campaigns:
+    conn: sqlite3.Connection
+    _one: Callable[..., tuple | None]
+
+    _CAMPAIGN_COLUMNS = "id, name, user, type, state, submitted_at, ended_at, nb_jobs, jdl"
+
+    @staticmethod
+    def _campaign(row: tuple) -> Campaign:
+        return Campaign(
+            id=row[0],
+            name=row[1],
+            user=row[2],
+            type=CampaignType(row[3]),
+            state=CampaignState(row[4]),
+            submitted_at=row[5],
+            ended_at=row[6],
+            nb_jobs=row[7],
+            jdl=json.loads(row[8]),
+        )
+
+    def create_campaign(
+        self, name: str, user: str, type: CampaignType, jdl: dict, clusters: dict[str, dict], now: float
+    ) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO campaigns (name, user, type, state, submitted_at, jdl) VALUES (?, ?, ?, ?, ?, ?)",
+            (name, user, type.value, CampaignState.IN_TREATMENT.value, now, json.dumps(jdl)),
+        )
+        campaign_id = cur.lastrowid
+        self.conn.executemany(
+            "INSERT INTO campaign_clusters (campaign_id, cluster, settings, prologue_state, epilogue_state) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [
+                (
+                    campaign_id,
+                    cluster,
+                    json.dumps(settings),
+                    "todo" if settings.get("prologue") else "none",
+                    "todo" if settings.get("epilogue") else "none",
+                )
+                for cluster, settings in clusters.items()
+            ],
+        )
+        self.conn.execute("INSERT INTO campaign_stats (campaign_id, sample_at) VALUES (?, ?)", (campaign_id, now))
+        return campaign_id
+
+    def campaign(self, campaign_id: int) -> Campaign:
+        row = self._one(f"SELECT {self._CAMPAIGN_COLUMNS} FROM campaigns WHERE id = ?", (campaign_id,))
+        if row is None:
+            raise NotFound(f"no campaign {campaign_id}")
+        return self._campaign(row)
+
+    def campaigns(self, *, user: str | None = None, states: Sequence[CampaignState] | None = None) -> list[Campaign]:
+        sql = f"SELECT {self._CAMPAIGN_COLUMNS} FROM campaigns"
+        where, params = [], []
+        if user:
+            where.append("user = ?")
+            params.append(user)
+        if states:
+            where.append(f"state IN ({_marks(len(states))})")
+            params.extend(s.value for s in states)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return [self._campaign(row) for row in self.conn.execute(sql + " ORDER BY id", params)]
+
+    def campaign_ids(self, states: Sequence[CampaignState]) -> list[int]:
+        """The ids of the campaigns in these states (no JDL read)."""
+        rows = self.conn.execute(
+            f"SELECT id FROM campaigns WHERE state IN ({_marks(len(states))}) ORDER BY id", [s.value for s in states]
+        )
+        return [row[0] for row in rows]
+
+    def purge_campaign(self, campaign_id: int) -> list[tuple[str, str]]:
+        """Delete a campaign and everything recorded about it (jobs, events, batches, statistics,
+        forecasts, replicas, ...: every table with a ``campaign_id``, and the job-keyed ``job_ends``);
+        return the (cluster, remote id) of its jobs and their earlier runs, whose files the caller removes."""
+        runs = self.conn.execute(
+            "SELECT cluster, remote_id FROM jobs WHERE campaign_id = ? AND remote_id IS NOT NULL "
+            "UNION SELECT e.cluster, e.remote_id FROM job_ends e JOIN jobs j ON j.id = e.job_id "
+            "WHERE j.campaign_id = ? AND e.remote_id IS NOT NULL",
+            (campaign_id, campaign_id),
+        ).fetchall()
+        self.conn.execute(
+            "DELETE FROM job_ends WHERE job_id IN (SELECT id FROM jobs WHERE campaign_id = ?)", (campaign_id,)
+        )
+        tables = [row[0] for row in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            columns = {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+            if "campaign_id" in columns and table != "jobs":
+                self.conn.execute(f"DELETE FROM {table} WHERE campaign_id = ?", (campaign_id,))
+        self.conn.execute("DELETE FROM jobs WHERE campaign_id = ?", (campaign_id,))
+        self.conn.execute("DELETE FROM campaigns WHERE id = ?", (campaign_id,))
+        return runs
+
+    def set_campaign_state(self, campaign_id: int, state: CampaignState, now: float | None = None) -> None:
+        ended = now if state in (CampaignState.TERMINATED, CampaignState.CANCELLED) else None
+        self.conn.execute(
+            "UPDATE campaigns SET state = ?, ended_at = ? WHERE id = ?", (state.value, ended, campaign_id)
+        )
+
+    def counts(self, campaign_id: int) -> dict[JobState, int]:
+        rows = self.conn.execute("SELECT state, n FROM job_counts WHERE campaign_id = ?", (campaign_id,))
+        counts = {state: 0 for state in JobState}
+        for state, n in rows:
+            counts[JobState(state)] = n
+        return counts
+
+    def ended_since(self, since: float) -> list[Campaign]:
+        """Campaigns ended (terminated or cancelled) at or after ``since``."""
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM campaigns WHERE ended_at >= ? ORDER BY id", (since,))]
+        return [self.campaign(i) for i in ids]
+
+    # -- its clusters
+
+    def campaign_clusters(self, campaign_id: int, *, settings: bool = True) -> dict[str, dict]:
+        """Each cluster of a campaign: its progress (prologue, epilogue, jobs sent) and, unless told not
+        to, its settings (JSON decoded: callers on a hot path cache them, they never change)."""
+        rows = self.conn.execute(
+            f"SELECT cluster, {'settings' if settings else 'NULL'}, prologue_state, prologue_remote, "
+            "epilogue_state, epilogue_remote, launched FROM campaign_clusters WHERE campaign_id = ?",
+            (campaign_id,),
+        )
+        return {
+            cluster: {
+                "settings": json.loads(raw) if raw is not None else None,
+                "prologue_state": ps,
+                "prologue_remote": pr,
+                "epilogue_state": es,
+                "epilogue_remote": er,
+                "launched": launched,
+            }
+            for cluster, raw, ps, pr, es, er, launched in rows
+        }
+
+    def set_stage(self, campaign_id: int, cluster: str, stage: str, state: str, remote: str | None = None) -> None:
+        """Record a prologue or epilogue's progress (stage is 'prologue' or 'epilogue')."""
+        if stage not in ("prologue", "epilogue"):
+            raise ValueError(stage)
+        self.conn.execute(
+            f"UPDATE campaign_clusters SET {stage}_state = ?, {stage}_remote = ? WHERE campaign_id = ? AND cluster = ?",
+            (state, remote, campaign_id, cluster),
+        )
+
+    def stages_in(self, states: Sequence[str]) -> list[tuple[int, str, str, str, str | None]]:
+        """(campaign, cluster, stage, state, remote) for prologues/epilogues in the given states."""
+        out = []
+        for stage in ("prologue", "epilogue"):
+            rows = self.conn.execute(
+                f"SELECT cc.campaign_id, cc.cluster, cc.{stage}_state, cc.{stage}_remote FROM campaign_clusters cc "
+                f"JOIN campaigns c ON c.id = cc.campaign_id WHERE c.state IN ('in_treatment', 'paused', 'cancelled') "
+                f"AND cc.{stage}_state IN ({_marks(len(states))})",
+                list(states),
+            )
+            out.extend((cid, cluster, stage, state, remote) for cid, cluster, state, remote in rows)
+        return out
+
+    # -- figures on its row
+
+    def note_ends(self, campaign_id: int, outcomes: str, window: int) -> str:
+        """Append a campaign's latest ends ("1" failed, "0" succeeded) to its window of the last ``window``
+        ones; return the window."""
+        row = self._one("SELECT recent_ends FROM campaigns WHERE id = ?", (campaign_id,))
+        recent = ((row[0] if row else "") + outcomes)[-window:]
+        self.conn.execute("UPDATE campaigns SET recent_ends = ? WHERE id = ?", (recent, campaign_id))
+        return recent
+
+    def forget_ends(self, campaign_id: int) -> None:
+        """A paused campaign starts a new window when it resumes."""
+        self.conn.execute("UPDATE campaigns SET recent_ends = '' WHERE id = ?", (campaign_id,))
+
+    def add_waste(self, copies: dict[int, int]) -> None:
+        """Count copies of campaigns' jobs killed after their jobs ran elsewhere ({campaign: copies})."""
+        rows = [(n, c) for c, n in copies.items()]
+        self.conn.executemany("UPDATE campaigns SET waste = waste + ? WHERE id = ?", rows)
+
+    def waste(self, campaign_id: int) -> int:
+        return self._one("SELECT waste FROM campaigns WHERE id = ?", (campaign_id,))[0]

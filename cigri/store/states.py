@@ -1,0 +1,112 @@
+"""Mixed into :class:`~cigri.store.Store`: what a change of jobs' states keeps up to date, written by the
+code that changes them, in the same transaction (migration ``020_counters`` dropped the triggers that did
+it row by row, three of them firing on every job's every change):
+
+- ``job_counts``: jobs per (campaign, state), so that nothing counts a million rows;
+- ``data_files.waiting`` and ``remaining``: the jobs using each input file that are to_launch, and not yet
+  final (the ``data_files_unneeded`` trigger still marks a cluster's copy once no remaining job uses it);
+- ``outputs_due``: the jobs of a campaign with outputs to gather that just terminated.
+
+A method that changes states reads the jobs it is about to change (:meth:`_before`, with the same
+condition as its UPDATE), changes them in as few statements as SQLite's parameter limit allows
+(:meth:`_update_rows` for values that differ from job to job), then hands both to :meth:`_moved`. Its cost
+grows with the jobs it changes, never with the state file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from itertools import chain
+
+from ._sql import CHUNK, _chunks, _marks
+
+FINAL = frozenset({"terminated", "cancelled", "skipped"})  # a job there needs no file (migrations.FINAL)
+
+Before = tuple[int, int, str, str | None]  # (job, campaign, state, cluster) just before a change
+
+
+class JobStates:
+    conn: sqlite3.Connection
+
+    def _before(self, where: str, params: Sequence = ()) -> list[Before]:
+        """(id, campaign, state, cluster) of the jobs ``where`` selects (read before they change)."""
+        return self.conn.execute(f"SELECT id, campaign_id, state, cluster FROM jobs WHERE {where}", params).fetchall()
+
+    def _before_ids(self, job_ids: Sequence[int], guard: str = "", params: Sequence = ()) -> list[Before]:
+        """:meth:`_before` of these jobs, those ``guard`` (an SQL condition, with ``params``) also selects."""
+        out: list[Before] = []
+        for chunk in _chunks(list(job_ids)):
+            out += self._before(f"id IN ({_marks(len(chunk))}){guard}", [*chunk, *params])
+        return out
+
+    def _update_rows(self, assignments: str, columns: Sequence[str], rows: Sequence[tuple], guard: str = "") -> None:
+        """``UPDATE jobs SET assignments`` for each row, its values named ``v.<column>`` (the first column is
+        the job's ``id``; one row per job), in one statement per chunk of rows rather than one per job."""
+        names = ", ".join(f"column{i} AS {name}" for i, name in enumerate(columns, 1))
+        one = f"({_marks(len(columns))})"
+        for chunk in _chunks(rows, max(1, CHUNK // len(columns))):
+            self.conn.execute(
+                f"UPDATE jobs SET {assignments} FROM (SELECT {names} FROM (VALUES {', '.join([one] * len(chunk))})) "
+                f"AS v WHERE jobs.id = v.id{guard}",
+                list(chain.from_iterable(chunk)),
+            )
+
+    def _moved(self, before: Sequence[Before], after: str | Mapping[int, str]) -> None:
+        """Keep the counts of the jobs ``before`` lists, now in state ``after`` (one for all, or each job's)."""
+        counts: dict[tuple[int, str], int] = defaultdict(int)
+        moves = []
+        for job_id, campaign_id, old, cluster in before:
+            new = after if isinstance(after, str) else after[job_id]
+            if new == old:
+                continue
+            counts[campaign_id, old] -= 1
+            counts[campaign_id, new] += 1
+            moves.append((job_id, campaign_id, old, cluster, new))
+        if not moves:
+            return
+        self.conn.executemany(
+            "INSERT INTO job_counts (campaign_id, state, n) VALUES (?, ?, ?) "
+            "ON CONFLICT (campaign_id, state) DO UPDATE SET n = n + excluded.n",
+            [(campaign_id, state, n) for (campaign_id, state), n in counts.items() if n],
+        )
+        campaigns = {campaign_id for _, campaign_id, *_ in moves}
+        with_files = self._having("data_files", campaigns)
+        if with_files:
+            self._move_files([move for move in moves if move[1] in with_files])
+        ends = [move for move in moves if move[4] == "terminated"]
+        if ends and (gathered := self._having("output_campaigns", {move[1] for move in ends})):
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO outputs_due (job_id, cluster) VALUES (?, coalesce(?, ''))",
+                [(job_id, cluster) for job_id, campaign_id, _, cluster, _ in ends if campaign_id in gathered],
+            )
+
+    def _having(self, table: str, campaigns: set[int]) -> set[int]:
+        """Those of the campaigns with a row in ``table`` (data_files, output_campaigns: seeks by campaign)."""
+        return {
+            campaign_id
+            for campaign_id in campaigns
+            if self.conn.execute(f"SELECT 1 FROM {table} WHERE campaign_id = ? LIMIT 1", (campaign_id,)).fetchone()
+        }
+
+    def _move_files(self, moves: Sequence[tuple[int, int, str, str | None, str]]) -> None:
+        """The jobs waiting for and needing each input file, after these jobs changed state."""
+        change: dict[int, tuple[int, int]] = {}
+        for job_id, _, old, _, new in moves:
+            waiting = (new == "to_launch") - (old == "to_launch")
+            remaining = (new not in FINAL) - (old not in FINAL)
+            if waiting or remaining:
+                change[job_id] = (waiting, remaining)
+        per_file: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+        for chunk in _chunks(list(change)):
+            rows = self.conn.execute(
+                f"SELECT job_id, file_id FROM job_files WHERE job_id IN ({_marks(len(chunk))})", chunk
+            )
+            for job_id, file_id in rows:
+                per_file[file_id][0] += change[job_id][0]
+                per_file[file_id][1] += change[job_id][1]
+        self.conn.executemany(
+            "UPDATE data_files SET waiting = waiting + ?, remaining = remaining + ? WHERE id = ?",
+            [(waiting, remaining, file_id) for file_id, (waiting, remaining) in sorted(per_file.items())],
+        )

@@ -1,0 +1,104 @@
+"""Every statement the almighty cycle runs on the big tables seeks an index (SQLite's EXPLAIN QUERY PLAN): a
+pass costs what it works on, not the size of the state file (issue 20). The statements are caught as the real
+cycle runs them in the passes of a simulation that meets queues, ends, failures, resubmissions and an outage,
+so a query added to the cycle is checked without being listed here."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from cigri.sim.run import Simulation
+from cigri.sim.scenario import parse
+from cigri.store import Store
+
+# tables that grow with the jobs and their history; the others hold a row per campaign, cluster or setting
+BIG = ("jobs", "job_files", "job_ends", "job_failures", "events", "spritz_ends", "forecasts", "outputs_due")
+
+
+def scenario() -> dict:
+    return {
+        "name": "plans",
+        "period": 30,
+        "seed": 3,
+        "max_time": 4000,
+        "clusters": [
+            {"name": "a", "slots": 20, "delay": 5, "failure": 0.05},
+            {"name": "b", "slots": 10, "outages": [[300, 700]]},
+        ],
+        "campaigns": [
+            {"name": "sweep", "user": "u1", "arrival": 0, "jobs": 300, "duration": {"dist": "exponential", "mean": 40}},
+            {"name": "late", "user": "u2", "arrival": 200, "jobs": 100, "duration": {"dist": "fixed", "value": 20}},
+        ],
+    }
+
+
+def statements_of_a_simulation() -> set[str]:
+    """The distinct statements the cycle ran during the simulation (the scenario's own set-up left out)."""
+    simulation = Simulation(parse(scenario()))
+    seen: set[str] = set()
+    simulation.store.conn.set_trace_callback(seen.add)
+    try:
+        simulation.run()
+    finally:
+        simulation.store.conn.set_trace_callback(None)
+        simulation.cycle.close()
+    plans = {sql for sql in seen if sql.lstrip().upper().startswith(("SELECT", "UPDATE", "DELETE", "INSERT"))}
+    simulation.store.close()
+    return plans
+
+
+def full_scans(store: Store, sql: str) -> list[str]:
+    """The steps of the statement's plan that read a whole big table (a first row alone is no read of it)."""
+    if re.search(r"\bLIMIT 1$", sql) and " WHERE " not in sql:
+        return []
+    plan = store.conn.execute(f"EXPLAIN QUERY PLAN {sql}").fetchall()
+    pattern = re.compile(r"^SCAN (\w+)(?: AS \w+)?(?! USING (?:COVERING )?INDEX)")
+    scans = []
+    for *_, detail in plan:
+        match = pattern.match(detail)
+        if match and (match.group(1) in BIG or _alias_of_big(sql, match.group(1))):
+            scans.append(detail)
+        elif re.match(r"^SEARCH \w+ USING (?:COVERING )?INDEX jobs_campaign_state \(campaign_id=\?\)$", detail):
+            scans.append(detail)  # every job of a campaign: a million rows for a big one
+    return scans
+
+
+def _alias_of_big(sql: str, name: str) -> bool:
+    return any(re.search(rf"\b{table}\s+(?:AS\s+)?{name}\b", sql) for table in BIG)
+
+
+@pytest.fixture(scope="module")
+def statements() -> set[str]:
+    return statements_of_a_simulation()
+
+
+def test_the_simulated_passes_ran_the_hot_statements(statements):
+    """The catch is real: the statements of each stage's hot path are among those caught."""
+    text = "\n".join(statements)
+    for marker in ("UPDATE jobs SET state = 'running'", "INDEXED BY jobs_hold", "INSERT INTO job_counts"):
+        assert marker in text
+
+
+def test_no_statement_of_the_cycle_reads_a_whole_big_table(statements, tmp_path):
+    store = Store(tmp_path / "state.db")
+    try:
+        offenders = {sql: scans for sql in sorted(statements) if (scans := full_scans(store, sql))}
+    finally:
+        store.close()
+    assert offenders == {}
+
+
+def test_a_full_scan_is_caught(tmp_path):
+    """The check itself: a query without an index is flagged, one with an index is not."""
+    store = Store(tmp_path / "state.db")
+    try:
+        assert full_scans(store, "SELECT id FROM jobs WHERE params = 'x'") == ["SCAN jobs"]
+        assert full_scans(store, "SELECT id FROM jobs j WHERE j.params = 'x'") == ["SCAN j"]
+        assert full_scans(store, "SELECT id FROM jobs WHERE campaign_id = 1 AND hold != 0") == [
+            "SEARCH jobs USING INDEX jobs_campaign_state (campaign_id=?)"
+        ]
+        assert full_scans(store, "SELECT id FROM jobs WHERE campaign_id = 1 AND state = 'to_launch'") == []
+    finally:
+        store.close()
