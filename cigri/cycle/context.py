@@ -79,6 +79,7 @@ class Context:
         self.allowances: dict[str, Allowance] = {}  # this pass: what each cluster's flow strategy answered
         self.flow_rows: dict[str, tuple[str, dict]] = {}  # this pass: each cluster's flow state, to keep
         self.started: dict[str, int] = defaultdict(int)  # this pass: slots of cigri's queued jobs seen starting
+        self.walltimes: dict[str, float] | None = None  # this pass: the shortest walltime on each cluster (nikita)
         self._settings: dict[int, dict[str, dict]] = {}
         self._users: dict[int, str] = {}
         self._attempts: dict[int, int | None] = {}
@@ -91,6 +92,7 @@ class Context:
         self.allowances.clear()
         self.flow_rows.clear()
         self.started.clear()
+        self.walltimes = None
         for adapter in self.adapters.values():
             adapter.reopen()
 

@@ -207,13 +207,15 @@ def _own(ctx: Context, cluster: str, limits: Limits) -> dict[int, Own]:
 
 def _shortest_walltime(ctx: Context, cluster: str) -> float | None:
     """The shortest walltime on the cluster of the campaigns whose jobs may run there unasked to stop (running
-    or paused ones: a cancelled campaign's jobs all have a kill asked), None when there is none."""
-    walltimes = [
-        settings[cluster]["walltime"]
-        for campaign_id in ctx.store.campaign_ids([CampaignState.IN_TREATMENT, CampaignState.PAUSED])
-        if cluster in (settings := ctx.settings(campaign_id))
-    ]
-    return min(walltimes, default=None)
+    or paused ones: a cancelled campaign's jobs all have a kill asked), None when there is none. Read once a
+    pass for every cluster."""
+    if ctx.walltimes is None:
+        shortest: dict[str, float] = {}
+        for campaign_id in ctx.store.campaign_ids([CampaignState.IN_TREATMENT, CampaignState.PAUSED]):
+            for name, settings in ctx.settings(campaign_id).items():
+                shortest[name] = min(settings["walltime"], shortest.get(name, settings["walltime"]))
+        ctx.walltimes = shortest
+    return ctx.walltimes.get(cluster)
 
 
 def _kill_on(ctx: Context, cluster: str, kills: Kills, limits: Limits) -> None:

@@ -27,7 +27,6 @@ from ..cycle import Cycle
 from ..errors import CigriError, ConfigError, TimedOut
 from ..jdl import MAX_WALLTIME
 from ..jdl import parse as parse_jdl
-from ..loop import wait_for_news
 from ..model import ACTIVE_JOB_STATES, FINAL_JOB_STATES, CampaignState, DataFile, EventClass, JobState
 from ..scheduling import MetaScheduler, registry
 from ..store import Store
@@ -503,8 +502,26 @@ class Simulation:
             if idle:
                 self.clock.advance_to(max(now + period, period * math.ceil(arrivals[0].arrival / period)))
             else:
-                wait_for_news(self.cycle, self.clock, now, period, min_gap=scenario.min_gap, poll=scenario.poll)
+                self._wait_for_news(now, period)
         return self.metrics(time.perf_counter() - started)
+
+    def _wait_for_news(self, started: float, period: float) -> None:
+        """What :func:`cigri.loop.wait_for_news` does (the clock goes poll after poll until a cluster shows
+        activity or the period is over), without asking the clusters at the polls before their next event:
+        activity is a job's end, and nothing ends between events, so those polls could only say no."""
+        clock, scenario = self.clock, self.scenario
+        clock.sleep(max(0.0, started + scenario.min_gap - clock.now()))
+        while clock.now() < started + period:
+            if self.cycle.news():
+                return
+            upcoming = self._next_event()  # after a look that saw nothing, only an event can bring news
+            clock.sleep(scenario.poll)
+            while clock.now() < min(started + period, upcoming):
+                clock.sleep(scenario.poll)
+
+    def _next_event(self) -> float:
+        """When the first of the clusters' pending events happens (infinity when none is pending)."""
+        return min((cluster.events[0][0] for cluster in self.clusters.values() if cluster.events), default=math.inf)
 
     def _check_progress(self, now: float, idle: bool) -> None:
         """The watchdog: a TimedOut naming what is stuck once nothing moved for ``stall`` seconds."""

@@ -103,6 +103,7 @@ class Store(
         except OSError as exc:
             raise StoreError(f"cannot create state file {self.path}: {exc.strerror}") from exc
         self._depth = 0
+        self._jdls: dict[int, tuple[str, dict]] = {}  # the campaigns' parsed JDLs (Campaigns._jdl)
         self.overrides: dict[str, object] = {}  # the configuration file's and environment's keys (cigri.configfile)
         self.origins: dict[str, str] = {}  # where each of them comes from: the file's path or the variable
 

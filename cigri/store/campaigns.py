@@ -11,15 +11,17 @@ from ..errors import NotFound
 from ..model import Campaign, CampaignState, CampaignType, JobState
 from ._sql import _marks
 
+JOB_STATES = {state.value: state for state in JobState}  # every pass counts every running campaign's jobs
+
 
 class Campaigns:
     conn: sqlite3.Connection
     _one: Callable[..., tuple | None]
+    _jdls: dict[int, tuple[str, dict]]  # campaign -> (its JDL's text, parsed), kept by the Store
 
     _CAMPAIGN_COLUMNS = "id, name, user, type, state, submitted_at, ended_at, nb_jobs, jdl"
 
-    @staticmethod
-    def _campaign(row: tuple) -> Campaign:
+    def _campaign(self, row: tuple) -> Campaign:
         return Campaign(
             id=row[0],
             name=row[1],
@@ -29,8 +31,16 @@ class Campaigns:
             submitted_at=row[5],
             ended_at=row[6],
             nb_jobs=row[7],
-            jdl=json.loads(row[8]),
+            jdl=self._jdl(row[0], row[8]),
         )
+
+    def _jdl(self, campaign_id: int, text: str) -> dict:
+        """A campaign's JDL, parsed once per state opened (a JDL never changes once submitted; every pass reads
+        the running campaigns). The same dict is handed to every reader: none may change it."""
+        kept = self._jdls.get(campaign_id)
+        if kept is None or kept[0] != text:  # an id a purge freed may be taken again
+            kept = self._jdls[campaign_id] = (text, json.loads(text))
+        return kept[1]
 
     def create_campaign(
         self, name: str, user: str, type: CampaignType, jdl: dict, clusters: dict[str, dict], now: float
@@ -113,9 +123,9 @@ class Campaigns:
 
     def counts(self, campaign_id: int) -> dict[JobState, int]:
         rows = self.conn.execute("SELECT state, n FROM job_counts WHERE campaign_id = ?", (campaign_id,))
-        counts = {state: 0 for state in JobState}
+        counts = dict.fromkeys(JOB_STATES.values(), 0)
         for state, n in rows:
-            counts[JobState(state)] = n
+            counts[JOB_STATES[state]] = n
         return counts
 
     def ended_since(self, since: float) -> list[Campaign]:
