@@ -287,12 +287,9 @@ class Jobs(JobStates):
 
     def drop_waiting(self, campaign_id: int, state: JobState) -> int:
         """Every to_launch job of a campaign becomes ``state`` (cancelled or skipped)."""
-        before = self._before("campaign_id = ? AND state = 'to_launch'", (campaign_id,))
-        cur = self.conn.execute(
-            "UPDATE jobs SET state = ? WHERE campaign_id = ? AND state = 'to_launch'", (state.value, campaign_id)
+        return self._moved_together(
+            campaign_id, "to_launch", state.value, "campaign_id = ? AND state = 'to_launch'", (campaign_id,)
         )
-        self._moved(before, state.value)
-        return cur.rowcount
 
     # -- back to the bag
 
