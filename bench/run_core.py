@@ -39,6 +39,7 @@ from harness import BenchError, Row, Section, fs, fx, job_counts, log, med, side
 
 FULL = {"big": 1_000_000, "small": 10_000, "pass_slots": 1000, "e2e": 2000}
 QUICK = {"big": 50_000, "small": 5_000, "pass_slots": 200, "e2e": 300}
+SECTIONS = ("gridsub", "gridstat", "pass", "e2e", "diagnostics", "history")  # in the order they run
 
 TARGETS = {
     "gridsub_ratio": 2.0,  # gridsub within 2x of the bare insert
@@ -206,7 +207,10 @@ class CoreBench(harness.Bench):
     def __init__(self, args, command_line: str):
         super().__init__(args, "cigri-bench-")
         self.quick = args.quick
-        self.sizes = QUICK if args.quick else FULL
+        self.sizes = dict(QUICK if args.quick else FULL)
+        for key in self.sizes:  # --big, --small, --pass-slots, --e2e
+            if getattr(args, key, None) is not None:
+                self.sizes[key] = getattr(args, key)
         self.command = command_line
         self.bin = harness.find_bin()
         self.r = harness.Runner(self.bin, self.tmp)
@@ -707,57 +711,76 @@ class CoreBench(harness.Bench):
 
 def main() -> None:
     parser = harness.arguments(__doc__, quick="smaller sizes (a smoke run, under a minute)", repeats=3)
-    args = parser.parse_args()
-    bench = CoreBench(args, harness.command("bench/run_core.py", parser, args))
-    n, small = bench.sizes["big"], bench.sizes["small"]
-    bench.run(
-        [
-            (
-                "gridsub of a big campaign",
-                f"`gridsub` of a {n:,}-job campaign from a param_file (lines `job123 123 0.5`) into a fresh state, "
-                "vs a bare Python `sqlite3` `executemany` of the same rows (campaign_id, name, params, state) into a "
-                "fresh file with a similar table (no secondary index), same WAL / synchronous=NORMAL pragmas, one "
-                "transaction, same interpreter.",
-                bench.bench_gridsub,
-            ),
-            (
-                "gridstat on the big state",
-                f"`gridstat` (plain output, piped) and `gridstat -c ID` on the {n:,}-job state, vs `python -c pass` "
-                "with the same interpreter (one warm-up run each first).",
-                bench.bench_gridstat,
-            ),
-            (
-                "one almighty pass vs the number of pending jobs",
-                f"One `grid almighty` pass (subprocess, timed) that schedules and submits "
-                f"{bench.sizes['pass_slots']} jobs (`/bin/true`) with {n:,} jobs pending, vs the same pass with "
-                f"{small:,} pending. The target is a pass time independent of the number of pending jobs.",
-                bench.bench_pass,
-            ),
-            (
-                "a campaign of `true` from gridsub to done",
-                f"`gridsub` then `grid almighty --until-done` of {bench.sizes['e2e']:,} jobs of `/bin/true` on the "
-                "local cluster (slots = nproc), vs GNU parallel and xargs -P running the same number of `true` with "
-                "as many at a time. Runs are interleaved.",
-                bench.bench_e2e,
-            ),
-            (
-                "Diagnostics (where the time goes)",
-                "Measures that isolate single costs behind the numbers above; no targets. The insert variants run "
-                "the baseline's insert into cigri's own schema (`cigri.store.migrations`), as is and with the "
-                "partial index `jobs_active`'s predicate spelt with ORs; griddel times come from benchmark 3's "
-                "cleanup; 'local RM alone' queues every job straight into the local resource manager "
-                "(`cigri.adapters.local_rm.Spool`) and times until the last one ended.",
-                bench.diagnostics,
-            ),
-            (
-                "Diagnostics: the local RM's job history",
-                f"The local cluster's spool (`clusters/local/rm.db`) keeps a row for every job it ever ran. Here it "
-                f"holds {n:,} finished jobs (rows written directly, shaped like the adapter's), as after running "
-                "the big campaign; the same work is timed against an empty spool, interleaved.",
-                bench.history,
-            ),
-        ]
+    for key, what in (
+        ("big", "jobs of the big campaign"),
+        ("small", "jobs of the small one"),
+        ("pass_slots", "jobs a measured pass schedules"),
+        ("e2e", "jobs of the end-to-end campaign"),
+    ):
+        parser.add_argument(f"--{key.replace('_', '-')}", type=harness.positive, help=f"{what} (overrides the size)")
+    parser.add_argument(
+        "--sections",
+        default=",".join(SECTIONS),
+        help=f"the benchmarks to run, comma-separated among {','.join(SECTIONS)} (pass needs gridsub; default all)",
     )
+    args = parser.parse_args()
+    chosen = args.sections.split(",")
+    if unknown := [name for name in chosen if name not in SECTIONS]:
+        parser.error(f"unknown section(s) {', '.join(unknown)}: choose among {', '.join(SECTIONS)}")
+    if "pass" in chosen and "gridsub" not in chosen:
+        parser.error("the pass benchmark needs gridsub's state: add gridsub to --sections")
+    bench = CoreBench(args, harness.command("bench/run_core.py", parser, args))
+    overrides = [f"--{key.replace('_', '-')} {getattr(args, key)}" for key in FULL if getattr(args, key) is not None]
+    if overrides or chosen != list(SECTIONS):  # a partial run has a section of its own, its options its name
+        bench.script = " ".join(["bench/run_core.py", f"--sections {args.sections}", *overrides])
+    n, small = bench.sizes["big"], bench.sizes["small"]
+    plan = [
+        (
+            "gridsub of a big campaign",
+            f"`gridsub` of a {n:,}-job campaign from a param_file (lines `job123 123 0.5`) into a fresh state, "
+            "vs a bare Python `sqlite3` `executemany` of the same rows (campaign_id, name, params, state) into a "
+            "fresh file with a similar table (no secondary index), same WAL / synchronous=NORMAL pragmas, one "
+            "transaction, same interpreter.",
+            bench.bench_gridsub,
+        ),
+        (
+            "gridstat on the big state",
+            f"`gridstat` (plain output, piped) and `gridstat -c ID` on the {n:,}-job state, vs `python -c pass` "
+            "with the same interpreter (one warm-up run each first).",
+            bench.bench_gridstat,
+        ),
+        (
+            "one almighty pass vs the number of pending jobs",
+            f"One `grid almighty` pass (subprocess, timed) that schedules and submits "
+            f"{bench.sizes['pass_slots']} jobs (`/bin/true`) with {n:,} jobs pending, vs the same pass with "
+            f"{small:,} pending. The target is a pass time independent of the number of pending jobs.",
+            bench.bench_pass,
+        ),
+        (
+            "a campaign of `true` from gridsub to done",
+            f"`gridsub` then `grid almighty --until-done` of {bench.sizes['e2e']:,} jobs of `/bin/true` on the "
+            "local cluster (slots = nproc), vs GNU parallel and xargs -P running the same number of `true` with "
+            "as many at a time. Runs are interleaved.",
+            bench.bench_e2e,
+        ),
+        (
+            "Diagnostics (where the time goes)",
+            "Measures that isolate single costs behind the numbers above; no targets. The insert variants run "
+            "the baseline's insert into cigri's own schema (`cigri.store.migrations`), as is and with the "
+            "partial index `jobs_active`'s predicate spelt with ORs; griddel times come from benchmark 3's "
+            "cleanup; 'local RM alone' queues every job straight into the local resource manager "
+            "(`cigri.adapters.local_rm.Spool`) and times until the last one ended.",
+            bench.diagnostics,
+        ),
+        (
+            "Diagnostics: the local RM's job history",
+            f"The local cluster's spool (`clusters/local/rm.db`) keeps a row for every job it ever ran. Here it "
+            f"holds {n:,} finished jobs (rows written directly, shaped like the adapter's), as after running "
+            "the big campaign; the same work is timed against an empty spool, interleaved.",
+            bench.history,
+        ),
+    ]
+    bench.run([entry for key, entry in zip(SECTIONS, plan, strict=True) if key in chosen])
 
 
 if __name__ == "__main__":
