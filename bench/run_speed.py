@@ -69,7 +69,10 @@ def main() -> None:
     parser.add_argument("--against", default=REFERENCE, help=f"the reference commit (default {REFERENCE})")
     args = parser.parse_args()
     names = args.only or list(DEFAULT)
-    reference = git(ROOT, "rev-parse", "--short", args.against)
+    try:
+        reference = git(ROOT, "rev-parse", "--short", "--verify", f"{args.against}^{{commit}}")
+    except subprocess.CalledProcessError:
+        parser.error(f"--against {args.against}: no such commit in this checkout")
     rows, identical = [], []
     with tempfile.TemporaryDirectory(prefix="cigri-speed-") as tmp:
         old = export(reference, Path(tmp))

@@ -23,6 +23,7 @@ from cigri.model import (
     RemoteState,
     RemoteStatus,
 )
+from cigri.scheduling import TestFirstFifo
 from cigri.sim.clock import SimClock
 from cigri.sim.run import Simulation
 from cigri.sim.scenario import load as load_scenario
@@ -417,3 +418,29 @@ def test_the_queued_jobs_of_a_paused_campaign_do_not_close_the_queue_to_others()
     grid.submit(2)
     grid.at(630)
     assert len(busy.owner) == 5
+
+
+class Looking(TestFirstFifo):
+    """fifo, noting the jobs it sees on each cluster (strategies read them only when they look)."""
+
+    def __init__(self):
+        self.seen: list[dict[str, list[int]]] = []
+
+    def decide(self, snapshot, state):
+        self.seen.append({c.name: sorted(job.job_id for job in c.jobs) for c in snapshot.clusters})
+        return super().decide(snapshot, state)
+
+
+def test_a_strategy_sees_the_jobs_of_the_pass_as_they_were_before_its_take_backs():
+    busy = FakeRM("busy", 2, others=2, queue_depth=10)
+    idle = FakeRM("idle", 1, queue_depth=0)
+    grid, _ = Grid.placed(busy, idle, jobs=3)
+    looking = Looking()
+    grid.cycle.ctx.scheduler = looking
+    idle.start(1, 10)
+    idle.end(1, 350)
+    grid.at(400)
+    assert looking.seen[-1]["busy"] == [2, 3]
+    grid.at(630)  # job 2 is taken back in this pass: read lazily, the snapshot still shows it on busy
+    assert busy.cancelled == [busy.remote_of(2)]
+    assert looking.seen[-1]["busy"] == [2, 3]

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 
 from ..model import DataFile
 from ._sql import CHUNK
+from .states import COUNT_FILES
 
 
 class Files:
@@ -39,10 +40,7 @@ class Files:
             rows.append((ids[key], job_id))
             per_file[ids[key]] += 1
         self.conn.executemany("INSERT INTO job_files (file_id, job_id) VALUES (?, ?)", rows)
-        self.conn.executemany(
-            "UPDATE data_files SET waiting = waiting + ?, remaining = remaining + ? WHERE id = ?",
-            [(n, n, file_id) for file_id, n in per_file.items()],
-        )
+        self.conn.executemany(COUNT_FILES, [(n, n, file_id) for file_id, n in per_file.items()])
 
     # -- what jobs need (the locality strategies' reads)
 

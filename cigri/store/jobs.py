@@ -13,7 +13,7 @@ from ..errors import NotFound
 from ..model import Job, JobState
 from . import migrations
 from ._sql import _chunks, _marks
-from .states import JobStates
+from .states import COUNT_JOBS, JobStates
 
 ROWS_PER_INSERT = 4096
 
@@ -84,11 +84,7 @@ class Jobs(JobStates):
                 rows = block[start : start + per_statement]
                 self.conn.execute(_insert_rows_sql(len(rows)), [campaign_id, *chain.from_iterable(rows)])
             total += len(block)
-        self.conn.execute(
-            "INSERT INTO job_counts (campaign_id, state, n) VALUES (?, 'to_launch', ?) "
-            "ON CONFLICT (campaign_id, state) DO UPDATE SET n = n + excluded.n",
-            (campaign_id, total),
-        )
+        self.conn.execute(COUNT_JOBS, (campaign_id, "to_launch", total))
         self.conn.execute("UPDATE campaigns SET nb_jobs = nb_jobs + ? WHERE id = ?", (total, campaign_id))
         return total
 

@@ -24,6 +24,13 @@ from ._sql import CHUNK, _chunks, _marks
 
 FINAL = frozenset({"terminated", "cancelled", "skipped"})  # a job there needs no file (migrations.FINAL)
 
+# (campaign, state, jobs more or fewer) and (jobs waiting more or fewer, remaining more or fewer, file)
+COUNT_JOBS = (
+    "INSERT INTO job_counts (campaign_id, state, n) VALUES (?, ?, ?) "
+    "ON CONFLICT (campaign_id, state) DO UPDATE SET n = n + excluded.n"
+)
+COUNT_FILES = "UPDATE data_files SET waiting = waiting + ?, remaining = remaining + ? WHERE id = ?"
+
 Before = tuple[int, int, str, str | None]  # (job, campaign, state, cluster) just before a change
 
 
@@ -67,8 +74,7 @@ class JobStates:
         if not moves:
             return
         self.conn.executemany(
-            "INSERT INTO job_counts (campaign_id, state, n) VALUES (?, ?, ?) "
-            "ON CONFLICT (campaign_id, state) DO UPDATE SET n = n + excluded.n",
+            COUNT_JOBS,
             [(campaign_id, state, n) for (campaign_id, state), n in counts.items() if n],
         )
         campaigns = {campaign_id for _, campaign_id, *_ in moves}
@@ -98,14 +104,13 @@ class JobStates:
         if not n or old == new:
             return n
         self.conn.executemany(
-            "INSERT INTO job_counts (campaign_id, state, n) VALUES (?, ?, ?) "
-            "ON CONFLICT (campaign_id, state) DO UPDATE SET n = n + excluded.n",
+            COUNT_JOBS,
             [(campaign_id, old, -n), (campaign_id, new, n)],
         )
         waiting = (new == "to_launch") - (old == "to_launch")
         remaining = (new not in FINAL) - (old not in FINAL)
         self.conn.executemany(
-            "UPDATE data_files SET waiting = waiting + ?, remaining = remaining + ? WHERE id = ?",
+            COUNT_FILES,
             [(waiting * jobs, remaining * jobs, file_id) for file_id, jobs in per_file if waiting or remaining],
         )
         return n
@@ -135,6 +140,6 @@ class JobStates:
                 per_file[file_id][0] += change[job_id][0]
                 per_file[file_id][1] += change[job_id][1]
         self.conn.executemany(
-            "UPDATE data_files SET waiting = waiting + ?, remaining = remaining + ? WHERE id = ?",
+            COUNT_FILES,
             [(waiting, remaining, file_id) for file_id, (waiting, remaining) in sorted(per_file.items())],
         )
