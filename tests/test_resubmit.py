@@ -182,11 +182,18 @@ def test_a_campaign_failing_too_often_is_paused_until_its_event_is_fixed(store, 
     clusters.set_options(store, "local", {"slots": 12, "queue_depth": 0, "idle_exit": 2})
     params = [f"f{i} fail" for i in range(12)] + [f"ok{i}" for i in range(12)]
     cid = submit(store, write_jdl(tmp_path, exec_file=str(script), params=params))
+    cycle.run()  # the twelve failing jobs fill the slots
+    sent = [store.job(i).remote_id for i in range(1, 13)]
+    assert all(sent) and not store.job(13).remote_id
+    # the next pass comes after their ends, as it would a minute later from cron
+    local = adapter_for(store.cluster("local"), AdapterContext(store.directory, RealClock()))
+    ended = (RemoteState.EXITED, RemoteState.KILLED)
+    wait_for(lambda: all(s.state in ended for s in local.states(sent).values()))
     until_over(cycle, store, cid)
     assert store.campaign(cid).state == CampaignState.PAUSED
     [paused] = [e for e in store.events(campaign_id=cid) if e.code == EventCode.FAILURE_RATE]
     assert "of its last 10 ends failed" in paused.message
-    assert len(names(tmp_path)) < len(params)
+    assert sorted(names(tmp_path)) == sorted(f"f{i}" for i in range(12)), "none of the others ran"
     ops.fix_events(store, RealClock(), event_id=paused.id, user=store.campaign(cid).user)
     assert store.campaign(cid).state == CampaignState.IN_TREATMENT
 
