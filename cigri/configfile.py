@@ -33,6 +33,7 @@ from . import config
 from .adapters import adapter_class, validate_cluster, validate_config
 from .clock import Clock
 from .errors import ConfigError, NotFound
+from .owner import check_config
 from .store import Store
 
 FILE_NAME = "cigri.yaml"
@@ -132,9 +133,11 @@ def from_env(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
     return out
 
 
-def load(store: Store, path: Path, required: bool, environ: Mapping[str, str]) -> Layers:
+def load(store: Store, path: Path, required: bool, environ: Mapping[str, str], trusted: str | None = None) -> Layers:
     """Read the file (when it exists, or must) and the environment, check every key against the state and
-    return the layers (nothing is written)."""
+    return the layers (nothing is written). A file another user owns or may write is refused, as the state
+    is (:mod:`cigri.owner`; ``trusted``: the owner named on purpose)."""
+    check_config(path, trusted)
     keys, clusters = read(path) if required or path.is_file() else ({}, {})
     for name, options in clusters.items():
         _check_declaration(path, name, options)

@@ -33,7 +33,7 @@ from . import integrity
 from .adapters import AdapterContext, adapter_for, expand_home
 from .adapters.transport import LocalRunner, SshRunner, runner_for, shell
 from .clock import Clock
-from .errors import CigriError
+from .errors import CigriError, PermissionDenied
 from .model import Cluster
 from .store import Store
 
@@ -49,12 +49,15 @@ class Finding:
         return f"{'ok ' if self.ok else 'FIX'} {self.subject}: {self.check}: {self.message}"
 
 
-def diagnose(state_path: Path, clock: Clock) -> list[Finding]:
-    """Every finding, the state's first, then each cluster's."""
+def diagnose(state_path: Path, clock: Clock, trust_owner: str | None = None) -> list[Finding]:
+    """Every finding, the state's first, then each cluster's. Another user's state is refused, not diagnosed:
+    its clusters' commands are that user's programs (:mod:`cigri.owner`)."""
     if not state_path.exists():
         return [Finding("state", "state", False, f"{state_path} does not exist: submit a campaign or give --state")]
     try:
-        store = Store(state_path, readonly=True)
+        store = Store(state_path, readonly=True, trust_owner=trust_owner)
+    except PermissionDenied:
+        raise
     except CigriError as exc:
         return [Finding("state", "state", False, f"{exc}: give the right --state, or restore the file")]
     try:

@@ -9,7 +9,7 @@ stderr and the class's ``exit_code``; nothing else in the library prints or exit
     ├── JdlError               3   a JDL or param file is wrong (the message names the key path)
     ├── ConfigError            4   a cluster or option is misconfigured (unknown name, bad value)
     ├── NotFound               5   no such campaign, job, event or cluster
-    ├── PermissionDenied       6   the campaign belongs to another user
+    ├── PermissionDenied       6   the campaign, or the state file, belongs to another user
     ├── StoreError             7   the state file cannot be opened or migrated
     ├── Inconsistent          11   grid admin check found the state's invariants broken
     ├── TimedOut              12   almighty --until-done --timeout ran out before the campaigns ended

@@ -410,3 +410,25 @@ def test_state_that_is_not_a_database(tmp_path):
     path.write_text(jdl_json())
     refuse(garbage, ["gridstat"], 7, "cannot open state file", "not a database", snapshot=Path.read_bytes)
     refuse(garbage, ["gridsub", str(path)], 7, "not a database", snapshot=Path.read_bytes)
+
+
+@pytest.mark.parametrize(
+    "adapter, option, value",
+    [
+        ("slurm-ssh", "--host", "-oProxyCommand=touch /tmp/pwned"),
+        ("slurm-ssh", "--user", "-oProxyCommand=x"),
+        ("oar-ssh", "--host", "-F/tmp/evil_config"),
+        ("slurm-ssh", "--bin-dir", "-x"),
+        ("slurm-ssh", "--identity-file", "-oProxyCommand=x"),
+    ],
+)
+def test_a_cluster_option_that_would_read_as_a_command_option_is_refused(state, adapter, option, value):
+    """ssh takes a host that begins with "-" as one of its options (ProxyCommand runs a program)."""
+    Store(state).close()
+    refuse(
+        state,
+        ["gridclusters", "add", "evil", "--adapter", adapter, option, value],
+        4,
+        option[2:].replace("-", "_"),
+        "-",
+    )

@@ -182,6 +182,9 @@ def validate_config(adapter: str, given: dict) -> dict:
                 raise ConfigError(f"{key} must be at least {option.minimum}")
         if option.choices and str(value) not in option.choices:
             raise ConfigError(f"{key} must be one of {', '.join(option.choices)}, not {value!r}")
+        if isinstance(value, str) and value.startswith("-"):
+            # a host, login or path that ssh or an RM command would read as one of its options
+            raise ConfigError(f"{key} must not begin with '-' ({value!r} would read as a command option)")
         out[key] = value
     return out
 

@@ -47,7 +47,7 @@ Example:
 @common
 def check(as_json):
     a = app()
-    store = Store(a.state_path or default_state_path(), readonly=True)
+    store = Store(a.state_path or default_state_path(), readonly=True, trust_owner=a.trust_owner)
     try:
         problems = integrity.check(store)
     finally:

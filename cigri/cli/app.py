@@ -25,6 +25,7 @@ class App:
     def __init__(self):
         self.state_path: Path | None = None
         self.config_path: Path | None = None  # --config (else $CIGRI_CONFIG, else cigri.yaml beside the state)
+        self.trust_owner: str | None = None  # --trust-owner: another user's state, run on purpose (cigri.owner)
         self.layers = None  # the configuration file's and the environment's keys, once the store is open
         self.verbose = 0
         self.clock = RealClock()
@@ -35,7 +36,7 @@ class App:
         from ..clusters import ensure_default
         from ..store import Store, default_state_path
 
-        store = Store(self.state_path or default_state_path())
+        store = Store(self.state_path or default_state_path(), trust_owner=self.trust_owner)
         ensure_default(store, self.clock)
         return store
 
@@ -53,9 +54,11 @@ class App:
         """The configuration file's (``path``, else the one in use) and the environment's keys, checked."""
         from .. import configfile
 
-        if path is not None:
-            return configfile.load(store, path, True, os.environ)
-        return configfile.load(store, *configfile.path_for(store.directory, self.config_path, os.environ), os.environ)
+        if path is None:
+            path, required = configfile.path_for(store.directory, self.config_path, os.environ)
+        else:
+            required = True
+        return configfile.load(store, path, required, os.environ, self.trust_owner)
 
     def setup_logging(self, *, to_file: bool = False) -> None:
         level = logging.WARNING - 10 * min(self.verbose, 2)
@@ -128,6 +131,12 @@ def _set_config(ctx: click.Context, _param, value):
     return value
 
 
+def _set_trust_owner(ctx: click.Context, _param, value):
+    if value is not None:
+        app().trust_owner = value
+    return value
+
+
 def _set_verbose(ctx: click.Context, _param, value):
     if value:
         app().verbose += value
@@ -172,8 +181,8 @@ def _print_version(ctx: click.Context, _param, value):
 
 
 def common(command):
-    """``--state``, ``--config``, ``-v`` and ``--version`` on every command, so that standalone gridsub etc. take
-    them too."""
+    """``--state``, ``--config``, ``--trust-owner``, ``-v`` and ``--version`` on every command, so that
+    standalone gridsub etc. take them too."""
     command = click.option(
         "--version",
         is_flag=True,
@@ -198,6 +207,15 @@ def common(command):
         callback=_set_config,
         is_eager=True,
         help="Configuration file [env CIGRI_CONFIG; default cigri.yaml beside the state file].",
+    )(command)
+    command = click.option(
+        "--trust-owner",
+        metavar="USER",
+        expose_value=False,
+        callback=_set_trust_owner,
+        is_eager=True,
+        help="Open a state file (and its cigri.yaml) that USER owns: their clusters' commands and programs then "
+        "run with your rights. Without it, a state another user owns is refused (exit 6).",
     )(command)
     return click.option(
         "-v", "--verbose", count=True, expose_value=False, callback=_set_verbose, help="Say more (repeat for debug)."

@@ -30,7 +30,7 @@ def doctor(as_json):
         grid doctor --json | jq '.[] | select(.ok == false)'
     """
     a = app()
-    findings = checks.diagnose(a.state_path or default_state_path(), a.clock)
+    findings = checks.diagnose(a.state_path or default_state_path(), a.clock, a.trust_owner)
     if as_json:
         output.emit_json([{"subject": f.subject, "check": f.check, "ok": f.ok, "message": f.message} for f in findings])
     else:

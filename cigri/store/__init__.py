@@ -38,6 +38,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ..errors import NotFound, StoreError
+from ..owner import check_state
 from ..private import open_private, private_dir
 from . import migrations
 from .batches import Batches
@@ -80,11 +81,16 @@ class Store(
     Files,
     Picking,
 ):
-    def __init__(self, path: str | os.PathLike, *, clock_now=None, readonly: bool = False):
+    def __init__(
+        self, path: str | os.PathLike, *, clock_now=None, readonly: bool = False, trust_owner: str | None = None
+    ):
         """Open (creating it when missing) and migrate the state file; ``readonly`` opens an existing one as
-        it is, for reading only (``grid admin check``)."""
+        it is, for reading only (``grid admin check``). A state another user owns (or may replace) is refused
+        unless ``trust_owner`` names its owner (:mod:`cigri.owner`)."""
         self.path = Path(path)
         self.memory = str(path) == ":memory:"
+        if not self.memory:
+            check_state(self.path, trust_owner)
         try:
             if readonly:
                 conn = self._open_readonly()
