@@ -1,16 +1,24 @@
 """Users: campaigns, jobs and events act only for their owner (root excepted), on every command that changes
-or reveals private things; lists stay readable by all. Secrets (tokens, passwords, keys) are never printed,
+or reveals private things (a real second user, ``nobody``, tries each); lists show every campaign of the state
+(a state is one user's: tests/test_state_owner.py; the service that will share one grid needs these checks).
+Secrets (tokens, passwords, keys) are never printed,
 logged, or kept in the saved JDL or the events: each place is tried with a real secret value."""
 
 from __future__ import annotations
 
+import os
+import pwd
+import shutil
 import sqlite3
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from cigri import campaigns as ops
+from cigri import clusters
 from cigri.cli import grid
 from cigri.clock import RealClock
 from cigri.jdl import load
@@ -26,11 +34,11 @@ def as_bob(monkeypatch) -> None:
     monkeypatch.setattr("cigri.campaigns.current_user", lambda: "bob")
 
 
-def alices_campaign(state: Path, tmp_path: Path, job_script: Path, params: list[str]) -> int:
+def alices_campaign(state: Path, tmp_path: Path, job_script: Path, params: list[str], user: str = "alice") -> int:
     store = Store(state)
     try:
         jdl = load(write_jdl(tmp_path, exec_file=str(job_script), params=params))
-        return ops.submit(store, jdl, RealClock(), user="alice")[0]
+        return ops.submit(store, jdl, RealClock(), user=user)[0]
     finally:
         store.close()
 
@@ -59,19 +67,68 @@ def state_text(state: Path, table: str) -> str:
         ["gridstat", "-c", "{cid}", "-J"],
     ],
 )
-def test_another_user_is_refused_with_one_line_and_nothing_changes(cli, state, tmp_path, job_script, monkeypatch, args):
-    cid = alices_campaign(state, tmp_path, job_script, ["a 1", "b 2"])
-    before = state_text(state, "campaigns") + state_text(state, "jobs") + state_text(state, "events")
-    as_bob(monkeypatch)
-    result = CliRunner().invoke(
-        grid, ["--state", str(state), *(a.format(cid=cid) for a in args)], catch_exceptions=False
-    )
-    assert result.exit_code == 6, result.output
-    assert result.stderr.splitlines() == [f"grid {args[0]}: error: campaign {cid} belongs to alice, not bob"]
-    assert state_text(state, "campaigns") + state_text(state, "jobs") + state_text(state, "events") == before
+def test_another_user_is_refused_with_one_line_and_nothing_changes(tmp_path, job_script, args):
+    """``nobody``, a real second user, runs the command in a child process (its rights are dropped after the
+    imports: the checkout and Python may be root's alone), on a state it owns holding root's campaign."""
+    with others_folder() as folder:
+        state = folder / "state.db"
+        store = Store(state)
+        clusters.ensure_default(store, RealClock())
+        store.close()
+        cid = alices_campaign(state, tmp_path, job_script, ["a 1", "b 2"], user="root")
+        before = state_text(state, "campaigns") + state_text(state, "jobs") + state_text(state, "events")
+        give_to_nobody(folder)
+        code, stderr = as_nobody(["--state", str(state), *(a.format(cid=cid) for a in args)])
+        assert code == 6, stderr
+        assert stderr.splitlines() == [f"grid {args[0]}: error: campaign {cid} belongs to root, not nobody"]
+        assert state_text(state, "campaigns") + state_text(state, "jobs") + state_text(state, "events") == before
 
 
-def test_lists_stay_readable_by_all(cli, state, tmp_path, job_script, monkeypatch):
+@contextmanager
+def others_folder():
+    if os.geteuid() != 0:
+        message = "a second user's rights need root"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    folder = Path(tempfile.mkdtemp(prefix="cigri-users-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+def give_to_nobody(folder: Path) -> None:
+    nobody = pwd.getpwnam("nobody")
+    for path in (folder, *folder.iterdir()):
+        os.chown(path, nobody.pw_uid, nobody.pw_gid)
+
+
+def as_nobody(args: list[str]) -> tuple[int, str]:
+    """(exit code, stderr) of ``grid ARGS`` run as nobody in a forked child."""
+    CliRunner().invoke(grid, ["--help"])  # the imports a command needs, done while they can be read
+    nobody = pwd.getpwnam("nobody")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 99
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            result = CliRunner().invoke(grid, args)
+            code = result.exit_code
+            os.write(write, (result.stderr or repr(result.exception)).encode())
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        stderr = pipe.read()
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), stderr
+
+
+def test_lists_show_every_campaign_of_the_state(cli, state, tmp_path, job_script, monkeypatch):
     cid = alices_campaign(state, tmp_path, job_script, ["a 1"])
     as_bob(monkeypatch)
     assert [row["user"] for row in cli.json("gridstat")] == ["alice"]
