@@ -40,6 +40,11 @@ def _report(m: dict) -> None:
         if bound
         else f"makespan {_fmt(m['makespan'])}"
     )
+    if m["reference"]:
+        click.echo(
+            f"offline reference {_fmt(m['reference'])} (longest first, true durations, where each ends earliest); "
+            f"makespan {m['makespan_over_reference']:.2f}x the reference"
+        )
     output.table(
         ["Campaigns", "n", "p50", "p90", "p99"],
         [[kind, v["n"], _fmt(v["p50"]), _fmt(v["p90"]), _fmt(v["p99"])] for kind, v in m["completion_time"].items()],
@@ -190,7 +195,9 @@ def simulate(scenario, policy, flow, seed, oracle, as_json, plot, stall):
     and their options; --policy overrides the strategy), and campaigns (arrival, jobs, durations,
     resources and properties as in a JDL), or Eagle/Sparrow traces. Prints completion times (short
     and long campaigns apart), utilization, resubmissions and waste, the
-    remote queue, bytes staged, fairness, and the lower bounds, all from
+    remote queue, bytes staged, fairness, the lower bounds and an offline
+    reference (longest job first with true durations, on the capacity the
+    clusters really had, where each job ends earliest), all from
     what the simulated clusters ran: done jobs ran to a real end somewhere;
     utilization is completed work over the capacity left to the grid
     (outages and local users' load removed), waste apart; fairness is Jain's

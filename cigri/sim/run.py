@@ -33,6 +33,8 @@ from ..store import Store
 from .clock import SimClock
 from .cluster import Ledger, SimCluster
 from .fileserver import FileServer
+from .reference import Capacity, Work
+from .reference import makespan as reference_makespan
 from .scenario import CampaignPlan, Scenario
 
 
@@ -580,6 +582,7 @@ class Simulation:
         makespan = max((c.ended_at for c in campaigns if c.ended_at is not None), default=end) - first
         bounds = self._lower_bounds(first)
         bound = max((v for v in bounds.values() if v is not None), default=0.0)
+        reference = self._reference(first)
         jobs = self._jobs()
         clusters = self.clusters.values()
         available = sum(c.usage.available_slot_seconds for c in clusters)
@@ -608,6 +611,8 @@ class Simulation:
             "makespan": makespan,
             "lower_bounds": bounds,
             "makespan_over_bound": makespan / bound if bound else None,
+            "reference": reference,
+            "makespan_over_reference": makespan / reference if reference else None,
             "completion_time": {
                 kind: {"n": len(v), "p50": percentile(v, 50), "p90": percentile(v, 90), "p99": percentile(v, 99)}
                 for kind, v in completion.items()
@@ -725,6 +730,21 @@ class Simulation:
             "work_over_available_capacity": work_bound(timelines, start=first, work=work) if work else 0.0,
             "longest_job": longest / fastest,
         }
+
+    def _reference(self, first: float) -> float | None:
+        """The offline reference's makespan (cigri/sim/reference.py) over the jobs that had to run: every job
+        of the scenario but a test campaign's that never ran, on the capacity the clusters recorded."""
+        completed = self.ledger.completed
+        jobs = [
+            Work(plan.arrival, duration, plan.cores, frozenset(plan.clusters))
+            for index, plan in enumerate(self.scenario.campaigns)
+            for i, duration in enumerate(plan.durations)
+            if plan.type != "test" or self.work_key(index, i) in completed
+        ]
+        capacities = [
+            Capacity(name, tuple(c.usage.availability), c.spec.speed, c.spec.delay) for name, c in self.clusters.items()
+        ]
+        return reference_makespan(capacities, jobs, start=first)
 
 
 def _ratio(part: float, whole: float) -> float | None:

@@ -1,0 +1,158 @@
+"""The simulator's offline reference (cigri/sim/reference.py): hand-checked small schedules, and for any
+world a schedule that places every job, never uses a slot the world did not have, and never beats the lower
+bound."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cigri.sim.reference import Capacity, Work, makespan, overuse, schedule
+from cigri.sim.run import work_bound
+
+
+def runs(capacities, jobs):
+    placements = schedule(capacities, jobs)
+    assert placements is not None
+    assert overuse(capacities, jobs, placements) == []
+    return {p.job: (p.cluster, p.start, p.end) for p in placements}
+
+
+def test_longest_first_on_the_slot_that_frees_first():
+    one = [Capacity("a", ((0.0, 2),))]
+    placed = runs(one, [Work(0, 3), Work(0, 2), Work(0, 2), Work(0, 1)])
+    assert placed == {0: ("a", 0, 3), 1: ("a", 0, 2), 2: ("a", 2, 4), 3: ("a", 3, 4)}
+    assert makespan(one, [Work(0, 3), Work(0, 2), Work(0, 2), Work(0, 1)], start=0) == 4
+
+
+def test_a_job_goes_where_it_ends_earliest_at_that_clusters_speed():
+    clusters = [Capacity("slow", ((0.0, 1),)), Capacity("fast", ((0.0, 1),), speed=2.0)]
+    assert runs(clusters, [Work(0, 10)]) == {0: ("fast", 0, 5)}
+    placed = runs(clusters, [Work(0, 10), Work(0, 10), Work(0, 10)])
+    assert sorted(placed.values()) == [("fast", 0, 5), ("fast", 5, 10), ("slow", 0, 10)]
+
+
+def test_no_job_runs_across_a_drop_of_capacity():
+    """One slot, gone from 5 to 10: a 6-s job waits for its return, a 4-s one runs before the drop."""
+    clusters = [Capacity("a", ((0.0, 1), (5.0, 0), (10.0, 1)))]
+    assert runs(clusters, [Work(0, 6), Work(0, 4)]) == {0: ("a", 10, 16), 1: ("a", 0, 4)}
+
+
+def test_a_lane_that_only_some_capacity_reaches():
+    """Two slots but the second only from 10 on (local users held it): a 2-core job starts at 10."""
+    clusters = [Capacity("a", ((0.0, 1), (10.0, 2)))]
+    placed = runs(clusters, [Work(0, 5, cores=2), Work(0, 3)])
+    assert placed == {0: ("a", 10, 15), 1: ("a", 0, 3)}
+
+
+def test_arrival_submission_delay_and_allowed_clusters():
+    clusters = [Capacity("near", ((0.0, 4),), delay=10.0), Capacity("far", ((0.0, 4),), delay=100.0)]
+    assert runs(clusters, [Work(5, 20)]) == {0: ("near", 15, 35)}
+    assert runs(clusters, [Work(5, 20, clusters=frozenset({"far"}))]) == {0: ("far", 105, 125)}
+
+
+def test_a_job_no_cluster_could_ever_run_has_no_reference():
+    clusters = [Capacity("a", ((0.0, 1), (5.0, 0)))]
+    assert schedule(clusters, [Work(0, 10)]) is None
+    assert schedule([Capacity("a", ((0.0, 2),))], [Work(0, 1, cores=3)]) is None
+
+
+def test_the_overuse_check_sees_what_a_schedule_must_not_do():
+    from cigri.sim.reference import Placement
+
+    clusters = [Capacity("a", ((0.0, 1), (5.0, 0)), delay=1.0)]
+    jobs = [Work(0, 3, clusters=frozenset({"b"})), Work(0, 3)]
+    bad = [Placement(0, "a", (0,), 0.0, 3.0), Placement(1, "a", (0,), 2.0, 6.0)]
+    problems = overuse(clusters, jobs, bad)
+    assert any("may not use" in p for p in problems)
+    assert any("before 1.0" in p for p in problems)
+    assert any("2 slots busy at 2.0" in p for p in problems)
+    assert any("busy at 5.0, 0 available" in p for p in problems)
+
+
+capacity_steps = st.lists(st.tuples(st.integers(0, 50), st.integers(0, 6)), min_size=1, max_size=6)
+
+
+@st.composite
+def worlds(draw):
+    capacities = []
+    for name in ("a", "b", "c")[: draw(st.integers(1, 3))]:
+        steps = sorted({float(t * 10): n for t, n in draw(capacity_steps)}.items())
+        steps = [(0.0, max(1, steps[0][1]))] + [s for s in steps if s[0] > 0] + [(600.0, draw(st.integers(2, 4)))]
+        capacities.append(
+            Capacity(name, tuple(steps), speed=draw(st.sampled_from([0.5, 1.0, 2.0])), delay=draw(st.integers(0, 20)))
+        )
+    names = [c.name for c in capacities]
+    jobs = [
+        Work(
+            release=float(draw(st.integers(0, 100))),
+            duration=float(draw(st.integers(1, 120))),
+            cores=draw(st.integers(1, 2)),
+            clusters=frozenset(draw(st.lists(st.sampled_from(names), max_size=2))),
+        )
+        for _ in range(draw(st.integers(1, 25)))
+    ]
+    return capacities, jobs
+
+
+@settings(max_examples=150, deadline=None)
+@given(worlds())
+def test_any_world_is_scheduled_within_its_capacity_and_never_beats_the_bound(world):
+    capacities, jobs = world
+    placements = schedule(capacities, jobs)
+    assert placements is not None, "every cluster is up for good from 600 s on"
+    assert sorted(p.job for p in placements) == list(range(len(jobs)))
+    assert overuse(capacities, jobs, placements) == []
+    end = max(p.end for p in placements)
+    work = sum(j.duration * j.cores for j in jobs)
+    bound = work_bound([(c.speed, list(c.availability)) for c in capacities], start=0.0, work=work)
+    assert end >= bound - 1e-6
+    longest = max(j.duration for j in jobs) / max(c.speed for c in capacities)
+    assert end >= longest - 1e-6
+    assert not math.isinf(end)
+
+
+def test_a_simulation_reports_its_reference_from_what_its_clusters_had(monkeypatch):
+    """The reference is computed on each cluster's record of its capacity (an outage and local users' load
+    here): its schedule fits it, and cigri's makespan is reported against it."""
+    from cigri.sim.run import simulate
+    from cigri.sim.scenario import parse
+
+    seen = []
+
+    def checked(capacities, jobs, start):
+        placements = schedule(capacities, jobs)
+        seen.append((capacities, overuse(capacities, jobs, placements), len(jobs)))
+        return max(p.end for p in placements) - start
+
+    monkeypatch.setattr("cigri.sim.run.reference_makespan", checked)
+    data = {
+        "name": "r",
+        "period": 10,
+        "seed": 3,
+        "max_time": 20000,
+        "clusters": [
+            {"name": "a", "slots": 6, "delay": 5, "outages": [[200, 400]]},
+            {"name": "b", "slots": 4, "speed": 2.0, "local_load": {"rate": 0.01, "duration": 120, "size": 2}},
+        ],
+        "campaigns": [
+            {
+                "name": "c1",
+                "user": "u",
+                "arrival": 0,
+                "jobs": 40,
+                "duration": {"dist": "uniform", "min": 20, "max": 150},
+            },
+            {"name": "c2", "user": "u", "arrival": 60, "jobs": 20, "duration": 30, "clusters": ["a"]},
+        ],
+    }
+    m = simulate(parse(data))
+    [(capacities, problems, n)] = seen
+    assert problems == [] and n == 60
+    a, b = capacities
+    assert 0 in [cores for t, cores in a.availability if 200 <= t < 400], "the outage is in a's record"
+    assert len(b.availability) > 2, "local users' load is in b's record"
+    assert m["reference"] >= max(v for v in m["lower_bounds"].values() if v) - 1e-6
+    assert m["makespan_over_reference"] == m["makespan"] / m["reference"]
