@@ -582,7 +582,7 @@ class Simulation:
         makespan = max((c.ended_at for c in campaigns if c.ended_at is not None), default=end) - first
         bounds = self._lower_bounds(first)
         bound = max((v for v in bounds.values() if v is not None), default=0.0)
-        reference = self._reference(first)
+        reference = self._offline_reference(first)
         jobs = self._jobs()
         clusters = self.clusters.values()
         available = sum(c.usage.available_slot_seconds for c in clusters)
@@ -731,7 +731,7 @@ class Simulation:
             "longest_job": longest / fastest,
         }
 
-    def _reference(self, first: float) -> float | None:
+    def _offline_reference(self, first: float) -> float | None:
         """The offline reference's makespan (cigri/sim/reference.py) over the jobs that had to run: every job
         of the scenario but a test campaign's that never ran, on the capacity the clusters recorded."""
         completed = self.ledger.completed
