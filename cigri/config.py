@@ -25,6 +25,10 @@ and nothing is written):
 - ``updator.unreachable``: seconds a cluster may stay unreachable before its grid jobs run again elsewhere
   (default :attr:`cigri.cycle.Patience.unreachable`, an hour); the copies left there are killed once it
   answers again, and counted as the campaign's waste (``gridstat -c``);
+- ``updator.unreachable_running``: the same for its running jobs alone, which an outage may have killed
+  (default :attr:`cigri.cycle.Patience.unreachable_running`, 5 minutes; never more than
+  ``updator.unreachable``): waiting an hour to know would cost the campaign that hour, a copy that loses
+  costs the slots it held;
 - ``resubmit.max_attempts``: runs of a job that end asking to run again (an RM kill other than a preemption,
   exit 66 or 67) before it is a RESUBMIT_LIMIT event (default 3; a campaign's JDL ``max_attempts`` wins);
 - ``resubmit.max_resumes``: times a job may go back without a failure (preempted by its RM, checkpointed)
@@ -85,7 +89,10 @@ QUEUE_TIMEOUT = "nikita.queue_timeout"
 WALLTIME_GRACE = "nikita.walltime_grace"
 # issue 12, item 1 (events): how long a cluster may stay unreachable before its jobs run elsewhere
 UNREACHABLE = "updator.unreachable"
-_SECONDS = {QUEUE_TIMEOUT: 1, WALLTIME_GRACE: 0, UNREACHABLE: 0}  # the keys in seconds, at least this
+# issue 21, item 3: the running jobs of a silent cluster may be dead, they run again elsewhere sooner
+UNREACHABLE_RUNNING = "updator.unreachable_running"
+# the keys in seconds, at least this
+_SECONDS = {QUEUE_TIMEOUT: 1, WALLTIME_GRACE: 0, UNREACHABLE: 0, UNREACHABLE_RUNNING: 0}
 # item 2 and 4 of issue 12 (resubmission, checkpoints): each key with its default and its check
 MAX_ATTEMPTS = "resubmit.max_attempts"
 MAX_RESUMES = "resubmit.max_resumes"
@@ -114,8 +121,8 @@ _CLUSTER_USERS = re.compile(r"^clusters\.(.+)\.users$")  # who may submit campai
 KEYS = (
     "metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched, flow, flow.NAME.OPTION, "
     f"clusters.CLUSTER.flow, clusters.CLUSTER.sensor, clusters.CLUSTER.reference, {QUEUE_TIMEOUT}, {WALLTIME_GRACE}, "
-    f"{UNREACHABLE}, spritz, spritz.window, blackhole.streak, blackhole.seconds, blackhole.ratio, "
-    "locality, locality.generator_wait, "
+    f"{UNREACHABLE}, {UNREACHABLE_RUNNING}, spritz, spritz.window, blackhole.streak, blackhole.seconds, "
+    "blackhole.ratio, locality, locality.generator_wait, "
     + ", ".join(RESUBMIT_DEFAULTS)
     + ", "
     + ", ".join((*NOTIFY_KEYS, *ADMISSION_KEYS))
@@ -187,6 +194,7 @@ class Patience:
     queue_wait: float = 1800  # a job pending longer is taken back when another cluster could start it now
     avoid: float = 3600  # a job killed or taken back by a cluster is not sent there again for this long
     unreachable: float = 3600  # the jobs of a cluster unreachable this long run again elsewhere
+    unreachable_running: float = 300  # its running ones (an outage may have killed them), this long
     queue_timeout: float = 7200  # a job pending longer is killed by nikita and returned to its bag, whatever
     walltime_grace: float = 1800  # a job running this long past its walltime is killed by nikita (CiGri's)
 
@@ -206,6 +214,7 @@ def defaults() -> dict[str, Any]:
         QUEUE_TIMEOUT: patience.queue_timeout,
         WALLTIME_GRACE: patience.walltime_grace,
         UNREACHABLE: patience.unreachable,
+        UNREACHABLE_RUNNING: patience.unreachable_running,
         "spritz": "window",
         "spritz.window": WINDOW,
         "blackhole.streak": holes.streak,

@@ -32,7 +32,7 @@ from cigri.store import Store
 
 from .conftest import Grid as CliGrid
 
-PATIENCE = Patience(queue_grace=60, queue_wait=600, avoid=1200, unreachable=900)
+PATIENCE = Patience(queue_grace=60, queue_wait=600, avoid=1200, unreachable=900, unreachable_running=900)
 
 
 class FakeRM:
@@ -298,6 +298,34 @@ def test_jobs_of_a_cluster_unreachable_too_long_run_elsewhere_and_count_once():
     assert grid.store.stats(cid)["duration_n"] == 2
     grid.at(1050)
     assert a.cancelled == [old]
+
+
+def test_the_running_jobs_of_a_silent_cluster_run_elsewhere_within_minutes_its_queued_ones_later():
+    """A running job on a cluster that stopped answering may be dead (an outage kills it): waiting an hour to
+    know costs the campaign that hour. A queued one has lost nothing and may start there when it answers."""
+    patience = Patience(queue_grace=60, queue_wait=3000, avoid=1200, unreachable=900, unreachable_running=300)
+    a = FakeRM("a", 1, queue_depth=5)
+    b = FakeRM("b", 2, queue_depth=0)
+    grid, _ = Grid.placed(a, b, jobs=4, patience=patience)
+    assert a.holds(RemoteState.PENDING) == [1, 2]
+    a.start(1, 5)
+    b.start(3, 5)
+    b.start(4, 5)
+    grid.at(10)
+    a.down = True
+    grid.at(30)  # the cluster's event opens
+    grid.at(300)
+    assert (grid.job(1).cluster, grid.job(2).cluster) == ("a", "a"), "silent for less than 300 s: waited on"
+    b.end(3, 320)
+    b.end(4, 320)
+    grid.at(340)
+    assert (grid.job(1).cluster, grid.job(1).resubmits) == ("b", 0), "the running one runs again elsewhere"
+    assert grid.job(2).cluster == "a", "the queued one waits for its cluster"
+    grid.at(940)
+    assert grid.job(2).cluster == "b", "past updator.unreachable, the queued one too"
+    a.down = False
+    grid.at(970)
+    assert sorted(a.cancelled) == sorted([a.remote_of(1), a.remote_of(2)]), "the copies left there are cancelled"
 
 
 def test_a_test_job_is_planned_on_a_full_cluster_and_a_stall_ends_the_test_there(tmp_path):

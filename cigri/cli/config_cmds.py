@@ -57,6 +57,8 @@ def config():
         updator.unreachable         seconds a cluster may stay unreachable before its
                                     jobs run elsewhere (default 3600); the copies
                                     left there are killed when it answers (waste)
+        updator.unreachable_running the same for its running jobs, which an outage
+                                    may have killed (default 300)
         spritz                      the predictor of campaigns' ends: window (default) or ewma
         spritz.window               seconds of terminations the throughput is measured over (3600)
         blackhole.streak            that many of a campaign's jobs ending in a row on a

@@ -58,14 +58,19 @@ def run(ctx: Context) -> None:
 
 def _rerun_elsewhere(ctx: Context, cluster: str) -> None:
     """The jobs of a cluster unreachable for too long go back to their campaigns' bags (no resubmission
-    counted: they did nothing wrong). Their copies there are cancelled once it answers, unread: each job's
-    result is the one of the copy cigri still follows."""
+    counted: they did nothing wrong): its running ones after ``updator.unreachable_running`` (an outage may
+    have killed them), all of them after ``updator.unreachable``. Their copies there are cancelled once it
+    answers, unread: each job's result is the one of the copy cigri still follows."""
     event = ctx.store.open_cluster_event(cluster)
-    now = ctx.clock.now()
-    patience = config.seconds(ctx.store.settings(), config.UNREACHABLE, ctx.patience.unreachable)
-    if event is None or now - event.created_at < patience:
+    if event is None:
         return
-    jobs = ctx.store.cluster_jobs(cluster)
+    silent = ctx.clock.now() - event.created_at
+    settings = ctx.store.settings()
+    everything = config.seconds(settings, config.UNREACHABLE, ctx.patience.unreachable)
+    running = min(everything, config.seconds(settings, config.UNREACHABLE_RUNNING, ctx.patience.unreachable_running))
+    if silent < running:
+        return
+    jobs = ctx.store.cluster_jobs(cluster, running_only=silent < everything)
     if not jobs:
         return
     remote_ids = [(remote, campaign) for _, remote, _, campaign in jobs if remote is not None]

@@ -206,11 +206,15 @@ class Jobs(JobStates):
         )
         return dict(rows.fetchall())
 
-    def cluster_jobs(self, cluster: str) -> list[tuple[int, str | None, int | None, int]]:
-        """(id, remote_id, batch, campaign) of every active job of the cluster, launching ones included."""
+    def cluster_jobs(
+        self, cluster: str, *, running_only: bool = False
+    ) -> list[tuple[int, str | None, int | None, int]]:
+        """(id, remote_id, batch, campaign) of every active job of the cluster, launching ones included (with
+        ``running_only``, those its RM last said run)."""
+        running = " AND state = 'running'" if running_only else ""
         return self.conn.execute(
-            f"SELECT id, remote_id, batch_id, campaign_id FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} "
-            "ORDER BY state, id",
+            f"SELECT id, remote_id, batch_id, campaign_id FROM jobs WHERE cluster = ? AND {migrations.ACTIVE}"
+            f"{running} ORDER BY state, id",
             (cluster,),
         ).fetchall()
 
