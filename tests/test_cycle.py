@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import textwrap
 import threading
@@ -368,3 +369,24 @@ def test_a_killed_prologue_is_run_again_then_fails_after_the_limit(store, cycle,
     [event] = store.events(campaign_id=cid)
     assert event.code.value == "PROLOGUE_ERROR" and "killed 2 times" in event.message
     assert (tmp_path / "tries").read_text().splitlines() == ["try", "try"]
+
+
+def test_a_second_smaller_local_cluster_takes_its_share_not_the_queue_of_the_first(cli, state, tmp_path, job_script):
+    """Issue 21: 12 two-second jobs took 12.8 s on local (2 slots) and 21.1 s once a 1-slot cluster was added,
+    which queued 10 of them. Now each queued job goes where it is expected to start first: the 1-slot cluster
+    takes a third of them, and every job runs once."""
+    cli("gridclusters", "add", "annex", "--adapter", "local", "--slots", "1", "--idle-exit", "2")
+    params = [f"j{i} sleep:1" for i in range(12)]
+    cid = cli.submit(write_jdl(tmp_path, exec_file=str(job_script), params=params, clusters={"annex": {}, "local": {}}))
+    cli("almighty")  # one pass places them all
+    conn = sqlite3.connect(state)
+    try:
+        placed = dict(conn.execute("SELECT cluster, count(*) FROM jobs GROUP BY cluster").fetchall())
+    finally:
+        conn.close()
+    assert placed == {"local": 8, "annex": 4}
+    cli.until_done()
+    assert cli.json("gridstat", "-c", str(cid))["state"] == "terminated"
+    assert sorted(line.split()[0] for line in (tmp_path / "runs.log").read_text().splitlines()) == sorted(
+        p.split()[0] for p in params
+    )

@@ -22,3 +22,33 @@ def test_the_oldest_campaign_goes_first_at_equal_priority():
 def test_a_higher_priority_goes_before_an_older_campaign():
     assert launched(campaign(1, 5, at=10, priority=2), campaign(2, 5, at=0), free=7) == {1: 5, 2: 2}
     assert launched(campaign(1, 5, at=10, priority=-1), campaign(2, 5, at=20), free=7) == {2: 5, 1: 2}
+
+
+def queued(*clusters: ClusterView, waiting: int, estimates: dict[str, float] | None = None) -> dict[str, int]:
+    demands = {c.name: Demand(1, 10**6) for c in clusters}
+    view = CampaignView(1, CampaignType.DEFAULT, "u", 0.0, waiting, demands, estimates=estimates or {})
+    decision = metascheduler("fifo").decide(Snapshot(0.0, clusters, (view,)), {})
+    return {a.cluster: a.jobs for a in decision.launches}
+
+
+def test_queued_jobs_go_where_they_are_expected_to_start_first_not_in_list_order():
+    """A 1-slot cluster listed first does not take 10 of 12 jobs while a 2-slot one drains twice as fast
+    (issue 21: adding a cluster made a campaign slower): the jobs ahead of each over its slots."""
+    small = ClusterView("small", 1, 32, slots=1)
+    big = ClusterView("big", 2, 64, slots=2)
+    assert queued(small, big, waiting=12) == {"small": 4, "big": 8}
+    assert queued(small, big, waiting=3) == {"small": 1, "big": 2}, "free slots first, everywhere"
+    busy = ClusterView("big", 0, 64, slots=2, queued=6)  # 6 of cigri's jobs already wait there
+    assert queued(small, busy, waiting=4) == {"small": 4}, "behind 6 on 2 slots starts later than 1-3 on 1"
+
+
+def test_a_cluster_where_the_campaigns_jobs_run_faster_drains_faster():
+    fast = ClusterView("fast", 0, 50, slots=2)
+    slow = ClusterView("slow", 0, 50, slots=2)
+    assert queued(fast, slow, waiting=9, estimates={"fast": 10.0, "slow": 20.0}) == {"fast": 6, "slow": 3}
+
+
+def test_a_queue_budget_is_never_exceeded():
+    small = ClusterView("small", 0, 2, slots=1)
+    big = ClusterView("big", 0, 3, slots=10)
+    assert queued(small, big, waiting=100) == {"small": 2, "big": 3}

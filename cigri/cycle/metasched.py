@@ -84,6 +84,7 @@ def _clusters(ctx: Context, campaigns: Sequence[Campaign]) -> list[ClusterView]:
                 slots=capacity.total,
                 used=capacity.used,
                 properties={str(k): str(v) for k, v in properties.items()} if isinstance(properties, dict) else {},
+                queued=max(0, capacity.queued + launching - capacity.free),
                 jobs=GridJobs(lambda name=name: _grid_jobs(ctx, name)),
             )
         )

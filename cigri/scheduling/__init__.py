@@ -14,6 +14,7 @@ described situation through :func:`evaluator`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, overload
@@ -124,6 +125,7 @@ class ClusterView:
     slots: int = 0  # slots the cluster has in all
     used: int = 0  # slots busy, by anyone (local users included)
     properties: Mapping[str, str] = field(default_factory=dict)
+    queued: int = 0  # of cigri's jobs there, those waiting beyond its free slots (ahead of a job queued now)
     jobs: Sequence[GridJob] = ()  # cigri's jobs running or waiting there (a tuple, or GridJobs read when needed)
 
     @property
@@ -230,31 +232,69 @@ def decide(strategy: MetaScheduler, snapshot: Snapshot, state: State) -> Decisio
 def fill(
     order: Sequence[CampaignView], clusters: Sequence[ClusterView], taken: dict[tuple[str, int], int] | None = None
 ) -> dict[tuple[str, int], int]:
-    """Spend the clusters' budgets on campaigns in ``order``: every cluster's free slots first, then its
-    queue allowance, so that jobs do not wait in one cluster's queue while another has idle slots. Each
-    cluster's budget goes to the first campaign of ``order`` that can use it; a campaign whose jobs are all
-    placed leaves the rest to the next. Returns jobs per (cluster, campaign id), adding to ``taken``."""
+    """Spend the clusters' budgets on campaigns in ``order``: every cluster's free slots first, then the queue
+    allowances, so that jobs do not wait in one cluster's queue while another has idle slots. A cluster's
+    free slots go to the first campaign of ``order`` that can use them; a campaign's jobs to queue go one by
+    one where they are expected to start first (:func:`_queue`). Returns jobs per (cluster, campaign id),
+    adding to ``taken``."""
     taken = {} if taken is None else taken
     waiting = {c.id: c.waiting - sum(n for (_, cid), n in taken.items() if cid == c.id) for c in order}
-    for kind in ("free", "queue"):
-        for cluster in clusters:
-            budget = getattr(cluster, kind)
-            for campaign in order:
-                if budget <= 0:
-                    break
-                demand = campaign.demands.get(cluster.name)
-                if demand is None or budget < demand.slots_per_job or waiting[campaign.id] <= 0:
-                    continue
-                n = min(
-                    waiting[campaign.id],
-                    demand.limit - taken.get((cluster.name, campaign.id), 0),
-                    budget // demand.slots_per_job,
-                )
-                if n > 0:
-                    taken[cluster.name, campaign.id] = taken.get((cluster.name, campaign.id), 0) + n
-                    waiting[campaign.id] -= n
-                    budget -= n * demand.slots_per_job
+    for cluster in clusters:
+        budget = cluster.free
+        for campaign in order:
+            if budget <= 0:
+                break
+            budget -= _give(taken, waiting, campaign, cluster, budget)
+    queues = {cluster.name: cluster.queue for cluster in clusters}
+    ahead = {cluster.name: cluster.queued for cluster in clusters}
+    for campaign in order:
+        _queue(taken, waiting, campaign, clusters, queues, ahead)
     return taken
+
+
+def _give(taken, waiting, campaign: CampaignView, cluster: ClusterView, budget: int, most: int | None = None) -> int:
+    """Give the campaign as many jobs on the cluster as the budget, its demand there and ``most`` allow; the
+    slots they take."""
+    demand = campaign.demands.get(cluster.name)
+    if demand is None or budget < demand.slots_per_job or waiting[campaign.id] <= 0:
+        return 0
+    n = min(
+        waiting[campaign.id], demand.limit - taken.get((cluster.name, campaign.id), 0), budget // demand.slots_per_job
+    )
+    if most is not None:
+        n = min(n, most)
+    if n <= 0:
+        return 0
+    taken[cluster.name, campaign.id] = taken.get((cluster.name, campaign.id), 0) + n
+    waiting[campaign.id] -= n
+    return n * demand.slots_per_job
+
+
+def _queue(taken, waiting, campaign: CampaignView, clusters: Sequence[ClusterView], queues, ahead) -> None:
+    """The campaign's jobs to queue, each on the cluster where it is expected to start first: the jobs ahead of
+    it there times the campaign's mean duration there (Spritz's, when some ended there; else alike
+    everywhere) over the cluster's slots. The cluster with the earliest start takes jobs until its next start
+    is later than the runner-up's (ties: list order)."""
+
+    def start(cluster: ClusterView) -> float:
+        return (ahead[cluster.name] + 1) * campaign.estimates.get(cluster.name, 1.0) / max(cluster.slots, 1)
+
+    open_ = [c for c in clusters if queues[c.name] > 0 and c.name in campaign.demands]
+    while waiting[campaign.id] > 0 and open_:
+        ranked = sorted(open_, key=start)
+        best = ranked[0]
+        per_job = campaign.estimates.get(best.name, 1.0) / max(best.slots, 1)
+        most = 1
+        if len(ranked) > 1:  # as many as keep it first
+            most = max(1, math.floor((start(ranked[1]) - start(best)) / per_job) + 1)
+        used = _give(taken, waiting, campaign, best, queues[best.name], most)
+        if used == 0:
+            open_.remove(best)
+            continue
+        queues[best.name] -= used
+        ahead[best.name] += used // campaign.demands[best.name].slots_per_job
+        if queues[best.name] <= 0:
+            open_.remove(best)
 
 
 def launches(taken: Mapping[tuple[str, int], int]) -> tuple[Assignment, ...]:
