@@ -8,6 +8,8 @@ fixing the causes lifts the blacklist.
 - Fixing causes (:func:`close`) lifts each blacklist they belong to once none of its causes is still open;
   fixing a blacklist fixes its causes. Each closed event records why (``closed_by``).
 - The admin's blacklist (ADMIN_BLACKLIST, a global event) keeps every campaign off a cluster until lifted.
+- A job's error quotes what the job wrote (its stderr's end), which may show its environment: the values of
+  its campaign's JDL ``environment`` are masked in it, wherever they appear (:mod:`cigri.secrets`).
 
 All of it in the caller's transaction.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .model import Event, EventClass, EventCode, EventState
+from .secrets import mask_values, secret_values
 from .store import Store
 
 CAUSES_FIXED = "its causes are fixed"
@@ -30,7 +33,7 @@ def job_error(
     event_id = store.open_event(
         EventClass.JOB,
         code,
-        message,
+        mask_values(message, environment_values(store, campaign_id)),
         now,
         cluster=cluster,
         campaign_id=campaign_id,
@@ -49,6 +52,12 @@ def job_error(
             parent=event_id,
         )
     return event_id
+
+
+def environment_values(store: Store, campaign_id: int) -> list[str]:
+    """The values of the campaign's JDL ``environment`` (on any of its clusters) masked in its messages."""
+    clusters = store.campaign_clusters(campaign_id).values()
+    return [value for c in clusters for value in secret_values((c["settings"] or {}).get("environment") or {})]
 
 
 def close(store: Store, events: Iterable[Event], now: float, by: str) -> list[Event]:

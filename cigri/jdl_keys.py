@@ -120,7 +120,9 @@ KEYS: tuple[JdlKey, ...] = (
         "mapping",
         "{}",
         True,
-        "Variables every job gets (CIGRI_* are cigri's own and refused).",
+        "Variables every job gets (CIGRI_* are cigri's own and refused). They reach the jobs through no "
+        "command line, and show as *** in cigri's outputs when their names say they are secrets (see "
+        "gridstat(1)); in the campaign's events and errors, every value of 8 characters or more is masked too.",
     ),
     JdlKey(
         "temporal_grouping",

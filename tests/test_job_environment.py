@@ -106,10 +106,20 @@ def test_a_cluster_may_give_its_own_environment_map():
 
 def test_an_oar_job_gets_the_map_and_its_cigri_variables(tmp_path):
     """What oar-rest submits, run as OAR runs a job: its command with the job's param line appended, in a
-    shell, in the job's folder, with $OAR_NODEFILE set."""
+    shell, in the job's folder, with $OAR_NODEFILE set. The environment's values travel in a 0600 file
+    written through OAR's API into the login's home (never in the command, which OAR shows to everyone)."""
     sent = []
+    home = tmp_path / "home"
 
     def oar_api(request):
+        path = request.url.path.removeprefix("/oarapi/")
+        if path.startswith("media/chmod/"):
+            return httpx.Response(202)
+        if path.startswith("media/force/~/"):  # OAR 2.5's API writes the file as the user, in its home
+            written = home / path.removeprefix("media/force/~/")
+            written.parent.mkdir(parents=True, exist_ok=True)
+            written.write_bytes(request.content)
+            return httpx.Response(201, json={"status": "created"})
         if request.method == "POST":
             sent.append(json.loads(request.content))
             return httpx.Response(201, json={"id": 100})
@@ -132,10 +142,11 @@ def test_an_oar_job_gets_the_map_and_its_cigri_variables(tmp_path):
     ]
     assert mocked(tmp_path, oar_api).submit("cigri.x.7.b.1", specs) == ["101", "102"]
     (payload,) = sent
+    assert "hello" not in payload["command"]
     nodes = tmp_path / "nodes"
     nodes.write_text("node1\n")
     for line in payload["param_file"].splitlines():
-        shell = {"PATH": os.environ["PATH"], "OAR_NODEFILE": str(nodes)}
+        shell = {"PATH": os.environ["PATH"], "OAR_NODEFILE": str(nodes), "HOME": str(home)}
         subprocess.run(["sh", "-c", f"{payload['command']} {line}"], cwd=tmp_path, env=shell, check=True)
     for job_id, name in ((41, "a"), (42, "b")):
         env = job_env(tmp_path, name)

@@ -5,6 +5,7 @@ flavours, and its fake oarsub/oarstat/oardel run through the local transport), u
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import string
 import sys
@@ -31,7 +32,7 @@ from cigri.adapters.oar_rest import OarRest
 from cigri.adapters.oar_ssh import OarSsh
 from cigri.adapters.transport import LocalRunner, Result
 from cigri.clock import RealClock
-from cigri.errors import AdapterError, ConfigError, SubmitError, TransportError
+from cigri.errors import AdapterError, ConfigError, JdlError, SubmitError, TransportError
 from cigri.model import Cluster, JobSpec, KillCause, RemoteState
 from tests.oar.contract import OarState, unwrapped
 from tests.oar.fake_commands import execute, install_fake_commands
@@ -388,6 +389,53 @@ def test_a_batch_runs_and_maps_exactly_where_params_prefix_each_other(oar, tmp_p
     adapter.close()
 
 
+@pytest.mark.parametrize("flavour", ["2.5", "3"])
+def test_rest_jobs_get_their_environment_from_a_file_private_before_it_holds_anything(oar, tmp_path, flavour):
+    home = Path(oar.state.home(LOGIN))
+    (home / ".cigri").mkdir(parents=True)  # OAR 3's API makes no folder: cigri's is there already
+    server = oar.serve(flavour=flavour)
+    adapter = oar.rest(server, **({"home": str(home)} if flavour == "3" else {}))  # OAR 3 takes absolute paths only
+    work = tmp_path / "work"
+    work.mkdir()
+    dump = dump_environment(work)
+    specs = [
+        replace(spec(i, n, directory=str(work), env=SECRET_ENV), argv=(str(dump), n)) for i, n in ((1, "a"), (2, "b"))
+    ]
+    ids = adapter.submit("cigri.x.7.b.1", specs)
+    jobs = {str(job["id"]): job for job in oar.state.jobs()}
+    assert not shows_a_secret(json.dumps(list(jobs.values())))  # command, initial request: what oarstat shows all
+    assert not shows_a_secret(" ".join(path for _, path in server.requests))
+    env_file = f"{home}/.cigri/cigri.x.7.b.1.env"
+    media = oar.state.snapshot()["media"]
+    assert shlex.split(media["files"][env_file]) == [w for k, v in SECRET_ENV.items() for w in ("export", f"{k}={v}")]
+    assert media["modes"][env_file] == "600"
+    assert [mode for path, mode, size in media["writes"] if path == env_file and size] == ["600"]  # never readable
+    for job_id, name in zip(ids, ("a", "b"), strict=True):
+        assert execute(jobs[job_id], home=str(home)).returncode == 0
+        got = environment_of(work, name)
+        assert {k: got[k] for k in SECRET_ENV} == SECRET_ENV and got["CIGRI_JOB_NAME"] == name
+    assert not (work / "pwned").exists()
+
+
+def test_on_oar3_an_environment_needs_the_home_and_cigris_folder(oar, tmp_path):
+    server = oar.serve(flavour="3")
+    adapter = oar.rest(server)
+    settings = {"resources": "/resource_id=1", "environment": {"A": "b"}}
+    with pytest.raises(JdlError, match=r"clusters\.oar\.environment: .*home option"):
+        adapter.check(settings, "clusters.oar")
+    adapter.check({**settings, "environment": {}}, "clusters.oar")
+    assert "home option" in refusal(adapter, lambda a: a.submit("k", [spec(1, "a", env={"A": "b"})]), SubmitError)
+    home = tmp_path / "h"
+    home.mkdir()
+    message = refusal(
+        oar.rest(server, home=str(home)), lambda a: a.submit("k", [spec(1, "a", env={"A": "b"})]), SubmitError
+    )
+    assert (
+        f"cannot stage the jobs' environment in {home}/.cigri/k.env" in message and "does its folder exist" in message
+    )
+    assert not oar.state.jobs()
+
+
 def test_oar_kills_are_resubmitted_and_the_workdir_error_is_the_users(oar, tmp_path):
     state = oar.state
     adapter = oar.rest(oar.serve())
@@ -495,7 +543,8 @@ def test_bearer_tokens_and_a_custom_ident_header(oar, tmp_path):
 
 
 class FakeRunner:
-    """Answers by the command's name; records every argv (and stdin)."""
+    """Answers by the command's name, in its argv or in the script it reads on stdin; records every argv
+    (and stdin)."""
 
     where = "fake"
 
@@ -506,7 +555,7 @@ class FakeRunner:
     def run(self, argv, *, input=None, timeout=None) -> Result:
         argv = tuple(argv)
         self.calls.append((argv, input))
-        key = next((k for k in self.answers if k in " ".join(argv)), None)
+        key = next((k for k in self.answers if k in " ".join(argv) + (input or "")), None)
         answer = self.answers.get(key, "") if key else ""
         return answer if isinstance(answer, Result) else Result(argv, 0, answer, "")
 
@@ -517,6 +566,16 @@ class FakeRunner:
 def ssh_adapter(tmp_path: Path, runner, **config) -> OarSsh:
     cluster = Cluster("front", "oar-ssh", {"slots": 4, **config})
     return OarSsh(cluster, AdapterContext(tmp_path, RealClock()), runner=runner)
+
+
+def staged(script: str) -> tuple[str, dict[str, str]]:
+    """A submission script read on stdin: its command line, and the files its here-documents write."""
+    command, *lines = script.split("\n")
+    files = {}
+    for path, end in re.findall(r"cat > (\S+) <<'(\w+)'", command):
+        body, lines = lines[: lines.index(end)], lines[lines.index(end) + 1 :]
+        files[shlex.split(path)[0]] = "".join(f"{line}\n" for line in body)
+    return command, files
 
 
 def test_ssh_submission_stages_the_param_file_and_maps_by_index(tmp_path):
@@ -531,10 +590,13 @@ def test_ssh_submission_stages_the_param_file_and_maps_by_index(tmp_path):
     adapter = ssh_adapter(tmp_path, runner, bin_dir="/opt/oar/bin")
     specs = [spec(1, "a", *NASTY, best_effort=True, project="p", **CHECKPOINT), spec(2, "a1", **CHECKPOINT)]
     assert adapter.submit("cigri.x.7.b.1", specs) == ["20", "21"]
-    (script, staged) = next((argv, stdin) for argv, stdin in runner.calls if "oarsub" in " ".join(argv))
-    assert [shlex.split(line) for line in staged.splitlines()] == [["1", "a", "a", *NASTY], ["2", "a1", "a1"]]
-    [command] = [step for step in script[2].split(" && ") if step.startswith("/opt/oar/bin/oarsub ")]
-    oarsub = shlex.split(command.split(" > ")[0])
+    (argv, script) = next((argv, stdin) for argv, stdin in runner.calls if stdin and "oarsub" in stdin)
+    assert argv == ("sh", "-s")  # the script, its param file included, comes on stdin
+    command, files = staged(script)
+    params = files["/home/alice/.cigri/cigri.x.7.b.1.params"]
+    assert [shlex.split(line) for line in params.splitlines()] == [["1", "a", "a", *NASTY], ["2", "a1", "a1"]]
+    [step] = [step for step in command.split(" && ") if step.startswith("/opt/oar/bin/oarsub ")]
+    oarsub = shlex.split(step.split(" > ")[0])
     assert oarsub == [
         "/opt/oar/bin/oarsub",
         "-l",
@@ -555,6 +617,38 @@ def test_ssh_submission_stages_the_param_file_and_maps_by_index(tmp_path):
         "/home/alice/.cigri/cigri.x.7.b.1.params",
         f"{job_wrapper(specs[0])} /home/alice/bin/run",
     ]
+
+
+SECRET_ENV = {"DB_PASS": "hunter2 'pass'", "SENTRY_DSN": "https://k3y@sentry.example/1", "ODD": "$(touch pwned) `id`"}
+
+
+def shows_a_secret(text: str) -> bool:
+    return any(value in text or shlex.quote(value) in text for value in SECRET_ENV.values())
+
+
+def test_ssh_submission_sends_the_jobs_environment_on_stdin_in_a_private_file_never_in_argv(tmp_path):
+    runner = FakeRunner({'printf %s "$HOME"': "/home/alice", "oarsub": "OAR_JOB_ID=20\nOAR_JOB_ID=21\n"})
+    specs = [spec(1, "a", env=SECRET_ENV), spec(2, "b", env=SECRET_ENV)]
+    assert ssh_adapter(tmp_path, runner).submit("cigri.x.7.b.1", specs) == ["20", "21"]
+    assert not any(shows_a_secret(" ".join(argv)) for argv, _ in runner.calls)
+    script = next(stdin for _, stdin in runner.calls if stdin and "oarsub" in stdin)
+    command, files = staged(script)
+    assert command.startswith("umask 077 && ")  # what it writes is the user's alone
+    env_file = "/home/alice/.cigri/cigri.x.7.b.1.env"
+    assert shlex.split(files[env_file]) == [w for k, v in SECRET_ENV.items() for w in ("export", f"{k}={v}")]
+    assert not shows_a_secret(command)  # the job's command (oarsub's argument) sources the file instead
+    assert f". {env_file}" in command
+
+
+def dump_environment(folder: Path) -> Path:
+    script = folder / "dump.sh"
+    script.write_text(f'#!/bin/sh\nenv -0 > "{folder}/env.$1"\n')
+    script.chmod(0o755)
+    return script
+
+
+def environment_of(folder: Path, name: str) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in (folder / f"env.{name}").read_text().split("\0") if item)
 
 
 def test_ssh_failures_map_to_transport_and_submit_errors(tmp_path):
@@ -607,6 +701,24 @@ def test_ssh_batches_keep_their_words_and_map_exactly(front):
     assert adapter.tail(ids[3], "stderr", 5) == "stderr of job10\njob10 exited with status 2"
     ran = execute(jobs[ids[0]])  # as OAR runs it, by the shell: the words arrive literal, nothing else runs
     assert (ran.returncode, ran.stdout) == (0, "".join(f"[{word}]" for word in ("a", "5", "0", *NASTY)))
+    assert not (work / "pwned").exists()
+
+
+def test_ssh_jobs_get_their_environment_from_a_private_file(front):
+    state, adapter, work = front
+    dump = dump_environment(work)
+    specs = [
+        replace(spec(i, n, directory=str(work), env=SECRET_ENV), argv=(str(dump), n)) for i, n in ((1, "a"), (2, "b"))
+    ]
+    ids = adapter.submit("cigri.x.7.b.1", specs)
+    jobs = {str(job["id"]): job for job in state.jobs()}
+    assert not shows_a_secret(json.dumps(list(jobs.values())))  # command, initial request: what oarstat shows all
+    env_file = Path(adapter.remote_dir) / "cigri.x.7.b.1.env"
+    assert env_file.stat().st_mode & 0o777 == 0o600
+    for job_id, name in zip(ids, ("a", "b"), strict=True):
+        assert execute(jobs[job_id]).returncode == 0
+        got = environment_of(work, name)
+        assert {k: got[k] for k in SECRET_ENV} == SECRET_ENV and got["CIGRI_JOB_NAME"] == name
     assert not (work / "pwned").exists()
 
 

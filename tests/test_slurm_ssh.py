@@ -13,7 +13,7 @@ import pytest
 
 from cigri.adapters import AdapterContext
 from cigri.adapters.slurm import SlurmSsh
-from cigri.adapters.transport import TIMEOUT
+from cigri.adapters.transport import TIMEOUT, runner_for
 from cigri.clock import RealClock
 from cigri.errors import TransportError
 from cigri.model import Cluster, JobSpec, RemoteState
@@ -21,6 +21,7 @@ from cigri.store import Store
 
 from .conftest import wait_for, write_jdl
 from .slurm import job_script, runs, ssh_cluster_options, ssh_config
+from .test_secrets_argv import ArgvWatch, Recording, secret_environment, shows_a_secret
 
 pytestmark = pytest.mark.slurm
 
@@ -144,6 +145,54 @@ def test_a_submission_slurm_rejects_blocks_that_cluster_for_that_campaign_only(c
     assert f"campaign {bad} is blocked" in out
     assert cli.json("gridstat", "-c", str(bad))["waiting"] == 2  # nothing lost: the jobs wait for the user
     assert cli.json("gridstat", "-c", str(good))["state"] == "terminated"
+
+
+def test_a_refused_submission_shows_none_of_the_jobs_environment(cli, cluster, shared_dir):
+    environment = secret_environment()
+    bad = campaign(
+        cli,
+        shared_dir,
+        ["b1"],
+        environment=environment,
+        clusters={"slurm": {"properties": "feature='no-such-feature'"}},
+    )
+    out = cli.until_done(timeout=60)
+    [event] = cli.json("gridevents", "-c", str(bad), "-a")
+    assert event["code"] == "SUBMIT_ERROR" and "Invalid feature specification" in event["message"]
+    shown = out + cli("gridevents", "-a", "--json") + cli("gridclusters", "-i", "slurm")
+    assert not shows_a_secret(shown, environment) and "hunter2" not in shown and "k3y" not in shown
+
+
+def test_a_jobs_environment_reaches_it_through_no_command_line(slurm, shared_dir, tmp_path):
+    """The values of a job's environment, on their way through ssh, sh and sbatch to the job, are in no
+    process's argv (what ps shows every user) and in no argv the transport is given."""
+    dump = shared_dir / "dump.sh"
+    dump.write_text(f'#!/bin/sh\nenv -0 > "{shared_dir}/env.$1"\n')
+    dump.chmod(0o755)
+    config = ssh_config(slurm, shared_dir / "spool")
+    runner = Recording(runner_for(config))
+    adapter = SlurmSsh(Cluster("slurm", "slurm-ssh", config), AdapterContext(tmp_path, RealClock()), runner=runner)
+    environment = secret_environment()
+    specs = [
+        JobSpec(i, 7, f"j{i}", (str(dump), f"j{i}"), str(shared_dir), 60, resources="core=1", env=environment)
+        for i in (1, 2)
+    ]
+    ids: list[str] = []
+    try:
+        with ArgvWatch(environment) as watch:
+            ids = adapter.submit(f"cigri.envtest-{uuid.uuid4().hex[:8]}.b.1", specs)
+            wait_for(lambda: {s.state for s in adapter.states(ids).values()} == {RemoteState.EXITED}, timeout=60)
+    finally:
+        adapter.cancel(ids)
+        adapter.close()
+    for name in ("j1", "j2"):
+        text = (shared_dir / f"env.{name}").read_text()
+        got = dict(item.split("=", 1) for item in text.split("\0") if item)
+        assert {key: got[key] for key in environment} == environment
+    assert not watch.leaks, watch.leaks
+    assert any(line.startswith("ssh ") and slurm["SSH_HOST"] in line for line in watch.seen)  # it saw the submission
+    assert not any(shows_a_secret(" ".join(argv), environment) for argv, _ in runner.calls)
+    assert not (shared_dir / "pwned").exists()
 
 
 def pending_tasks(state: Path) -> list[str]:

@@ -115,3 +115,26 @@ def test_a_load_that_cannot_be_read_is_a_transport_error_naming_cluster_and_host
         read_load(Recorded("", code=1), "nfs1", "c")
     with pytest.raises(TransportError, match=r"^c: the load of nfs1: expected a /proc/loadavg line, got 'busy'"):
         read_load(Recorded("busy\n"), "nfs1", "c")
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "export DB_PASS='hunter2 '\"'\"'pass'\"'\"''\nsbatch job.sh",
+        'export DB_PASS="hunter2 pass" && sbatch job.sh',
+        "printf %s 'export DB_PASS=hunter2\\ pass\nexport OTHER=k3y-sentry-dsn' > job.sh && sbatch job.sh",
+    ],
+)
+def test_a_failed_commands_description_quotes_no_shell_script(script):
+    """A script may carry a job's environment, however quoted: the description says which program failed
+    and how, never the script's text."""
+    for argv in (["sh", "-c", script], ["/bin/bash", "-c", script, "bash", "arg"], ["sh", "-s"]):
+        shown = Result(tuple(argv), 1, "", "noise\nsbatch: error: Invalid partition name specified\n").describe()
+        assert "hunter2" not in shown and "k3y" not in shown
+        assert shown.endswith(" exited with 1: sbatch: error: Invalid partition name specified")
+        assert shown.startswith(argv[0])
+
+
+def test_a_failed_commands_description_masks_the_secrets_in_its_words():
+    shown = Result(("env", "DB_PASS=hunter2", "curl", "https://bob:s3cr3t@host/x"), 7, "", "").describe()
+    assert shown == "env DB_PASS=*** curl https://bob:***@host/x exited with 7"

@@ -5,7 +5,9 @@ A batch is ONE OAR array job named after the batch key (CiGri's ``cigri.<...>`` 
 the exec_file; its param file holds one line per spec: the spec's words after the exec_file, each quoted
 (``shlex.quote``) so that the shell OAR runs ``command + " " + line`` in splits them back into exactly
 those words. OAR refuses an array of one param line, so a batch of one spec is a plain job whose command
-carries the quoted words itself (which also lets a prologue's multi-line script through).
+carries the quoted words itself (which also lets a prologue's multi-line script through). The jobs' JDL
+environment is not in the command, which every user sees (``oarstat``, ``ps``): the adapters stage it in a
+file (0600, ``<batch key>.env`` in cigri's folder on the cluster) that the command sources.
 
 Remote ids are OAR job ids, mapped to specs by their ``array_index`` (spec *i* is index *i*): never by
 matching param text, which CiGri does and gets wrong when one param prefixes another (``a``/``a1``).
@@ -314,15 +316,33 @@ def param_line(spec: JobSpec) -> str:
     return " ".join(shlex.quote(word) for word in words)
 
 
-def job_wrapper(spec: JobSpec) -> str:
-    """The start of every command of a batch: ``sh -c`` of a script exporting the job's environment (the
-    JDL's map, then CIGRI_*), which then execs the exec_file (its $1) with the job's words, after taking
-    off the job's id and name ($2, $3). OAR gives the job its folder and $OAR_NODEFILE."""
+def user_environment(spec: JobSpec) -> dict[str, str]:
+    """The JDL's ``environment`` map of a job, without cigri's own CIGRI_* variables: what may hold secrets."""
+    return {name: value for name, value in spec.env.items() if not name.startswith("CIGRI_")}
+
+
+def environment_file(spec: JobSpec) -> str | None:
+    """The text of a batch's environment file (the jobs' JDL map, exported), None when the map is empty. A
+    job's command line is shown to every user (``oarstat``, ``ps`` on its nodes): its environment goes in a
+    file on the cluster (0600) that the command sources."""
+    environment = user_environment(spec)
+    return exports(environment) + "\n" if environment else None
+
+
+def job_wrapper(spec: JobSpec, env_file: str | None = None) -> str:
+    """The start of every command of a batch: ``sh -c`` of a script that sources the batch's environment file
+    (``env_file``, a shell word; a job without it does not start) and exports the job's CIGRI_* variables,
+    then execs the exec_file (its $1) with the job's words, after taking off the job's id and name ($2,
+    $3). OAR gives the job its folder and $OAR_NODEFILE."""
     shared = {
-        k: v for k, v in batch_environment(spec, "").items() if k not in ("CIGRI_WORKDIR", "CIGRI_WORKING_DIRECTORY")
+        k: v
+        for k, v in batch_environment(spec, "").items()
+        if k not in user_environment(spec) and k not in ("CIGRI_WORKDIR", "CIGRI_WORKING_DIRECTORY")
     }
+    source = [f'[ -r {env_file} ] || {{ echo "cigri: cannot read" {env_file} >&2; exit 1; }}', f". {env_file}"]
     script = "; ".join(  # one line: OAR stores and runs the command as one
         [
+            *(source if env_file else []),
             exports(shared).replace("\n", "; "),
             'export CIGRI_WORKDIR="$PWD" CIGRI_WORKING_DIRECTORY="$PWD"',
             'export CIGRI_NODE_FILE="$OAR_NODEFILE" CIGRI_NODEFILE="$OAR_NODEFILE"',
@@ -335,10 +355,10 @@ def job_wrapper(spec: JobSpec) -> str:
     return f"sh -c {shlex.quote(script)} cigri-job"
 
 
-def array_command(specs: Sequence[JobSpec], home: str) -> tuple[str, str | None]:
+def array_command(specs: Sequence[JobSpec], home: str, env_file: str | None = None) -> tuple[str, str | None]:
     """(command, param file) of a batch: an array job, or a plain job for a batch of one (OAR refuses
-    a one-line param file)."""
-    command = f"{job_wrapper(specs[0])} {shell_path(specs[0].argv[0], home)}"
+    a one-line param file). ``env_file``: the batch's environment file, as a shell word (see :func:`job_wrapper`)."""
+    command = f"{job_wrapper(specs[0], env_file)} {shell_path(specs[0].argv[0], home)}"
     if len(specs) == 1:
         spec = specs[0]
         words = [str(spec.job_id), spec.name, *spec.argv[1:]]

@@ -2,7 +2,10 @@
 
 It shares with ``oar-ssh`` the translation table and the array job (:mod:`cigri.adapters.oar`): a batch
 is one array job named after the batch key, its param file the specs' quoted words, and the remote ids
-come from OAR's records of that array, ordered by ``array_index``.
+come from OAR's records of that array, ordered by ``array_index``. The jobs' environment goes through the
+API's media endpoints into ``~/.cigri/<batch key>.env`` (0600 before it holds anything), which their
+command sources: OAR 3's API takes absolute paths only and makes no folder, so there the ``home`` option
+must be set and ``~/.cigri`` must exist.
 
 Authentication: ``auth ident`` sends the OAR login in a header (``ident_header``, default
 ``X_REMOTE_IDENT``), usually behind a TLS front end that wants a client certificate (``cert_file`` and
@@ -28,7 +31,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ..errors import AdapterError, ConfigError, SubmitError, TransportError
+from ..errors import AdapterError, ConfigError, JdlError, SubmitError, TransportError
 from ..model import Capacity, Cluster, JobSpec, RemoteStatus
 from . import AdapterContext, Option, expand_home, http
 from .oar import (
@@ -40,9 +43,11 @@ from .oar import (
     check_settings,
     checkpoint_request,
     cigri_job,
+    environment_file,
     ids_by_index,
     job_of,
     output_path,
+    shell_path,
     statuses,
     still_unmoved,
     tally,
@@ -195,14 +200,25 @@ class OarRest:
         payload: dict | None = None,
         submitting: bool = False,
         probing: bool = False,
+        **upload,
     ) -> httpx.Response | None:
         """The one door to OAR's API: the answer, or a CigriError (never a secret in it).
 
-        ``submitting``: OAR refusing the request is a SubmitError; ``probing``: HTTP 404 gives None."""
+        ``submitting``: OAR refusing the request is a SubmitError; ``probing``: HTTP 404 gives None. ``upload``:
+        a body other than JSON, as httpx takes it (``content`` and ``headers``, or ``files``)."""
         url = self._setting("url")
         # the client is made inside send, which maps a TLS file it cannot read
         response = http.send(
-            self.name, "OAR's API", url, self.timeout, lambda: self.client, method, path, params=params, json=payload
+            self.name,
+            "OAR's API",
+            url,
+            self.timeout,
+            lambda: self.client,
+            method,
+            path,
+            params=params,
+            json=payload,
+            **upload,
         )
         status = response.status_code
         if status < 400:
@@ -307,6 +323,47 @@ class OarRest:
 
     def check(self, settings: dict, path: str) -> None:
         check_settings(settings, path)
+        if settings.get("environment") and self._environment_path("") is None:
+            raise JdlError(f"{path}.environment", self._needs_home())
+
+    def _environment_path(self, batch_key: str) -> str | None:
+        """Where a batch's environment file goes, as OAR's API takes a path: OAR 2.5's puts the home for a
+        leading ``~``, OAR 3's takes an absolute path only (None when the cluster's home is not set)."""
+        home = str(self.config.get("home") or "").rstrip("/")
+        if not home and self.flavour == "3":
+            return None
+        return f"{home or '~'}/.cigri/{batch_key}.env"
+
+    def _needs_home(self) -> str:
+        return (
+            f"cluster {self.name!r} (OAR 3's API) gives jobs their environment in a file, at an absolute path only: "
+            f"set its home option (grid gridclusters set {self.name} --home ...)"
+        )
+
+    def _stage_environment(self, path: str, text: str) -> None:
+        """The jobs' environment file written through OAR's API (its media endpoints): made empty, made 0600,
+        then filled, so that others can never read it while it holds anything. SubmitError when it cannot be."""
+        self._upload(path, b"")
+        if self.flavour == "2.5":
+            target, asked = "media/chmod/" + quote(path.lstrip("/"), errors="replace"), {"payload": {"mode": "600"}}
+        else:
+            target, asked = "media/chmod", {"params": {"path_filename": path, "mode": "600"}}
+        if self._request("POST", target, submitting=True, probing=True, **asked) is None:
+            raise SubmitError(
+                f"{self.name} refused the batch: cannot stage the jobs' environment in {path}: OAR's API does not find "
+                "it once written (does its folder exist? OAR 3's API makes none)"
+            )
+        self._upload(path, text.encode())
+
+    def _upload(self, path: str, content: bytes) -> None:
+        """``content`` written to ``path`` (replacing it) through OAR's API, as the login."""
+        if self.flavour == "2.5":
+            target = "media/force/" + quote(path.lstrip("/"), errors="replace")
+            headers = {"Content-Type": "application/octet-stream"}
+            self._request("POST", target, submitting=True, content=content, headers=headers)
+        else:
+            upload = {"file": (path, content, "application/octet-stream")}
+            self._request("POST", "media/", params={"force": "true"}, submitting=True, files=upload)
 
     def stress_factor(self) -> float:
         data = self._json("GET", "stress_factor", probing=True) or {}
@@ -346,7 +403,13 @@ class OarRest:
             return []
         spec = specs[0]
         home = str(self.config.get("home") or "$HOME")  # OAR's API puts the user's home for $HOME
-        command, params = array_command(specs, home)
+        env_file = None
+        if (environment := environment_file(spec)) is not None:
+            if (env_path := self._environment_path(batch_key)) is None:
+                raise SubmitError(f"{self.name} refused the batch: {self._needs_home()}")
+            self._stage_environment(env_path, environment)
+            env_file = shell_path(f"~/.cigri/{batch_key}.env", home)
+        command, params = array_command(specs, home, env_file)
         payload: dict = {"resource": walltime_request(spec), "command": command, "name": batch_key}
         directory = self._directory(spec.directory)
         if directory is not None:

@@ -2,13 +2,14 @@
 commands on a frontend.
 
 It shares with ``oar-rest`` the translation table and the array job (:mod:`cigri.adapters.oar`). The
-param file is staged on the cluster through the transport (``<remote_dir>/<batch key>.params``, sent on
-stdin, never through a shell's words) and ``oarsub``'s answer is recorded there too
-(``<batch key>.ids``) in the same round trip, so ``find_batch`` knows a batch even when cigri died
-before reading the answer; a submission whose answer is there already, or still being made by a killed
-pass's ssh client, answers it instead of submitting again (:func:`~.transport.at_most_once`). The
-remote ids are then ordered by the ``array_index`` ``oarstat`` reports (falling back on the order
-``oarsub`` printed them in, which is the index order, for jobs ``oarstat`` no longer lists).
+param file and the jobs' environment file are staged on the cluster through the transport
+(``<remote_dir>/<batch key>.params`` and ``.env``, 0600, written by a script sent on stdin: never in a
+command line) and ``oarsub``'s answer is recorded there too (``<batch key>.ids``) in the same round trip,
+so ``find_batch`` knows a batch even when cigri died before reading the answer; a submission whose
+answer is there already, or still being made by a killed pass's ssh client, answers it instead of
+submitting again (:func:`~.transport.at_most_once`). The remote ids are then ordered by the
+``array_index`` ``oarstat`` reports (falling back on the order ``oarsub`` printed them in, which is the
+index order, for jobs ``oarstat`` no longer lists).
 
 The cluster's size comes from the ``slots`` option, or from ``oarnodes -J`` when it is not set.
 """
@@ -33,6 +34,7 @@ from .oar import (
     check_settings,
     checkpoint_request,
     cigri_job,
+    environment_file,
     ids_by_index,
     job_of,
     output_path,
@@ -43,7 +45,7 @@ from .oar import (
 )
 from .reading import whole
 from .slurm import check_batch
-from .transport import CommandRunner, RemoteCommands, at_most_once, read_load, runner_for, shell
+from .transport import CommandRunner, RemoteCommands, at_most_once, here_document, read_load, runner_for, shell
 
 # what OAR's commands say when the server or its database is not there (not "your job is wrong")
 UNREACHABLE = re.compile(
@@ -158,8 +160,34 @@ class OarSsh(RemoteFiles, RemoteCommands):
         if not check_batch(self.name, specs, self.max_batch):
             return []
         spec, folder = specs[0], self.remote_dir
-        params_file, ids_file = (f"{folder}/{batch_key}.{ext}" for ext in ("params", "ids"))
-        command, params = array_command(specs, self.home)
+        params_file, ids_file, env_file = (f"{folder}/{batch_key}.{ext}" for ext in ("params", "ids", "env"))
+        environment = environment_file(spec)
+        command, params = array_command(specs, self.home, shlex.quote(env_file) if environment else None)
+        oarsub = self._oarsub(batch_key, spec, params_file if params is not None else None, command)
+        # one round trip: stage the param file (and the environment file), submit, and record the answer on
+        # the cluster itself (HUP ignored), so that find_batch knows it even if cigri dies before reading it;
+        # at most once per batch key, should the submission of a killed pass still be running. All of it on
+        # stdin: the environment may hold secrets, which no command line may show
+        staged = {params_file: params or "", **({env_file: environment} if environment else {})}
+        documents = {path: here_document(text) for path, text in staged.items()}
+        writes = " && ".join(f"cat > {shlex.quote(path)} {redirection}" for path, (redirection, _) in documents.items())
+        steps = f"umask 077 && mkdir -p {shlex.quote(folder)} && " + at_most_once(
+            params_file,
+            ids_file,
+            f"{writes} && trap '' HUP && {shlex.join(oarsub)} > {shlex.quote(ids_file)}.tmp < /dev/null && "
+            f"mv {shlex.quote(ids_file)}.tmp {shlex.quote(ids_file)} && cat {shlex.quote(ids_file)}",
+        )
+        result = self._run_script(steps + "\n" + "".join(lines for _, lines in documents.values()))
+        if not result.ok:
+            last = (result.stderr.strip().splitlines() or result.stdout.strip().splitlines() or [""])[-1]
+            raise SubmitError(f"{self.name} refused the batch: oarsub exited with {result.returncode}: {last}")
+        ids = self._mapped(result.stdout)
+        if ids is None or len(ids) != len(specs):
+            raise AdapterError(f"{self.name}: oarsub answered {result.stdout.strip()[-300:]!r}")
+        return ids
+
+    def _oarsub(self, batch_key: str, spec: JobSpec, params_file: str | None, command: str) -> list[str]:
+        """oarsub's argv for a batch (its param file, when it is an array)."""
         oarsub = [
             self._cmd("oarsub"),
             "-l",
@@ -177,26 +205,9 @@ class OarSsh(RemoteFiles, RemoteCommands):
             oarsub += ["-t", "besteffort"]
         if (checkpoint := checkpoint_request(spec)) is not None:
             oarsub += ["--checkpoint", str(checkpoint[0]), "--signal", str(checkpoint[1])]
-        if params is not None:
+        if params_file is not None:
             oarsub += ["--array-param-file", params_file]
-        oarsub.append(command)
-        # one round trip: stage the param file, submit, and record the answer on the cluster itself (HUP
-        # ignored), so that find_batch knows it even if cigri dies before reading it; at most once per batch
-        # key, should the submission of a killed pass still be running
-        steps = f"umask 077 && mkdir -p {shlex.quote(folder)} && " + at_most_once(
-            params_file,
-            ids_file,
-            f"cat > {shlex.quote(params_file)} && trap '' HUP && {shlex.join(oarsub)} > {shlex.quote(ids_file)}.tmp && "
-            f"mv {shlex.quote(ids_file)}.tmp {shlex.quote(ids_file)} && cat {shlex.quote(ids_file)}",
-        )
-        result = self._run(shell(steps), input=params or "")
-        if not result.ok:
-            last = (result.stderr.strip().splitlines() or result.stdout.strip().splitlines() or [""])[-1]
-            raise SubmitError(f"{self.name} refused the batch: oarsub exited with {result.returncode}: {last}")
-        ids = self._mapped(result.stdout)
-        if ids is None or len(ids) != len(specs):
-            raise AdapterError(f"{self.name}: oarsub answered {result.stdout.strip()[-300:]!r}")
-        return ids
+        return [*oarsub, command]
 
     def find_batch(self, batch_key: str) -> list[str] | None:
         ids_file = shlex.quote(f"{self.remote_dir}/{batch_key}.ids")

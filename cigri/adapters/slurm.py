@@ -3,10 +3,11 @@
 
 A batch is one ``sbatch --array=1-N`` job named after the batch key. Task *i* runs spec *i*: the job
 script reads line *i* of the batch's args file (staged on the cluster), whose words were quoted here,
-and ``exec``\\ s them, so nothing in a param line is ever expanded by a shell. Remote ids are
-``<array job id>_<i>``, recorded at submission: they map to jobs exactly. slurm-ssh records the array id
-on the cluster in the submission's round trip, and submits a batch key at most once, even when a killed
-pass's ssh client is still submitting it (:func:`~.transport.at_most_once`).
+and ``exec``\\ s them, so nothing in a param line is ever expanded by a shell. slurm-ssh stages both files
+(0600) with a script it sends on stdin: the job script exports the jobs' environment, which must be in no
+command line. Remote ids are ``<array job id>_<i>``, recorded at submission: they map to jobs exactly.
+slurm-ssh records the array id on the cluster in the submission's round trip, and submits a batch key at
+most once, even when a killed pass's ssh client is still submitting it (:func:`~.transport.at_most_once`).
 
 Both adapters give ``activity()`` a token (:class:`Activity`) that changes when one of cigri's tasks that
 was pending or running has ended, so that a looping almighty wakes as soon as a job ends instead of at
@@ -26,7 +27,7 @@ from . import AdapterContext, Option, batch_environment, expand_home, exports
 from .files import FILE_OPTIONS, RemoteFiles
 from .packing import RemotePackFiles
 from .reading import epoch, whole
-from .transport import CommandRunner, RemoteCommands, at_most_once, read_load, runner_for, shell
+from .transport import CommandRunner, RemoteCommands, at_most_once, here_document, read_load, runner_for, shell
 
 # Slurm job states (squeue %T / sacct State / REST job_state), translated. Anything else is UNKNOWN.
 STATES: dict[str, RemoteState] = {
@@ -428,16 +429,19 @@ class SlurmSsh(RemotePackFiles, RemoteFiles, RemoteCommands):
         ]
         # one round trip: stage the args and the script, submit, and record the array id on the cluster
         # itself (HUP ignored), so that find_batch knows it even if cigri dies before reading the answer;
-        # at most once per batch key, should the submission of a killed pass still be running
+        # at most once per batch key, should the submission of a killed pass still be running. All of it on
+        # stdin: the script carries the jobs' environment, which no command line may show
+        args_in, args_lines_after = here_document(args_lines(specs, self.home))
+        script_in, script_lines_after = here_document(script)
         steps = f"umask 077 && mkdir -p {shlex.quote(folder)}/out && " + at_most_once(
             args_file,
             ids_file,
-            f"cat > {shlex.quote(args_file)} && printf %s {shlex.quote(script)} > {shlex.quote(script_file)} && "
-            f"trap '' HUP && {shlex.join(sbatch)} > {shlex.quote(ids_file)}.tmp && "
+            f"cat > {shlex.quote(args_file)} {args_in} && cat > {shlex.quote(script_file)} {script_in} && "
+            f"trap '' HUP && {shlex.join(sbatch)} > {shlex.quote(ids_file)}.tmp < /dev/null && "
             f"mv {shlex.quote(ids_file)}.tmp {shlex.quote(ids_file)} && cat {shlex.quote(ids_file)}",
         )
         self._listing.drop()
-        result = self._run(shell(steps), input=args_lines(specs, self.home))
+        result = self._run_script(f"{steps}\n{args_lines_after}{script_lines_after}")
         if not result.ok:
             raise SubmitError(f"{self.name} refused the batch: {result.describe()}")
         array_id = result.stdout.strip().split(";")[0]

@@ -4,6 +4,12 @@ Every argument is quoted on the way, so what an adapter passes as one word reach
 program as one word, whatever it holds (``x; rm -rf ~``, ``$(touch pwned)``). Failures to *reach* the
 cluster (no such program, ssh refused, auth failure, timeout) become :class:`TransportError` here,
 once; a command that ran and failed is returned with its exit status for the adapter to judge.
+
+A command line is no place for a secret: every user of the machine reads it (``ps``, /proc/*/cmdline), on
+this side and on the cluster's. What may hold one, a submission carrying its jobs' environment above all,
+goes as a script on stdin (:meth:`RemoteCommands._run_script`), the files it writes in its here-documents
+(:func:`here_document`); and an error describes a command without the script of a shell
+(:meth:`Result.describe`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import Protocol
 
 from ..errors import TransportError
 from ..private import private_dir
+from ..secrets import mask_text
 
 # Seconds a cluster has to answer one call. Slurm's commands retry an absent slurmctld for MessageTimeout
 # (default 10 s; measured: squeue and sbatch give up after 9 s with "Unable to contact slurm controller"),
@@ -42,9 +49,21 @@ class Result:
         return self.returncode == 0
 
     def describe(self) -> str:
-        """The command, its exit status and the last line it wrote on stderr (for error messages)."""
+        """The command, its exit status and the last line it wrote on stderr (for error messages), secrets
+        masked: a shell's script is left out, since it may carry a job's environment however quoted."""
         last = (self.stderr.strip().splitlines() or [""])[-1]
-        return f"{shlex.join(self.argv)} exited with {self.returncode}" + (f": {last}" if last else "")
+        return mask_text(f"{shown_command(self.argv)} exited with {self.returncode}" + (f": {last}" if last else ""))
+
+
+SHELLS = ("sh", "bash", "dash", "ksh", "zsh")
+
+
+def shown_command(argv: Sequence[str]) -> str:
+    """``argv`` as a message shows it: a shell's script (the word after ``-c``) as ``<script>``."""
+    words = [shlex.quote(word) for word in argv]
+    if len(argv) > 2 and os.path.basename(argv[0]) in SHELLS and argv[1] == "-c":
+        words[2] = "<script>"
+    return " ".join(words)
 
 
 def _run(argv: list[str], input: str | None, timeout: float) -> subprocess.CompletedProcess:
@@ -80,7 +99,7 @@ class LocalRunner:
         except PermissionError as exc:
             raise TransportError(f"{argv[0]}: permission denied") from exc
         except subprocess.TimeoutExpired as exc:
-            raise TransportError(f"{shlex.join(argv)}: no answer within {exc.timeout:g} s") from exc
+            raise TransportError(f"{mask_text(shown_command(argv))}: no answer within {exc.timeout:g} s") from exc
         return Result(tuple(argv), done.returncode, done.stdout, done.stderr)
 
     def close(self) -> None:
@@ -175,6 +194,11 @@ class RemoteCommands:
             raise TransportError(f"{self.name}: {result.describe()}")
         return result
 
+    def _run_script(self, script: str) -> Result:
+        """A POSIX shell script run on the cluster, read from stdin (``sh -s``): what it holds, and the files its
+        here-documents write, are in no command line on the way (ssh's included)."""
+        return self._run(["sh", "-s"], input=script)
+
     @property
     def home(self) -> str:
         if self._home is None:
@@ -212,6 +236,15 @@ def at_most_once(lock_file: str, answer_file: str, submit: str) -> str:
         f"exec 9>>{lock} && {{ ! command -v flock >/dev/null || flock 9; }} && "
         f"if [ -e {answer} ]; then cat {answer}; else {submit}; fi"
     )
+
+
+def here_document(text: str) -> tuple[str, str]:
+    """(the redirection, the lines to put after the command's line) of a here-document feeding ``text`` to a
+    command as it is: nothing in it is expanded, and its end word is a digest of the text, which no line of
+    the text can be. ``text`` ends with a line break (one is added otherwise)."""
+    text = text if text.endswith("\n") or not text else text + "\n"
+    end = "CIGRI_" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    return f"<<'{end}'", f"{text}{end}\n"
 
 
 def runtime_dir() -> Path:

@@ -437,9 +437,10 @@ def gridstat(
     it), slurmrestd's (slurm-rest), oarstat's or OAR's API's (oar-ssh, oar-rest), the
     local cluster's spool row (local; without the job's environment).
 
-    Lists are readable by all; a job's outputs (-O, -E), its RM record (-C) and a
+    Lists show every campaign of the state; a job's outputs (-O, -E), its RM record (-C) and a
     campaign's JDL (-J) only by their owner (or root). The saved JDL has its secrets masked (***): the
-    values of environment variables named like a token, password, secret or key.
+    values of environment variables whose names say they are secrets (token, secret, passw, passphrase,
+    credential, apikey, jwt anywhere; a part pass, pwd, key or keys).
 
     \b
     Example:

@@ -62,6 +62,12 @@ class JobNotFound(OarError):
     status = 404
 
 
+class FileExists(OarError):
+    """An upload without ``force`` onto an existing file."""
+
+    status = 403
+
+
 class ResourcesUnavailable(OarError):
     """More cores asked than the cluster has: OAR's admission refuses the job."""
 
@@ -218,11 +224,48 @@ class OarState:
         return self.snapshot()["resources"]
 
     def read_file(self, path: str) -> str:
-        """A job's stdout or stderr file, by its full path (launching directory + ``OAR.<id>.std...``)."""
-        files = self.snapshot()["files"]
+        """A job's stdout or stderr file, by its full path (launching directory + ``OAR.<id>.std...``), or a file
+        uploaded through the API."""
+        data = self.snapshot()
+        files = {**data.get("media", {}).get("files", {}), **data["files"]}
         if path not in files:
             raise JobNotFound(f"File not found: {path}")
         return files[path]
+
+    def upload(self, path: str, content: str, *, force: bool, make_folders: bool) -> None:
+        """A file written as the user through the API (``POST media``): created with the mode a umask of 022 gives
+        (644), an existing one truncated and written keeping its mode. ``make_folders``: OAR 2.5 makes the
+        missing folders; OAR 3 does not, and a file whose folder is missing is silently not written (its API
+        starts ``cat > path`` and answers without waiting for it). The state keeps the file, its mode and every
+        write (path, mode then, size); a path in the contract's folder is also written there."""
+        folder = Path(path).parent
+        with self._transaction() as data:
+            media = data.setdefault("media", {"files": {}, "modes": {}, "writes": []})
+            if path in media["files"] and not force:
+                raise FileExists(f"The file already exists: {path}")
+            if not make_folders and not folder.is_dir():
+                return
+            media["modes"].setdefault(path, "644")
+            media["files"][path] = content
+            media["writes"].append((path, media["modes"][path], len(content)))
+            if self._holds(folder):
+                folder.mkdir(parents=True, exist_ok=True)
+                Path(path).touch(mode=0o644)
+                Path(path).write_text(content)
+
+    def chmod(self, path: str, mode: str) -> None:
+        """``POST media/chmod``: the mode (octal digits) of a file uploaded before."""
+        with self._transaction() as data:
+            media = data.get("media", {})
+            if path not in media.get("files", {}):
+                raise JobNotFound(f"File not found: {path}")
+            media["modes"][path] = mode
+            if self._holds(Path(path).parent):
+                Path(path).chmod(int(mode, 8))
+
+    def _holds(self, folder: Path) -> bool:
+        """Is ``folder`` inside the contract's own folder (the only place it writes files)?"""
+        return folder.resolve().is_relative_to(self.path.parent.resolve())
 
     # -- actions -----------------------------------------------------------------------------------------------
     def submit(

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -72,12 +73,14 @@ def stage_package(library: Path) -> Path:
     return library
 
 
-def execute(job: dict, user: str | None = None) -> subprocess.CompletedProcess:
+def execute(job: dict, user: str | None = None, home: str | None = None) -> subprocess.CompletedProcess:
     """Run ``job``'s command (its executable and its words, the param line appended) as OAR runs it: by
-    bash, in the job's directory, as ``user`` (root may run it as the cluster's user)."""
+    bash, in the job's directory, as ``user`` (root may run it as the cluster's user), with ``home`` as its
+    HOME (the user's home on the contract cluster; default: this process's)."""
     as_user = ["runuser", "-u", user, "--"] if user else []
     return subprocess.run(
         [*as_user, "bash", "-c", job["command"]],
+        env={**os.environ, "HOME": home} if home else None,
         cwd=job["launching_directory"],
         capture_output=True,
         text=True,

@@ -12,6 +12,9 @@ OAR 2.5 (``flavour="2.5"``, docs/source/user/api.rst of oar-team/oar)::
                                             {id, cmd_output, status}; a refusal is HTTP 500 (oarapi's answer
                                             when the command it runs fails)
     GET  media/<path>[?tail=N]              a job's stdout/stderr file ("~" is the user's home)
+    POST media[/force]/<path>               upload (application/octet-stream), making the missing folders; 403
+                                            if the file exists and ``force`` is not given -> 201
+    POST media/chmod/<path> {"mode"}        the mode of a file -> 202; 404 if there is none
     GET  stress_factor                      {"GLOBAL_STRESS": "<value>"}
     GET  version                            {oar_version, api_version, apilib_version, api_timezone, ...}
 
@@ -23,6 +26,10 @@ OAR 3 (``flavour="3"``, oar/api/routers/*.py of oar-team/oar3)::
     exit_status 1 when refused)
     GET  resources[?detailed=true]; GET media?path_filename=..&tail=N; GET stress_factor
     GET  version -> {oar_server_version, oar_version, oar_lib_version, api_version, apilib_version}
+    POST media[?force=true] (multipart/form-data, its ``file`` named by its path) -> 200; "/" is put before the
+    path and "~" is not the home (its expansion is lost in oar/api/routers/media.py), no folder is made, and a
+    file whose folder is missing is silently not written (the API does not wait for its ``cat``)
+    POST media/chmod?path_filename=..&mode=.. -> 202; 404 if there is no such file
 
 Collections take ``limit`` and ``offset`` (``page_size`` by default) and give ``self``/``next``/``previous``
 links. Errors are OAR 2.5's ``{"title", "message", "code"}`` or FastAPI's ``{"detail"}``.
@@ -41,8 +48,10 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from email import policy
+from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from .contract import FINAL_STATES, OarError, OarState, param_lines, public_job
 
@@ -164,6 +173,8 @@ class OarServer:
         parts = [p for p in path.split("/") if p]
         if method == "GET" and parts == ["version"]:
             return _json(200, VERSIONS[self.flavour])
+        if method == "POST" and parts[:1] == ["media"]:
+            return self._upload(parts[1:], query, user, body, headers.get("Content-Type") or "")
         route = self._route_25 if self.flavour == "2.5" else self._route_3
         return route(method, parts, query, user, body)
 
@@ -280,6 +291,44 @@ class OarServer:
         raise _HttpError(404, "Not Found")
 
     # -- pieces --------------------------------------------------------------------------------------------------
+    def _upload(self, parts: list[str], query, user: str, body: bytes, content_type: str):
+        """POST media...: a file written, or its mode changed, as each flavour does it."""
+        if self.flavour == "2.5":
+            verb = parts[0] if parts and parts[0] in ("chmod", "force") else ""
+            path = "/" + "/".join(unquote(part) for part in parts[1 if verb else 0 :])
+            path = path.replace("/~/", f"{self.state.home(user)}/", 1) if path.startswith("/~/") else path
+            if verb == "chmod":
+                return self._chmod(path, str(_body(body).get("mode") or ""), 202)
+            if content_type != "application/octet-stream":
+                raise _HttpError(406, f"{content_type} not allowed for file upload")
+            self._write(path, body, force=verb == "force", make_folders=True)
+            return _json(201, {"status": "created", "success": "true", "links": [{"rel": "self", "href": path}]})
+        if parts == ["chmod"]:
+            return self._chmod(
+                "/" + (_first(query, "path_filename") or "").lstrip("/"), _first(query, "mode") or "", 202
+            )
+        if parts:
+            raise _HttpError(404, "Not Found")
+        name, content = _multipart_file(content_type, body)
+        force = (_first(query, "force") or "").lower() in ("1", "true")
+        self._write("/" + name.lstrip("/"), content, force=force, make_folders=False)
+        return _json(200, {"status": "created", "success": "true", "links": [{"rel": "rel", "href": "/media/" + name}]})
+
+    def _write(self, path: str, content: bytes, force: bool, make_folders: bool) -> None:
+        try:
+            self.state.upload(path, content.decode(), force=force, make_folders=make_folders)
+        except OarError as exc:
+            raise _HttpError(exc.status, str(exc)) from exc
+
+    def _chmod(self, path: str, mode: str, status: int):
+        if not mode.isalnum():
+            raise _HttpError(400, f"Bad mode value: {mode}")
+        try:
+            self.state.chmod(path, mode)
+        except OarError as exc:
+            raise _HttpError(exc.status, str(exc)) from exc
+        return status, "application/octet-stream", b""
+
     def _get(self, job_id: int) -> dict:
         try:
             return self.state.job(job_id)
@@ -515,6 +564,15 @@ def _body(body: bytes) -> dict:
     if not isinstance(fields, dict):
         raise _HttpError(400, "the body is not a JSON object")
     return fields
+
+
+def _multipart_file(content_type: str, body: bytes) -> tuple[str, bytes]:
+    """The name and content of the ``file`` field of a multipart/form-data body."""
+    message = BytesParser(policy=policy.HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + body)
+    for part in message.iter_parts() if message.is_multipart() else ():
+        if part.get_param("name", header="content-disposition") == "file" and part.get_filename():
+            return part.get_filename(), part.get_payload(decode=True) or b""
+    raise _HttpError(422, "a file is required")
 
 
 def _first(query: dict[str, list[str]], key: str) -> str | None:
