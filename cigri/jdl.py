@@ -30,6 +30,19 @@ Input files and outputs (issue 13; CiGri stored its ``output_*`` keys and ignore
   ``output_destination: DIR`` (a local folder): after a job terminates each of its outputs is copied to
   ``DIR/<job name>/<file>``, checksum compared; a missing or damaged one is an OUTPUT_ERROR event of the job.
 
+Job names: the first word of each param line (of a param_file, of ``gridsub -c``, of a work_generator's answer)
+is its job's name, unique in the campaign. It names the job's folder of outputs, so it must be a file name: one
+holding a ``/``, an empty one (``''``), ``.`` or ``..`` is refused, naming its line (:func:`check_job_name`).
+A file name made from a job's words stays under its folder (:func:`_relative`, :func:`under`).
+
+Limits of the loader (checked first, before any key is read; a JdlError at once, naming the key path):
+
+- :data:`MAX_DEPTH` (32): lists and mappings inside one another, the JDL's own mapping counting as the first
+  (a JDL needs 4). A YAML anchor holding an alias of itself is refused so too.
+- :data:`MAX_VALUES` (1 000 000): the values of the JDL, keys, list items and texts, with YAML's aliases
+  expanded (each alias counts what its anchor holds): a few hundred bytes of nested aliases would expand to
+  billions. Long lists of params go in a ``param_file``, which has no such limit.
+
 On-demand work (cigri's, after BOINC's locality scheduling): ``work_generator`` (campaign-wide) is a command
 asked for more jobs reading an input file when a cluster holding it has none left; see
 :mod:`cigri.cycle.ondemand` for how it is called and what it answers.
@@ -40,6 +53,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import posixpath
 import re
 import shlex
 from collections.abc import Iterator
@@ -105,6 +119,10 @@ RESERVED_EXITS = (0, 66, 67)  # success, resubmit, resubmit at the end: no check
 
 MAX_WALLTIME = 366 * 86400
 MAX_NB_JOBS = 100_000_000  # beyond this, a param_file says better what the jobs are
+# the loader's limits (see the module's docstring): a JDL needs a depth of 4 and, but for its params, a few
+# hundred values; a YAML of a few hundred bytes can alias its way to billions
+MAX_DEPTH = 32
+MAX_VALUES = 1_000_000
 
 RESOURCE_NAMES = ("nodes", "node", "host", "network_address", "cpu", "core", "resource_id")
 # numbers in ASCII digits, not too many for int(): \d would take other scripts' digits and any length
@@ -120,6 +138,7 @@ _WORDS = re.compile(r"[^ \t\r\n]+")
 # and no \r (CRLF files take the line by line way)
 _PLAIN = re.compile(r"[^\"'\\\r\0]*")
 _NAMES = re.compile(r"^[ \t]*([^ \t\n]+)", re.MULTILINE)  # the first word of each line that has one
+_NOT_NAMES = frozenset((".", ".."))  # a job's name names a folder (check_job_name): these name others
 
 
 def parse_walltime(value: object, path: str) -> int:
@@ -493,10 +512,11 @@ JOB_BLOCK = 16_384  # param lines checked and inserted together
 
 
 def job_blocks(jdl: Jdl, taken: set[str] | None = None, size: int = JOB_BLOCK) -> Iterator[list[tuple[str, str]]]:
-    """The campaign's jobs, (name, param line) pairs in blocks, checking that names are unique (also against
-    ``taken``). This runs once per job of a million-job campaign, so a block whose text is plain (no quotes,
-    no CR) is checked as a whole by C code (a regular expression, set operations), and any
-    other block line by line, which also finds the line an error is about."""
+    """The campaign's jobs, (name, param line) pairs in blocks, checking that names are file names
+    (:func:`check_job_name`) and unique (also against ``taken``). This runs once per job of a million-job
+    campaign, so a block whose text is plain (no quotes, no CR) is checked as a whole by C code (a regular
+    expression, set operations), and any other block line by line, which also finds the line an error is
+    about. Every name enters here: gridsub, gridsub -c and a work_generator's answer."""
     seen = taken if taken is not None else set()
     from_file = jdl.params is None and jdl.nb_jobs is None
     for first, lines in jdl.param_blocks(size):
@@ -505,11 +525,33 @@ def job_blocks(jdl: Jdl, taken: set[str] | None = None, size: int = JOB_BLOCK) -
             kept = [line for line in text.split("\n") if line and not line.isspace()] if from_file else lines
             names = _NAMES.findall(text)
             unique = set(names)
-            if len(names) == len(kept) == len(unique) and seen.isdisjoint(unique):
+            if len(names) == len(kept) == len(unique) and seen.isdisjoint(unique) and _file_names(names, unique):
                 seen |= unique
                 yield list(zip(names, kept, strict=True))
                 continue
         yield list(_checked_lines(jdl, first, lines, seen, from_file))
+
+
+def _file_names(names: list[str], unique: set[str]) -> bool:
+    """Whether a block's names are all file names (:func:`check_job_name`), by C code: names from the fast
+    path's regular expression are never empty."""
+    return unique.isdisjoint(_NOT_NAMES) and "/" not in "".join(names)
+
+
+def check_job_name(name: str, where: str) -> None:
+    """A job's name names its folder of outputs (``output_destination/<name>/``, :mod:`cigri.cycle.files`):
+    refused when it would name another folder (a /, ``.``, ``..``) or none (empty). A leading ``-`` is kept:
+    in every path cigri makes the name follows a folder, and the exec_file gets it as the user wrote it (as
+    CiGri's did)."""
+    if not name:
+        problem = "is empty"
+    elif "/" in name:
+        problem = "holds a /"
+    elif name in _NOT_NAMES:
+        problem = "is not a file name"
+    else:
+        return
+    raise JdlError(where, f"job name {name!r} {problem}: a job's name names its folder of outputs (no /, not . nor ..)")
 
 
 def _checked_lines(jdl: Jdl, first: int, lines: list[str], seen: set[str], from_file: bool):
@@ -525,6 +567,7 @@ def _checked_lines(jdl: Jdl, first: int, lines: list[str], seen: set[str], from_
         _no_nul(line, jdl.where(number))
         match = None if quoting(line) else first_word(line)
         name = match.group(1) if match else split_params(line, jdl.where(number))[0]
+        check_job_name(name, jdl.where(number))
         if name in seen:
             raise JdlError(jdl.where(number), f"job name {name!r} is used twice in the campaign")
         seen.add(name)
@@ -599,24 +642,64 @@ def load_text(text: str, origin: str = "JDL") -> dict:
 
 
 def _check_text(value: object, path: str) -> None:
-    """Every string must be storable as UTF-8 (JSON can carry lone surrogates, SQLite cannot)."""
+    """A string must be storable as UTF-8 (JSON can carry lone surrogates, SQLite cannot)."""
     if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise JdlError(path, "holds characters that are not valid Unicode text") from None
-    elif isinstance(value, dict):
-        for key, item in value.items():
+
+
+def _check_tree(data: dict) -> None:
+    """Every string of the JDL (:func:`_check_text`), and its shape within :data:`MAX_DEPTH` and
+    :data:`MAX_VALUES`, checked before anything else walks it."""
+    _walk(data, "", 1, {})
+
+
+def _walk(value: dict | list, path: str, depth: int, walked: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """(values ``value`` holds, itself included, once YAML's aliases are expanded; lists and mappings nested in
+    it, itself included). A YAML alias is the very object of its anchor: each list or mapping is walked once
+    (``walked``: by id), so that a bomb costs its size in text, not what it expands to; an alias of an anchor
+    holding it (a list inside itself) is met again before it is walked, and stops at MAX_DEPTH."""
+    if depth > MAX_DEPTH:
+        raise JdlError(path, f"nests lists or mappings more than {MAX_DEPTH} deep (the JDL's limit)")
+    if id(value) in walked:
+        size, height = walked[id(value)]
+        if depth + height - 1 > MAX_DEPTH:
+            raise JdlError(path, f"nests lists or mappings more than {MAX_DEPTH} deep (the JDL's limit)")
+        return size, height
+    mapping = isinstance(value, dict)
+    size, height = 1 + (len(value) if mapping else 0), 1  # a mapping's keys count too
+    for key, item in value.items() if mapping else enumerate(value):
+        if mapping:
             _check_text(key, path or "JDL")
-            _check_text(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _check_text(item, f"{path}[{index}]")
+        if isinstance(item, dict | list):
+            below, nested = _walk(item, _item_path(path, key, mapping), depth + 1, walked)
+            size, height = size + below, max(height, nested + 1)
+        else:  # a million params: their paths are only made for an error
+            if isinstance(item, str) and not item.isascii():
+                _check_text(item, _item_path(path, key, mapping))
+            size += 1
+        if size > MAX_VALUES:
+            limit = f"{MAX_VALUES:,}".replace(",", " ")
+            raise JdlError(
+                path,
+                f"holds more than {limit} values, aliases expanded (the JDL's limit: long lists of params go in a "
+                "param_file)",
+            )
+    walked[id(value)] = size, height
+    return size, height
+
+
+def _item_path(path: str, key: object, mapping: bool) -> str:
+    if not mapping:
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
 
 
 def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None) -> Jdl:
     """Validate a JDL mapping. ``base_dir`` resolves a relative param_file; ``test`` forces the type."""
-    _check_text(data, "")
+    _check_tree(data)
     top = _lower_keys(data, "")
     _check_keys(top, set(GLOBAL_ONLY) | set(CLUSTER_DEFAULTS), "")
     if "name" not in top:
@@ -727,6 +810,15 @@ def _relative(key: str, path: str) -> str:
     if not key or key.startswith("/") or ".." in key.split("/") or any(ord(c) < 32 for c in key):
         raise JdlError(path, f"{key!r} is not a relative file name (no leading /, no .., no control characters)")
     return key
+
+
+def under(folder: str, name: str) -> str | None:
+    """``folder/name``, or None when ``name`` (made of a job's words) leads out of ``folder``, or to it. Checked
+    as written (``..`` against the names before it), for local and cluster paths alike."""
+    base = posixpath.normpath(folder)
+    if posixpath.normpath(posixpath.join(base, name)).startswith(base.rstrip("/") + "/"):
+        return f"{folder.rstrip('/')}/{name}"
+    return None
 
 
 def expand_files(templates: tuple[str, ...], words: list[str], path: str) -> list[str]:

@@ -1,13 +1,17 @@
 """Files and folders only their owner may read: cigri's state, logs, spools and sockets are 0600/0700
-whatever the umask (they name users, campaigns and clusters, and a socket or spool is a door to them)."""
+whatever the umask (they name users, campaigns and clusters, and a socket or spool is a door to them); so are
+the input files cigri stages and the outputs it gathers (a campaign's data is its user's)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
 from .errors import ConfigError
+
+WRITE_NOFOLLOW = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW  # a link planted at the name: OSError
 
 
 def private_dir(path: Path) -> Path:
@@ -35,3 +39,10 @@ def open_private(path: Path, flags: int = os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
 def write_private(path: Path, text: str) -> None:
     with open(open_private(path), "w") as handle:
         handle.write(text)
+
+
+def copy_private(source: Path, target: Path) -> None:
+    """``source``'s bytes into ``target``, a file made (or left) 0600 whatever the umask; a link at ``target``
+    is not followed (it would send the bytes elsewhere): OSError."""
+    with open(source, "rb") as data, open(open_private(target, WRITE_NOFOLLOW), "wb") as copy:
+        shutil.copyfileobj(data, copy)

@@ -5,7 +5,8 @@
   campaign, nothing written.
 - Before the runner submits a batch (:func:`stage_batch`), every file its jobs use that the cluster's cache
   does not hold is checked against its submission checksum here, copied through the cluster's adapter into
-  ``<cache_dir>/<campaign id>/<key>``, and its checksum computed on the cluster must match. Jobs find the folder
+  ``<cache_dir>/<state instance>/<campaign id>/<key>`` (:func:`state_cache`: states sharing a cache_dir keep
+  apart), and its checksum computed on the cluster must match. Jobs find the folder
   in ``CIGRI_INPUT_DIR``. With a ``cache_quota``, the batch's first jobs whose files fit go, once the least
   recently used copies no job queued or running there uses are deleted as needed; the others go back to the
   bag for this pass (a job is never sent with part of its files).
@@ -94,8 +95,16 @@ def data_source(campaign) -> Path | None:
     return Path(folder) if folder else None
 
 
-def input_dir(adapter, campaign_id: int) -> str:
-    return f"{adapter.cache_dir().rstrip('/')}/{campaign_id}"
+def state_cache(ctx, cluster: str) -> str:
+    """This state's folder in the cluster's cache. Two states of one login number their campaigns alike and may
+    share a cache_dir: each keeps its copies under its own instance (the state's random id, also in its batch
+    keys), so that one's clean-up never deletes what the other's jobs read."""
+    return f"{ctx.adapter(cluster).cache_dir().rstrip('/')}/{ctx.store.instance}"
+
+
+def input_dir(ctx, cluster: str, campaign_id: int) -> str:
+    """The campaign's folder of copies on the cluster (its jobs' ``CIGRI_INPUT_DIR``)."""
+    return f"{state_cache(ctx, cluster)}/{campaign_id}"
 
 
 class InputChanged(Exception):
@@ -125,7 +134,7 @@ def stage_batch(
     kept, left = _fitting(ctx, cluster, job_ids, per_job, ids, held)
     needed = {f.key: f for job_id in kept for f in per_job.get(job_id, ())}
     missing = [key for key in sorted(needed) if held.get(ids[key]) not in ("held", "unneeded")]
-    folder = input_dir(adapter, campaign_id)
+    folder = input_dir(ctx, cluster, campaign_id)
     for key in missing:
         file = needed[key]
         if data_source is not None:
@@ -163,7 +172,7 @@ def staged_spec(ctx, cluster: str, campaign, spec: JobSpec) -> JobSpec:
     inputs, left = stage_batch(ctx, cluster, campaign.id, [spec.job_id], data_source(campaign))
     if left:
         raise QuotaFull(f"{cluster}: its cache quota cannot take the files of job {spec.job_id}")
-    folder = input_dir(ctx.adapter(cluster), campaign.id)
+    folder = input_dir(ctx, cluster, campaign.id)
     return replace(spec, env={**spec.env, "CIGRI_INPUT_DIR": folder}, inputs=tuple(inputs.get(spec.job_id, ())))
 
 
@@ -210,8 +219,8 @@ def _fitting(ctx, cluster: str, job_ids: list[int], per_job, ids, held) -> tuple
 
 def delete_copies(ctx, cluster: str, rows: list[tuple[int, int, str]]) -> None:
     """Delete these copies (file, campaign, key) from the cluster's cache, and forget them."""
-    adapter = ctx.adapter(cluster)
-    adapter.remove_paths([f"{input_dir(adapter, campaign_id)}/{key}" for _, campaign_id, key in rows])
+    folder = state_cache(ctx, cluster)
+    ctx.adapter(cluster).remove_paths([f"{folder}/{campaign_id}/{key}" for _, campaign_id, key in rows])
     with ctx.store.transaction():
         ctx.store.forget_cluster_files(cluster, [file_id for file_id, _, _ in rows])
     ctx.report.add("deleted", len(rows))

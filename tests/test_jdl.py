@@ -177,6 +177,10 @@ def _reference_jobs(lines: list[str], where) -> list[tuple[str, str]] | str:
             name = jdl.split_params(line, where(number))[0]
         except JdlError as exc:
             return str(exc)
+        if not name or "/" in name or name in (".", ".."):  # names no folder of outputs can have
+            with pytest.raises(JdlError) as refused:
+                jdl.check_job_name(name, where(number))
+            return str(refused.value)
         if name in seen:
             return f"{where(number)}: job name {name!r} is used twice in the campaign"
         seen.add(name)
@@ -192,8 +196,10 @@ def _blocks_or_error(parsed, size: int) -> list[tuple[str, str]] | str:
 
 
 # words that take each way through job_blocks: plain ones, quotes, tabs, CR, a shell-blank-but-not-str.split
-# blank (\x0b), a Unicode space, and names that repeat
-_WORD = st.sampled_from(["a", "b", "j1", "j10", "x=1", "'q r'", '"s"', "\\t", "é", "\x0b", "\u2003", "-", "$(x)"])
+# blank (\x0b), a Unicode space, names that repeat, and names that are no file names (plain, quoted, empty)
+_WORD = st.sampled_from(
+    ["a", "b", "j1", "j10", "x=1", "'q r'", '"s"', "\\t", "é", "\x0b", "\u2003", "-", "$(x)", "a/b", "..", "'.'", "''"]
+)
 _LINE = st.lists(_WORD, max_size=4).map(lambda words: " ".join(words)) | st.sampled_from(["", "  ", "\t", "a\tb"])
 
 

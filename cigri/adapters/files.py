@@ -13,13 +13,13 @@ import base64
 import hashlib
 import os
 import shlex
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import AdapterError
+from ..errors import AdapterError, ConfigError
 from ..model import DataFile
+from ..private import WRITE_NOFOLLOW, copy_private, open_private, private_dir
 from . import Option, expand_home
 
 BLOCK = 4 * 1024 * 1024  # bytes per command when staging through a transport (base64: a third more)
@@ -64,6 +64,10 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _why(exc: OSError | ConfigError) -> str:
+    return (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+
+
 class ClusterPaths:
     """Where files are on a cluster: its cache folder and a job's files, from the adapter's ``home`` and
     ``config``."""
@@ -83,29 +87,30 @@ class LocalFiles(ClusterPaths):
     """Plain copies on this machine (``home`` is the adapter's)."""
 
     def put_file(self, source: Path, target: str, expected: DataFile) -> str:
-        """Copy ``source`` to ``target`` (through a temporary name, so that no job reads half a file); the
-        copy's sha256. ``expected`` (what the file should be) is for adapters that copy nothing: the
-        simulator's."""
+        """Copy ``source`` to ``target`` (through a temporary name, so that no job reads half a file), private
+        (folders 0700, file 0600); the copy's sha256. ``expected`` (what the file should be) is for adapters
+        that copy nothing: the simulator's."""
         try:
-            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            private_dir(Path(target).parent)
             partial = f"{target}.part"
-            shutil.copyfile(source, partial)
+            copy_private(source, Path(partial))
             checksum = sha256_of(Path(partial))
             os.replace(partial, target)
-        except OSError as exc:
-            raise AdapterError(f"{getattr(self, 'name', 'local')}: cannot stage {target}: {exc.strerror}") from exc
+        except (OSError, ConfigError) as exc:
+            raise AdapterError(f"{getattr(self, 'name', 'local')}: cannot stage {target}: {_why(exc)}") from exc
         return checksum
 
     def get_file(self, source: str, target: Path) -> str | None:
-        """Copy ``source`` back to ``target``; its sha256 read at the source, or None when it is not there."""
+        """Copy ``source`` back to ``target``, private (the folders made for it 0700, the file 0600); its
+        sha256 read at the source, or None when it is not there."""
         if not os.path.isfile(source):
             return None
         try:
             checksum = sha256_of(Path(source))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
-        except OSError as exc:
-            raise AdapterError(f"{getattr(self, 'name', 'local')}: cannot read {source}: {exc.strerror}") from exc
+            private_dir(target.parent)
+            copy_private(Path(source), target)
+        except (OSError, ConfigError) as exc:
+            raise AdapterError(f"{getattr(self, 'name', 'local')}: cannot copy {source}: {_why(exc)}") from exc
         return checksum
 
     def remove_paths(self, paths: Sequence[str]) -> None:
@@ -119,8 +124,9 @@ class LocalFiles(ClusterPaths):
 
 
 # the cluster side of a transfer, in sh: bytes arrive as base64 on stdin and are appended to the partial file;
-# the last block renames it into place and prints its checksum
-_PUT = 'set -e; mkdir -p "$(dirname "$1")"; [ "$2" = first ] && : > "$1.part"; base64 -d >> "$1.part"; '
+# the last block renames it into place and prints its checksum. Under umask 077 the folders and the copy are
+# private; a partial file left by an earlier run is removed, not truncated (truncating keeps its mode)
+_PUT = 'set -e; umask 077; mkdir -p "$(dirname "$1")"; [ "$2" = first ] && rm -f "$1.part"; base64 -d >> "$1.part"; '
 _PUT_LAST = _PUT + 'mv -f "$1.part" "$1"; sha256sum "$1" | cut -d" " -f1'
 _GET_HEAD = '[ -f "$1" ] || { echo "missing" >&2; exit 3; }; wc -c < "$1"; sha256sum "$1" | cut -d" " -f1'
 _GET_BLOCK = 'dd if="$1" bs="$2" skip="$3" count=1 2>/dev/null | base64'
@@ -169,15 +175,15 @@ class RemoteFiles(ClusterPaths):
             raise AdapterError(f"{self.name}: cannot read {source}: its size reads {size.strip()!r}")
         partial = target.with_name(f"{target.name}.part")
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(partial, "wb") as out:
+            private_dir(target.parent)
+            with open(open_private(partial, WRITE_NOFOLLOW), "wb") as out:
                 left = int(size)
                 for index in range(-(-left // BLOCK)):
                     out.write(self._receive(source, index, min(BLOCK, left)))
                     left -= BLOCK
             os.replace(partial, target)
-        except OSError as exc:
-            raise AdapterError(f"{self.name}: cannot write {target}: {exc.strerror}") from exc
+        except (OSError, ConfigError) as exc:
+            raise AdapterError(f"{self.name}: cannot write {target}: {_why(exc)}") from exc
         finally:
             partial.unlink(missing_ok=True)
         return checksum.strip()

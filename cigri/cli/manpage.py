@@ -223,6 +223,16 @@ clusters:
         ".PP",
         "An unknown key is an error naming it (with the closest known key). "
         "CiGri keys cigri does not support yet are refused by name: " + ", ".join(_bold(k) for k in refused) + ".",
+        ".PP",
+        "The first word of each param line is the job's name, unique in the campaign; it names the job's folder "
+        "of outputs, so it may not hold a /, be empty, . or .. (refused at submission, naming the line).",
+        ".SH LIMITS",
+        ".PP",
+        f"Lists and mappings may nest {jdl.MAX_DEPTH} deep, the JDL's own mapping counting as the first, and a JDL "
+        f"holds at most {jdl.MAX_VALUES:,} values (keys, list items and texts), YAML aliases expanded, each alias "
+        "counting what its anchor holds. A JDL beyond either is refused before any key is read (exit 3, naming "
+        "the key path); an anchor holding an alias of itself is too deep. Long lists of params go in a "
+        "\\fBparam_file\\fR, which has no such limit.",
         ".SH CAMPAIGN-WIDE KEYS",
         *_key_rows(campaign),
         ".SH PER-CLUSTER KEYS",

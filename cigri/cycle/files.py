@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import staging
 from ..adapters.files import can_move_files, sha256_of
 from ..errors import AdapterError, JdlError
-from ..jdl import expand_files, split_params
+from ..jdl import expand_files, split_params, under
 from ..model import EventClass, EventCode
 from .context import Context
 from .health import cluster_failed, cluster_usable
@@ -45,7 +45,7 @@ def gather(ctx: Context) -> None:
         if not can_move_files(adapter):
             continue
         directory = ctx.settings(campaign_id)[cluster]["exec_directory"].replace("{CAMPAIGN_ID}", str(campaign_id))
-        destination = Path(record["output_destination"]) / name
+        destination = Path(record["output_destination"])
         try:
             problems = _gather_job(adapter, directory, destination, record["output_file"], params, name)
         except AdapterError as exc:
@@ -69,15 +69,23 @@ def gather(ctx: Context) -> None:
 
 
 def _gather_job(adapter, directory: str, destination: Path, templates, params: str, name: str) -> list[str]:
-    """Copy one job's outputs; the problems found (a missing file, a damaged copy)."""
-    problems = []
+    """Copy one job's outputs into its folder of ``destination``; the problems found (a missing file, a damaged
+    copy, a name or file that would lead out of ``destination``: a job recorded before names were checked)."""
     where = f"output_file (job {name})"
+    folder = under(str(destination), name)
+    if folder is None:
+        return [f"outputs of job {name!r}: its folder would be outside output_destination {destination}"]
     try:
         keys = expand_files(tuple(templates), split_params(params, where), where)
     except JdlError as exc:
         return [str(exc)]
+    problems = []
     for key in keys:
-        target = destination / key
+        inside = under(folder, key)
+        if inside is None:
+            problems.append(f"output {key} of job {name!r}: outside output_destination {destination}")
+            continue
+        target = Path(inside)
         checksum = adapter.get_file(adapter.job_path(directory, key), target)
         if checksum is None:
             problems.append(f"output {key} of job {name}: not found in its exec_directory")

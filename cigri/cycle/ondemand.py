@@ -11,12 +11,14 @@ it runs out of work: later in that pass nikita deletes copies no remaining job u
 and a file no cluster holds is not asked for again. Its answer:
 
 - exit 0: each non-blank line of its output is a new job's param line (as in a ``param_file``: the first word
-  is the job's name, unique in the campaign); no line means no work for F now (F is asked for again once a
-  cluster holds it without work again: the copies no job needs are deleted meanwhile);
+  is the job's name, unique in the campaign, and a file name: it names the job's folder of outputs, see
+  :func:`cigri.jdl.check_job_name`); no line means no work for F now (F is asked for again once a cluster
+  holds it without work again: the copies no job needs are deleted meanwhile);
 - exit :data:`NO_MORE_WORK` (3): no more work for F, ever: F is marked and never asked for again;
-- anything else (another exit status, no answer in time, a line that is not a valid param line or reuses a
-  job name): a WORK_GENERATOR event of the campaign naming F and the cause; nothing is added, and F is
-  marked as for exit 3 (a broken generator is not run every pass).
+- anything else (another exit status, no answer in time, a line that is not a valid param line, whose name is
+  no file name or is already used): a WORK_GENERATOR event of the campaign naming F and the cause (the line
+  as ``params[N]``, counted from 0 in the answer); nothing is added, and F is marked as for exit 3 (a broken
+  generator is not run every pass).
 
 New jobs join the campaign through the same path as ``gridsub -c`` (their input files read from the JDL's
 template over their params), in one transaction: all of them or none. The marks are kept in the strategy

@@ -11,6 +11,7 @@ from ..adapters import packing
 from ..errors import AdapterError, SubmitError
 from ..jdl import split_params
 from ..model import Campaign, CampaignState, EventClass, EventCode, JobSpec, JobState
+from ..secrets import masked_errors, secret_values
 from ..stages import stage_retry
 from . import replicas
 from .context import Context, job_slots, log
@@ -120,37 +121,40 @@ def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign)
     adapter = ctx.adapter(cluster)
     key = ctx.batch_key(campaign.id, "b", batch_id)
     try:
-        ctx.watch(cluster)
-        inputs = _stage(ctx, batch_id, cluster, campaign, [job_id for job_id, _, _ in jobs])
-        if inputs is None:
-            return
-        jobs = ctx.store.batch_jobs(batch_id)  # without those the cache quota left out
-        # what the batch's jobs share
-        base = _spec(campaign, settings, 0, "", [settings["exec_file"]], scaled_walltime(settings, scale), resume)
-        if ctx.store.has_files(campaign.id):
-            base = replace(base, env={**base.env, "CIGRI_INPUT_DIR": staging.input_dir(adapter, campaign.id)})
-        shared = {
-            f.name: getattr(base, f.name) for f in fields(JobSpec) if f.name not in ("job_id", "name", "argv", "inputs")
-        }
-        specs = [
-            JobSpec(
-                job_id=job_id,
-                name=name,
-                argv=(*base.argv, *split_params(params, f"job {job_id}")),
-                inputs=tuple(inputs.get(job_id, ())),
-                **shared,
-            )
-            for job_id, name, params in jobs
-        ]
-        layout = _pack_layout(ctx, batch_id, cluster, campaign.id, settings)
-        if layout is not None and layout["size"] > 1:
-            packs = [specs[i : i + layout["size"]] for i in range(0, len(specs), layout["size"])]
-            remote = adapter.submit_packs(key, packs, layout["lanes"], layout["cores"], batch_id not in ctx.fresh)
-        else:
-            # only a batch an earlier (killed) pass recorded may already be on the cluster
-            remote = None if batch_id in ctx.fresh else adapter.find_batch(key)
-            if remote is None:
-                remote = adapter.submit(key, specs)
+        with hidden_environment(settings):
+            ctx.watch(cluster)
+            inputs = _stage(ctx, batch_id, cluster, campaign, [job_id for job_id, _, _ in jobs])
+            if inputs is None:
+                return
+            jobs = ctx.store.batch_jobs(batch_id)  # without those the cache quota left out
+            # what the batch's jobs share
+            base = _spec(campaign, settings, 0, "", [settings["exec_file"]], scaled_walltime(settings, scale), resume)
+            if ctx.store.has_files(campaign.id):
+                base = replace(base, env={**base.env, "CIGRI_INPUT_DIR": staging.input_dir(ctx, cluster, campaign.id)})
+            shared = {
+                f.name: getattr(base, f.name)
+                for f in fields(JobSpec)
+                if f.name not in ("job_id", "name", "argv", "inputs")
+            }
+            specs = [
+                JobSpec(
+                    job_id=job_id,
+                    name=name,
+                    argv=(*base.argv, *split_params(params, f"job {job_id}")),
+                    inputs=tuple(inputs.get(job_id, ())),
+                    **shared,
+                )
+                for job_id, name, params in jobs
+            ]
+            layout = _pack_layout(ctx, batch_id, cluster, campaign.id, settings)
+            if layout is not None and layout["size"] > 1:
+                packs = [specs[i : i + layout["size"]] for i in range(0, len(specs), layout["size"])]
+                remote = adapter.submit_packs(key, packs, layout["lanes"], layout["cores"], batch_id not in ctx.fresh)
+            else:
+                # only a batch an earlier (killed) pass recorded may already be on the cluster
+                remote = None if batch_id in ctx.fresh else adapter.find_batch(key)
+                if remote is None:
+                    remote = adapter.submit(key, specs)
     except SubmitError as exc:
         with ctx.store.transaction():
             ctx.store.abandon_batch(batch_id)
@@ -173,6 +177,13 @@ def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign)
         )
     ctx.report.add("submitted", len(jobs))
     log.info("runner: %d jobs of campaign %d submitted to %s", len(jobs), campaign.id, cluster)
+
+
+def hidden_environment(settings: dict):
+    """Around a campaign's calls to a cluster's adapter: what they raise has the values of the campaign's JDL
+    environment masked (:mod:`cigri.secrets`), whatever the adapter quoted (a command, the RM's answer). The
+    error becomes the campaign's event, the cluster's event others see, a log line."""
+    return masked_errors(secret_values(settings.get("environment") or {}))
 
 
 def _stage(ctx: Context, batch_id: int, cluster: str, campaign: Campaign, job_ids: list[int]):
@@ -270,7 +281,8 @@ def _submit_stage(ctx: Context, campaign: Campaign, cluster: str, stage: str, pr
         retry = stage_retry(previous)
         if retry:  # a new attempt: not the batch of the previous one
             key += f".retry-{retry[0]}-{retry[1]}"
-        remote = ctx.adapter(cluster).find_batch(key) or ctx.adapter(cluster).submit(key, [spec])
+        with hidden_environment(settings):
+            remote = ctx.adapter(cluster).find_batch(key) or ctx.adapter(cluster).submit(key, [spec])
     except SubmitError as exc:
         with ctx.store.transaction():
             ctx.store.set_stage(campaign.id, cluster, stage, "failed")

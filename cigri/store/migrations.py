@@ -532,6 +532,13 @@ def _m020_counters(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m021_cache_by_state(conn: sqlite3.Connection) -> None:
+    """Staged copies live in ``<cache_dir>/<state id>/<campaign id>/`` (two states of one login shared
+    ``<cache_dir>/<campaign id>/``, and one's clean-up deleted the other's inputs): the copies made before are
+    where no job looks any more, so they are forgotten and staged again where jobs look."""
+    conn.execute("DELETE FROM cluster_files")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -552,6 +559,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("018_usage_down", _m018_usage_down),
     ("019_active_index", _m019_active_index),
     ("020_counters", _m020_counters),
+    ("021_cache_by_state", _m021_cache_by_state),
 ]
 
 
