@@ -152,3 +152,18 @@ def test_a_fraction_a_flag_or_nothing_under_a_secret_name_is_shown():
         "api_token": None,
     }
     assert mask({"DB_PASS": "hunter22", "pin_key": 1234}) == {"DB_PASS": MASK, "pin_key": MASK}
+
+
+def test_any_event_of_a_campaign_shows_none_of_its_environment_values(store, tmp_path):
+    """The one place every event is written masks the campaign's environment values, whatever stage wrote
+    the message (a prologue's error, a gathering error, a stage yet to come), not only the job errors."""
+    from cigri.model import EventClass, EventCode
+
+    environment = {"API_TOKEN": "tok-Zq7x", "DSN": "postgres://db/very-long-name", "MODE": "fast"}
+    jdl = load(write_jdl(tmp_path, exec_file="/bin/true", params=["a"], environment=environment))
+    cid = ops.submit(store, jdl, RealClock())[0]
+    message = "prologue said: tok-Zq7x 'postgres://db/very-long-name' in fast mode"
+    with store.transaction():
+        event_id = store.open_event(EventClass.CAMPAIGN, EventCode.PROLOGUE_ERROR, message, 0.0, campaign_id=cid)
+    [event] = store.events(event_id=event_id)
+    assert event.message == "prologue said: *** '***' in fast mode"

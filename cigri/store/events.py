@@ -3,11 +3,12 @@ make."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Sequence
 
 from ..model import Event, EventClass, EventCode, EventState
-from ..secrets import mask_text
+from ..secrets import mask_text, mask_values, secret_values
 from ._sql import _chunks, _marks
 
 
@@ -37,12 +38,24 @@ class Events:
         job_id: int | None = None,
         parent: int | None = None,
     ) -> int:
+        """Open an event; its message with secrets masked, and a campaign's environment values wherever they
+        appear in it (:func:`cigri.secrets.secret_values`), whatever stage wrote it."""
+        if campaign_id is not None:
+            message = mask_values(message, self._environment_values(campaign_id))
         cur = self.conn.execute(
             "INSERT INTO events (class, code, state, cluster, campaign_id, job_id, message, created_at, parent_id) "
             "VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?)",
             (cls.value, code.value, cluster, campaign_id, job_id, mask_text(message), now, parent),
         )
         return cur.lastrowid
+
+    def _environment_values(self, campaign_id: int) -> set[str]:
+        """The values of the campaign's environment, on each of its clusters (kept unmasked in its settings)."""
+        values: set[str] = set()
+        for (raw,) in self.conn.execute("SELECT settings FROM campaign_clusters WHERE campaign_id = ?", (campaign_id,)):
+            environment = json.loads(raw).get("environment") if raw else None
+            values.update(secret_values(environment or {}))
+        return values
 
     def events(
         self,
