@@ -88,6 +88,30 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("slurm"))
 
 
+SLURM_TIMEOUT = 300  # seconds: the real Slurm's tests wait on its scheduler, and on each other (one node, a lock)
+# the tests that take half a minute or more alone (Slurm checks walltimes every 30 s; the soaks kill an almighty a
+# hundred times): on a loaded box, several times that
+LONG_TESTS = {
+    "test_a_walltime_overrun_is_killed_by_slurm_and_resubmitted": 600,
+    "test_a_walltime_kill_is_retried_with_more_walltime_and_a_signal_checkpoint_resumes": 600,
+    "test_slurm_over_rest_survives_a_hundred_kills_of_a_looping_almighty": 600,
+    "test_slurm_over_ssh_survives_a_hundred_kills_of_a_looping_almighty": 600,
+    "test_the_local_cluster_survives_a_hundred_kills_of_a_looping_almighty": 300,
+}
+
+
+def pytest_itemcollected(item):
+    """Per-test timeouts (pytest-timeout) beyond pyproject.toml's default: a hang fails in minutes, not at
+    CI's limit. A test's own @pytest.mark.timeout wins."""
+    if item.get_closest_marker("timeout"):
+        return
+    seconds = LONG_TESTS.get(getattr(item, "originalname", item.name))
+    if seconds is None and (item.get_closest_marker("slurm") or "slurm" in getattr(item, "fixturenames", ())):
+        seconds = SLURM_TIMEOUT
+    if seconds is not None:
+        item.add_marker(pytest.mark.timeout(seconds))
+
+
 def wait_for(condition, timeout: float = 20.0, interval: float = 0.02):
     """Poll ``condition`` until it returns something true, or fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

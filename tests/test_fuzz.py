@@ -6,7 +6,9 @@ The property: a parser gives a valid result (every state a :class:`RemoteState`,
 not understand; counts that are whole and not negative) or raises one of cigri's own errors with a
 one-line message; never any other exception. Inputs are random text and, finding far more, the recorded
 outputs of tests/fixtures and tests/oar/fixtures mutated: fields dropped, duplicated, retyped or replaced
-by odd values (huge numbers, other scripts' digits, NUL, NaN), lines cut, separators swapped.
+by odd values (huge numbers, other scripts' digits, NUL, NaN), lines cut, separators swapped. On the recorded
+outputs as they were, each parser must also read what they say (states, exit codes, ids): a parser that
+raises or answers UNKNOWN for everything has the property (scripts/mutations.py shows these tests catch it).
 
 Examples per test: ``CIGRI_FUZZ_EXAMPLES`` (default :data:`CI_EXAMPLES`, what CI runs);
 ``CIGRI_FUZZ_EXAMPLES=10000 pytest tests/test_fuzz.py`` is the full run (see the README's Fuzzing part).
@@ -36,7 +38,7 @@ from cigri.adapters.slurm_rest import SlurmRest, task_indices
 from cigri.adapters.transport import LocalRunner, Result
 from cigri.cli import grid
 from cigri.errors import CigriError, JdlError
-from cigri.model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
+from cigri.model import Capacity, Cluster, JobSpec, KillCause, RemoteState, RemoteStatus
 
 CI_EXAMPLES = 750
 EXAMPLES = int(os.environ.get("CIGRI_FUZZ_EXAMPLES") or CI_EXAMPLES)
@@ -99,6 +101,29 @@ def check_ids(found: object, count: int | None = None) -> None:
 
 def check_cores(found: object) -> None:
     assert found is None or (type(found) is int and found >= 1), found
+
+
+# ---- what the recorded outputs say -------------------------------------------------------------------------
+# The property holds of a parser that raises, or answers UNKNOWN, whatever it is given. So each fuzz test also
+# runs on its recorded outputs as they were (an @example; Hypothesis draws them too, unmutated), and there the
+# parser must read what the fixtures' READMEs say: each job's state, exit code and why it was killed, the ids.
+
+PENDING, RUNNING, EXITED, KILLED, UNKNOWN = (
+    RemoteState.PENDING,
+    RemoteState.RUNNING,
+    RemoteState.EXITED,
+    RemoteState.KILLED,
+    RemoteState.UNKNOWN,
+)
+Known = dict[str, tuple[RemoteState, int | None, KillCause | None]]  # remote id -> (state, exit code, cause)
+
+
+def check_known(found: object, known: Known) -> None:
+    """``found`` (a parser's states) gives each job of ``known`` that it holds its known state."""
+    assert found is not None, "the recorded output was refused"
+    assert isinstance(found, dict)
+    got = {rid: (found[rid].state, found[rid].exit_code, found[rid].cause) for rid in known if rid in found}
+    assert got == {rid: known[rid] for rid in got}
 
 
 # ---- strategies --------------------------------------------------------------------------------------------
@@ -427,10 +452,65 @@ def spec(job_id: int = 1) -> JobSpec:
     return JobSpec(job_id, 1, f"j{job_id}", ("/bin/true", "a"), "{HOME}", 60)
 
 
-SQUEUE = (SLURM / "squeue.running.txt").read_text() + (SLURM / "squeue.ended.txt").read_text()
-SACCT = (SLURM / "sacct.ended.txt").read_text() + (SLURM / "sacct-accounting.ended.txt").read_text()
+SQUEUE_RUNNING = (SLURM / "squeue.running.txt").read_text()
+SQUEUE_ENDED = (SLURM / "squeue.ended.txt").read_text()
+SQUEUE = SQUEUE_RUNNING + SQUEUE_ENDED
+SACCT_ACCOUNTING = (SLURM / "sacct-accounting.ended.txt").read_text()
+SACCT = (SLURM / "sacct.ended.txt").read_text() + SACCT_ACCOUNTING
 SINFO = "8/0/0/8\n2/6/0/8\n"
+CORES = "4\n8+\n"  # sinfo -o %c: the cores of each kind of node ("8+": 8 or more)
 TASKS = sorted({line.split("|")[0] for line in SQUEUE.splitlines()} | {"3448", "3436", "999_1", "x", ""})
+
+# the recorded jobs (tests/fixtures/slurm/README.md): ok 3435 (2 tasks), fail 3436 (exit 3), signal 3437 (kill -9),
+# wait 3438 and held 3439 (pending), run 3440 (task 1 cancelled), suspend 3441, requeue 3442, filler 3450 (8
+# best-effort tasks), preemptor 3457, timeout 3434; at the moment "ended" every live one was cancelled
+SQUEUE_STATES: dict[str, Known] = {
+    SQUEUE_RUNNING: {
+        "3434_1": (RUNNING, None, None),
+        "3435_1": (EXITED, 0, None),
+        "3435_2": (EXITED, 0, None),
+        "3436_1": (EXITED, 3, None),
+        "3437_1": (EXITED, 137, None),
+        "3438_1": (PENDING, None, None),
+        "3439_1": (PENDING, None, None),
+        "3440_1": (KILLED, None, KillCause.ADMIN),
+        "3440_2": (RUNNING, None, None),
+        "3441_1": (RUNNING, None, None),
+        "3442_1": (PENDING, None, None),
+        "3450_1": (PENDING, None, None),
+        "3450_2": (RUNNING, None, None),
+        "3457_1": (RUNNING, None, None),
+        "999_1": (UNKNOWN, None, None),
+    },
+    SQUEUE_ENDED: {
+        "3434_1": (KILLED, None, KillCause.WALLTIME),
+        "3435_1": (EXITED, 0, None),
+        "3436_1": (EXITED, 3, None),
+        "3437_1": (EXITED, 137, None),
+        "3438_1": (KILLED, None, KillCause.ADMIN),
+        "3440_2": (KILLED, None, KillCause.ADMIN),
+        "3450_2": (KILLED, None, KillCause.ADMIN),
+        "999_1": (UNKNOWN, None, None),
+    },
+}
+# sinfo's 16 CPUs, 10 allocated; squeue's running and pending tasks of cigri
+SQUEUE_CAPACITY = {SQUEUE_RUNNING: Capacity(16, 10, 8, 7), SQUEUE_ENDED: Capacity(16, 10, 0, 0)}
+SACCT_STATES: dict[str, Known] = {  # what slurmdbd says of the arrays once slurmctld forgot them
+    SACCT_ACCOUNTING: {
+        "3434": (KILLED, None, KillCause.WALLTIME),
+        "3435": (EXITED, 0, None),
+        "3436": (EXITED, 3, None),
+        "3437": (EXITED, 137, None),
+        "3448": (EXITED, 0, None),
+        "3449": (KILLED, None, KillCause.ADMIN),
+        "999": (UNKNOWN, None, None),
+    }
+}
+
+
+def recorded(text: str) -> Result:
+    """A command's recorded output, as it answered it."""
+    return Result(("cmd",), 0, text, "")
 
 
 def slurm_ssh(answers: dict[str, Result | str]) -> SlurmSsh:
@@ -440,25 +520,46 @@ def slurm_ssh(answers: dict[str, Result | str]) -> SlurmSsh:
 
 @fuzz
 @given(squeue=command_result(command_output(SQUEUE, "|")), ids=st.lists(st.sampled_from(TASKS), max_size=6))
+@example(squeue=recorded(SQUEUE_RUNNING), ids=sorted(SQUEUE_STATES[SQUEUE_RUNNING]))
+@example(squeue=recorded(SQUEUE_ENDED), ids=sorted(SQUEUE_STATES[SQUEUE_ENDED]))
 def test_squeue_gives_states_or_an_adapter_error(squeue, ids):
-    check_states(clean(lambda: slurm_ssh({"squeue": squeue}).states(ids)), ids)
-    check_capacity(clean(lambda: slurm_ssh({"squeue": squeue, "sinfo": SINFO}).capacity()))
+    states = clean(lambda: slurm_ssh({"squeue": squeue}).states(ids))
+    check_states(states, ids)
+    capacity = clean(lambda: slurm_ssh({"squeue": squeue, "sinfo": SINFO}).capacity())
+    check_capacity(capacity)
+    if squeue.ok and squeue.stdout in SQUEUE_STATES:
+        check_known(states, SQUEUE_STATES[squeue.stdout])
+        assert capacity == SQUEUE_CAPACITY[squeue.stdout]
 
 
 @fuzz
 @given(sacct=command_result(command_output(SACCT, "|")), ids=st.lists(st.sampled_from(TASKS), max_size=6))
+@example(sacct=recorded(SACCT_ACCOUNTING), ids=sorted(SACCT_STATES[SACCT_ACCOUNTING]))
 def test_sacct_gives_states_or_an_adapter_error(sacct, ids):
-    check_states(clean(lambda: slurm_ssh({"squeue": "", "sacct": sacct}).states(ids)), ids)
+    states = clean(lambda: slurm_ssh({"squeue": "", "sacct": sacct}).states(ids))
+    check_states(states, ids)
+    if sacct.ok and sacct.stdout in SACCT_STATES:
+        check_known(states, SACCT_STATES[sacct.stdout])
 
 
 @fuzz
-@given(sinfo=command_result(command_output(SINFO + "4\n8+\n", "/")))
+@given(sinfo=command_result(command_output(SINFO + CORES, "/")))
+@example(sinfo=recorded(SINFO))
+@example(sinfo=recorded(CORES))
 def test_sinfo_gives_a_capacity_or_an_adapter_error(sinfo):
-    check_capacity(clean(lambda: slurm_ssh({"squeue": SQUEUE, "sinfo": sinfo}).capacity()))
-    check_cores(clean(lambda: slurm_ssh({"sinfo": sinfo}).node_cores()))
+    capacity = clean(lambda: slurm_ssh({"squeue": SQUEUE_RUNNING, "sinfo": sinfo}).capacity())
+    check_capacity(capacity)
+    cores = clean(lambda: slurm_ssh({"sinfo": sinfo}).node_cores())
+    check_cores(cores)
+    if sinfo.ok and sinfo.stdout == SINFO:
+        assert capacity == SQUEUE_CAPACITY[SQUEUE_RUNNING]
+    if sinfo.ok and sinfo.stdout == CORES:
+        assert cores == 4, "the smallest node's"
 
 
 SLURM_ANSWERS = "3450\n3451;cluster\n3450 3\n"
+SBATCH_ARRAY = {"3450\n": "3450", "3451;cluster\n": "3451"}  # sbatch --parsable: the array id (;its cluster)
+RECORDED_IDS = {"3450\n3\n": ["3450_1", "3450_2", "3450_3"]}  # the ids file, then wc -l of the args file
 
 
 @fuzz
@@ -468,12 +569,20 @@ SLURM_ANSWERS = "3450\n3451;cluster\n3450 3\n"
     stderr=command_output("slurm_suspend error: Invalid job id specified\nAccess/permission denied\n", " "),
     count=st.integers(1, 3),
 )
+@example(answer=recorded("3451;cluster\n"), scontrol=recorded(""), stderr="", count=3)
+@example(answer=recorded("3450\n3\n"), scontrol=recorded(""), stderr="", count=1)
 def test_sbatch_and_scontrol_answers_give_ids_or_an_adapter_error(answer, scontrol, stderr, count):
     """sbatch's answer (submit), the recorded ids (find_batch), scontrol's complaints (hold, release)."""
-    check_ids(clean(lambda: slurm_ssh({"sh": answer}).submit("cigri.1", [spec(i) for i in range(count)])), count)
-    check_ids(clean(lambda: slurm_ssh({"sh": answer}).find_batch("cigri.1")))
+    submitted = clean(lambda: slurm_ssh({"sh": answer}).submit("cigri.1", [spec(i) for i in range(count)]))
+    check_ids(submitted, count)
+    found = clean(lambda: slurm_ssh({"sh": answer}).find_batch("cigri.1"))
+    check_ids(found)
     refused = Result(scontrol.argv, scontrol.returncode, "", stderr)
     clean(lambda: slurm_ssh({"scontrol": refused}).hold(["1_1", "1_2"]))
+    if answer.ok and answer.stdout in SBATCH_ARRAY:
+        assert submitted == [f"{SBATCH_ARRAY[answer.stdout]}_{i}" for i in range(1, count + 1)]
+    if answer.ok and answer.stdout in RECORDED_IDS:
+        assert found == RECORDED_IDS[answer.stdout]
 
 
 # ---- slurm-rest: slurmrestd's JSON -------------------------------------------------------------------------
@@ -557,33 +666,73 @@ def rest_dir(tmp_path_factory) -> Path:
     return folder
 
 
+# the first six recorded records (3434_1 timeout, 3435_1 ok, 3436_1 fail, 3437_1 signal, 3438 wait's pending
+# tasks 1 and 3, 3439 held) and 3434's record in v0.0.39's forms, running tasks 4-6 and 9
+REST_STATES: Known = {
+    "3434_1": (RUNNING, None, None),
+    "3434_4": (RUNNING, None, None),
+    "3434_9": (RUNNING, None, None),
+    "3434_7": (UNKNOWN, None, None),
+    "3435_1": (EXITED, 0, None),
+    "3436_1": (EXITED, 3, None),
+    "3437_1": (EXITED, 137, None),
+    "3438_1": (PENDING, None, None),
+    "3438_2": (UNKNOWN, None, None),  # cancelled while pending: listed nowhere
+    "3438_3": (PENDING, None, None),
+    "3439_1": (PENDING, None, None),
+    "x_1": (UNKNOWN, None, None),
+}
+REST_CAPACITY = Capacity(8, 8, 5, 3)  # the node's 8 CPUs all allocated; 5 of cigri's tasks run, 3 wait
+
+
+def as_sent(document: object) -> tuple[int, bytes]:
+    """A slurmrestd or OAR answer as recorded: 200 and the document."""
+    return 200, json.dumps(document).encode()
+
+
 @fuzz
 @given(jobs=rest_answers(REST_JOBS), ids=st.lists(st.sampled_from(REST_IDS), max_size=5))
+@example(jobs=as_sent(REST_JOBS), ids=sorted(REST_STATES))
 def test_slurmrestd_jobs_give_states_or_an_adapter_error(rest_dir, jobs, ids):
     """GET job/<array id> (states, cancel), GET jobs (find_batch and capacity without a memory)."""
-    answers = {"job": jobs, "jobs": jobs, "nodes": (200, json.dumps(REST_NODES).encode())}
-    check_states(clean(lambda: slurm_rest(rest_dir, answers).states(ids)), ids)
-    check_ids(clean(lambda: slurm_rest(rest_dir, answers).find_batch("cigri.record.ok")))
-    check_capacity(clean(lambda: slurm_rest(rest_dir, answers).capacity()))
+    answers = {"job": jobs, "jobs": jobs, "nodes": as_sent(REST_NODES)}
+    states = clean(lambda: slurm_rest(rest_dir, answers).states(ids))
+    check_states(states, ids)
+    found = clean(lambda: slurm_rest(rest_dir, answers).find_batch("cigri.record.ok"))
+    check_ids(found)
+    capacity = clean(lambda: slurm_rest(rest_dir, answers).capacity())
+    check_capacity(capacity)
     clean(lambda: slurm_rest(rest_dir, answers).cancel(ids))
+    if jobs == as_sent(REST_JOBS):
+        check_known(states, REST_STATES)
+        assert found == ["3435_1", "3435_2"], "the comment says: a batch of 2 tasks"
+        assert capacity == REST_CAPACITY
 
 
 @fuzz
 @given(nodes=rest_answers(REST_NODES))
+@example(nodes=as_sent(REST_NODES))
 def test_slurmrestd_nodes_give_a_capacity_or_an_adapter_error(rest_dir, nodes):
-    answers = {"nodes": nodes, "jobs": (200, json.dumps(REST_JOBS).encode())}
-    check_capacity(clean(lambda: slurm_rest(rest_dir, answers).capacity()))
-    check_cores(clean(lambda: slurm_rest(rest_dir, answers).node_cores()))
+    answers = {"nodes": nodes, "jobs": as_sent(REST_JOBS)}
+    capacity = clean(lambda: slurm_rest(rest_dir, answers).capacity())
+    check_capacity(capacity)
+    cores = clean(lambda: slurm_rest(rest_dir, answers).node_cores())
+    check_cores(cores)
+    if nodes == as_sent(REST_NODES):
+        assert (capacity, cores) == (REST_CAPACITY, 8)
 
 
 @fuzz
 @given(answer=rest_answers(REST_SUBMIT), count=st.integers(1, 3))
+@example(answer=as_sent(REST_SUBMIT), count=3)
 def test_slurmrestd_submit_and_update_answers_give_ids_or_an_adapter_error(rest_dir, answer, count):
-    check_ids(
-        clean(lambda: slurm_rest(rest_dir, {"submit": answer}).submit("cigri.1", [spec(i) for i in range(count)])),
-        count,
+    submitted = clean(
+        lambda: slurm_rest(rest_dir, {"submit": answer}).submit("cigri.1", [spec(i) for i in range(count)])
     )
+    check_ids(submitted, count)
     clean(lambda: slurm_rest(rest_dir, {"job": answer}).hold(["3434_1", "3434_2"]))
+    if answer == as_sent(REST_SUBMIT):
+        assert submitted == [f"3460_{i}" for i in range(1, count + 1)]
 
 
 MEMORY = {
@@ -599,15 +748,23 @@ MEMORY = {
 @example(memory='{"batches": {"²": {"at": 1, "key": "cigri.a", "tasks": 2}}}')  # int("²"): ValueError
 # find_batch listed every id up to "tasks": 10**17 of them took all of the machine's memory (OOM-killed)
 @example(memory=json.dumps({"batches": {"5": {"at": 1, "key": "cigri.a", "tasks": MAX_ARRAY_SIZE + 1}}}))
+@example(memory=json.dumps(MEMORY))
 def test_a_damaged_slurm_rest_memory_is_read_as_none(rest_dir, memory):
     """The memory is cigri's own file, but a damaged one must cost the full listing, not a crash."""
-    jobs = (200, json.dumps({"jobs": [rest_job(), rest_job(array_task_id=2, job_state="RUNNING")]}).encode())
-    answers = {"job": jobs, "jobs": jobs, "ping": (200, b"{}"), "nodes": (200, json.dumps(REST_NODES).encode())}
-    answers["submit"] = (200, json.dumps(REST_SUBMIT).encode())
-    check_ids(clean(lambda: slurm_rest(rest_dir, answers, memory).find_batch("cigri.a")))
-    check_states(clean(lambda: slurm_rest(rest_dir, answers, memory).states(["5_1", "5_2"])), ["5_1", "5_2"])
+    jobs = as_sent({"jobs": [rest_job(), rest_job(array_task_id=2, job_state="RUNNING")]})
+    answers = {"job": jobs, "jobs": jobs, "ping": (200, b"{}"), "nodes": as_sent(REST_NODES)}
+    answers["submit"] = as_sent(REST_SUBMIT)
+    found = clean(lambda: slurm_rest(rest_dir, answers, memory).find_batch("cigri.a"))
+    check_ids(found)
+    states = clean(lambda: slurm_rest(rest_dir, answers, memory).states(["5_1", "5_2"]))
+    check_states(states, ["5_1", "5_2"])
     check_capacity(clean(lambda: slurm_rest(rest_dir, answers, memory).capacity()))
-    check_ids(clean(lambda: slurm_rest(rest_dir, answers, memory).submit("cigri.b", [spec(1)])), 1)
+    submitted = clean(lambda: slurm_rest(rest_dir, answers, memory).submit("cigri.b", [spec(1)]))
+    check_ids(submitted, 1)
+    if memory == json.dumps(MEMORY):  # as cigri wrote it: batch 5 of cigri.a has 2 tasks
+        assert found == ["5_1", "5_2"]
+        check_known(states, {"5_1": (EXITED, 0, None), "5_2": (RUNNING, None, None)})
+        assert submitted == ["3460_1"]
 
 
 # ---- oar-ssh: oarstat -J, oarnodes -J, oarsub ---------------------------------------------------------------
@@ -628,7 +785,21 @@ OAR_RECORDS = oar_records()
 OAR_IDS = sorted({str(record["id"]) for record in OAR_RECORDS} | {"x", "²", "9" * 30})
 OARSTAT = {str(record["id"]): record for record in OAR_RECORDS}
 OAR_RESOURCES = json.loads((OAR / "oar25-resources-full.json").read_text())["items"]
-OARSUB = (OAR / "oarsub-array.txt").read_text() + (OAR / "oarsub-single.txt").read_text()
+OARSUB_ARRAY = (OAR / "oarsub-array.txt").read_text()  # oarsub --array 4
+OARSUB = OARSUB_ARRAY + (OAR / "oarsub-single.txt").read_text()
+# the documentation's jobs (5540 running, 5232 terminated with exit_code 0, oarstat's 87132 running, OAR 3's 4
+# waiting) and the two added: 8 in Error after its WALLTIME event, and 7, which OAR resubmitted as 8
+OAR_STATES: Known = {
+    "4": (PENDING, None, None),
+    "5232": (EXITED, 0, None),
+    "5540": (RUNNING, None, None),
+    "7": (KILLED, None, KillCause.WALLTIME),
+    "8": (KILLED, None, KillCause.WALLTIME),
+    "87132": (RUNNING, None, None),
+    "x": (UNKNOWN, None, None),
+    "9" * 30: (UNKNOWN, None, None),
+}
+OAR_CAPACITY = Capacity(0, 0, 0, 0, down=1)  # the documentation's one resource is Suspected
 
 
 def oar_ssh(answers: dict[str, Result | str], **config) -> OarSsh:
@@ -638,17 +809,30 @@ def oar_ssh(answers: dict[str, Result | str], **config) -> OarSsh:
 
 @fuzz
 @given(oarstat=command_result(json_text(OARSTAT)), ids=st.lists(st.sampled_from(OAR_IDS), max_size=5))
+@example(oarstat=recorded(json.dumps(OARSTAT)), ids=sorted(OAR_STATES))
 def test_oarstat_gives_states_or_an_adapter_error(oarstat, ids):
-    check_states(clean(lambda: oar_ssh({"oarstat": oarstat}).states(ids)), ids)
+    states = clean(lambda: oar_ssh({"oarstat": oarstat}).states(ids))
+    check_states(states, ids)
     check_capacity(clean(lambda: oar_ssh({"oarstat": oarstat}, slots=8).capacity()))
+    if oarstat.ok and oarstat.stdout == json.dumps(OARSTAT):
+        check_known(states, OAR_STATES)
 
 
 @fuzz
 @given(oarnodes=command_result(json_text(OAR_RESOURCES)), answer=command_result(command_output(OARSUB, "=")))
+@example(oarnodes=recorded(json.dumps(OAR_RESOURCES)), answer=recorded(OARSUB_ARRAY))
 def test_oarnodes_and_oarsub_answers_give_a_capacity_or_an_adapter_error(oarnodes, answer):
-    check_capacity(clean(lambda: oar_ssh({"oarnodes": oarnodes, "oarstat": json.dumps(OARSTAT)}).capacity()))
-    check_ids(clean(lambda: oar_ssh({"sh": answer, "oarstat": json.dumps(OARSTAT)}).find_batch("cigri.1")))
+    capacity = clean(lambda: oar_ssh({"oarnodes": oarnodes, "oarstat": json.dumps(OARSTAT)}).capacity())
+    check_capacity(capacity)
+    found = clean(lambda: oar_ssh({"sh": answer, "oarstat": json.dumps(OARSTAT)}).find_batch("cigri.1"))
+    check_ids(found)
     check_ids(clean(lambda: oar_ssh({"sh": answer}).submit("cigri.1", [spec(1), spec(2)])), 2)
+    if oarnodes.ok and oarnodes.stdout == json.dumps(OAR_RESOURCES):
+        assert capacity == OAR_CAPACITY
+    if answer.ok and answer.stdout == OARSUB_ARRAY:
+        array = ["87132", "87133", "87134", "87135"]
+        assert found == array
+        assert oar_ssh({"sh": answer}).submit("cigri.1", [spec(i) for i in range(4)]) == array
 
 
 # ---- oar-rest: OAR 2.5 and OAR 3 ---------------------------------------------------------------------------
@@ -701,12 +885,19 @@ def oar_rest(flavour: str, answers: dict[str, tuple[int, bytes]]) -> OarRest:
     job=oar_answers(OAR_DOCUMENTS["job"]),
     ids=st.lists(st.sampled_from(OAR_IDS), max_size=5),
 )
+@example(jobs=as_sent(OAR_PAGE), job=as_sent(OAR_DOCUMENTS["job"]), ids=sorted(OAR_STATES))
 def test_oar_api_jobs_give_states_or_an_adapter_error(flavour, jobs, job, ids):
-    answers = {**{k: (200, json.dumps(v).encode()) for k, v in OAR_DOCUMENTS.items()}, "jobs": jobs, "job": job}
-    check_states(clean(lambda: oar_rest(flavour, answers).states(ids)), ids)
-    check_capacity(clean(lambda: oar_rest(flavour, answers).capacity()))
+    answers = {**{k: as_sent(v) for k, v in OAR_DOCUMENTS.items()}, "jobs": jobs, "job": job}
+    states = clean(lambda: oar_rest(flavour, answers).states(ids))
+    check_states(states, ids)
+    capacity = clean(lambda: oar_rest(flavour, answers).capacity())
+    check_capacity(capacity)
     check_ids(clean(lambda: oar_rest(flavour, answers).find_batch("cigri.1")))
     clean(lambda: oar_rest(flavour, answers).tail(ids[0] if ids else "7", "stdout", 5))
+    if (jobs, job) == (as_sent(OAR_PAGE), as_sent(OAR_DOCUMENTS["job"])):
+        check_known(states, OAR_STATES)
+        assert capacity == OAR_CAPACITY
+        assert oar_rest(flavour, answers).tail("7", "stdout", 5) == "the output", "read at its stdout_file"
 
 
 @pytest.mark.parametrize("flavour", ["2.5", "3"])
@@ -716,12 +907,21 @@ def test_oar_api_jobs_give_states_or_an_adapter_error(flavour, jobs, job, ids):
     stress=oar_answers(OAR_DOCUMENTS["stress_factor"]),
     post=oar_answers(OAR_DOCUMENTS["post"]),
 )
+@example(
+    resources=as_sent(OAR_DOCUMENTS["resources"]),
+    stress=as_sent(OAR_DOCUMENTS["stress_factor"]),
+    post=as_sent(OAR_DOCUMENTS["post"]),
+)
 def test_oar_api_resources_and_answers_give_a_capacity_or_an_adapter_error(flavour, resources, stress, post):
-    answers = {k: (200, json.dumps(v).encode()) for k, v in OAR_DOCUMENTS.items()}
+    answers = {k: as_sent(v) for k, v in OAR_DOCUMENTS.items()}
     answers |= {"resources": resources, "stress_factor": stress, "post": post}
-    check_capacity(clean(lambda: oar_rest(flavour, answers).capacity()))
+    capacity = clean(lambda: oar_rest(flavour, answers).capacity())
+    check_capacity(capacity)
     check_ids(clean(lambda: oar_rest(flavour, answers).submit("cigri.1", [spec(1), spec(2)])), 2)
     clean(lambda: oar_rest(flavour, answers).hold(["7", "8"]))
+    if (resources, stress, post) == tuple(as_sent(OAR_DOCUMENTS[k]) for k in ("resources", "stress_factor", "post")):
+        assert capacity == OAR_CAPACITY
+        assert oar_rest(flavour, answers).submit("cigri.1", [spec(1)]) == ["4"], "the answer's OAR_JOB_ID"
 
 
 # ---- packs: the wrapper's status lines ---------------------------------------------------------------------
@@ -735,10 +935,18 @@ PACK_LINES = "start 1 1795351590.5\nend 1 0 1795351600.25\nstart 2 1795351600.3\
     state=st.sampled_from(list(RemoteState)),
     ids=st.lists(st.sampled_from(["9+1+3", "9+2+3", "9+3+3", "9+4+3"]), min_size=1, max_size=3),
 )
+@example(text=PACK_LINES, state=RemoteState.EXITED, ids=["9+1+3", "9+2+3", "9+3+3", "9+4+3"])
 def test_pack_status_lines_give_states(text, state, ids):
     pack = RemoteStatus("9", state, ended_at=1795351700.0)
     lines = packing.statuses(text)
-    check_states({rid: packing.job_status(rid, pack, lines) for rid in ids}, ids)
+    states = {rid: packing.job_status(rid, pack, lines) for rid in ids}
+    check_states(states, ids)
+    if text == PACK_LINES and state == RemoteState.EXITED:  # job 1 ended, 2 ran when its pack ended, 3 skipped
+        known: Known = {"9+1+3": (EXITED, 0, None), "9+2+3": (KILLED, None, KillCause.OTHER)}
+        known |= {"9+3+3": (KILLED, None, None), "9+4+3": (KILLED, None, None)}  # never began: back to the bag
+        check_known(states, known)
+        returned = {"9+1+3": False, "9+2+3": False, "9+3+3": True, "9+4+3": True}
+        assert {rid: status.returned for rid, status in states.items()} == {rid: returned[rid] for rid in states}
 
 
 # ---- what the fuzzing found: each input that once crashed a parser -----------------------------------------
