@@ -35,7 +35,7 @@ COLUMNS = [
     "jobs done",
     "short p50 / p90 / p99",
     "long p50 / p90 / p99",
-    "makespan (x bound)",
+    "makespan (x bound, x reference)",
     "utilization",
     "Jain vs shares",
     "waste killed / failed / duplicates",
@@ -103,7 +103,8 @@ def row(scenario: str, label: str, r: dict, wall: float) -> str:
         f"| {scenario} | {label} | {r['jobs_done']:,}/{r['jobs']:,}{lost} | "
         f"{duration(c['short']['p50'])} / {duration(c['short']['p90'])} / {duration(c['short']['p99'])} | "
         f"{duration(c['long']['p50'])} / {duration(c['long']['p90'])} / {duration(c['long']['p99'])} | "
-        f"{duration(r['makespan'])} ({fixed(r['makespan_over_bound'], 2)}x) | {fixed(util, 1)}% | "
+        f"{duration(r['makespan'])} ({fixed(r['makespan_over_bound'], 2)}x, "
+        f"{fixed(r.get('makespan_over_reference'), 2)}x) | {fixed(util, 1)}% | "
         f"{fixed(r['fairness_maxmin_jain'], 3)} | "
         f"{waste['killed']:,.0f} / {waste['failed']:,.0f} / {waste['duplicates']:,.0f} | {wall:.0f} s |"
     )
@@ -149,7 +150,9 @@ Options from the scenario (see the script's docstring): fairshare and classload 
 affinity gives each user one home cluster, srpt's cutoff is the scenario's; `srpt (oracle)` is handed each
 campaign's true mean job duration, `srpt` learns it from completed jobs. The metrics are those of the simulator
 section below (from the simulated clusters' records): completion from each campaign's submission, short/long by
-the scenario's cutoff on the true mean job duration; makespan against the available-capacity bound; utilization
+the scenario's cutoff on the true mean job duration; makespan against the available-capacity bound and the
+offline reference (longest first with true durations, where each job ends earliest, on the capacity the
+clusters really had: cigri/sim/reference.py); utilization
 of completed work; Jain's index of users' usage against their max-min fair shares; waste in slot-seconds.
 
 {TABLE_HEADER}
