@@ -9,7 +9,8 @@ fixing the causes lifts the blacklist.
   fixing a blacklist fixes its causes. Each closed event records why (``closed_by``).
 - The admin's blacklist (ADMIN_BLACKLIST, a global event) keeps every campaign off a cluster until lifted.
 - A job's error quotes what the job wrote (its stderr's end), which may show its environment: the values of
-  its campaign's JDL ``environment`` are masked in it, wherever they appear (:mod:`cigri.secrets`).
+  its campaign's JDL ``environment`` are masked in it, wherever they appear, as in every event of a campaign
+  (:meth:`cigri.store.Store.open_event`).
 
 All of it in the caller's transaction.
 """
@@ -19,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .model import Event, EventClass, EventCode, EventState
-from .secrets import mask_values, secret_values
 from .store import Store
 
 CAUSES_FIXED = "its causes are fixed"
@@ -33,7 +33,7 @@ def job_error(
     event_id = store.open_event(
         EventClass.JOB,
         code,
-        mask_values(message, environment_values(store, campaign_id)),
+        message,
         now,
         cluster=cluster,
         campaign_id=campaign_id,
@@ -52,12 +52,6 @@ def job_error(
             parent=event_id,
         )
     return event_id
-
-
-def environment_values(store: Store, campaign_id: int) -> list[str]:
-    """The values of the campaign's JDL ``environment`` (on any of its clusters) masked in its messages."""
-    clusters = store.campaign_clusters(campaign_id).values()
-    return [value for c in clusters for value in secret_values((c["settings"] or {}).get("environment") or {})]
 
 
 def close(store: Store, events: Iterable[Event], now: float, by: str) -> list[Event]:
