@@ -36,6 +36,11 @@ and nothing is written):
 - ``resubmit.failure_window`` and ``resubmit.failure_rate``: a campaign more than ``failure_rate`` (default
   0.5) of whose last ``failure_window`` (default 20, at least 10) ends failed is paused with a FAILURE_RATE
   event;
+- ``blacklist.errors`` and ``blacklist.window``: a campaign's job errors on a cluster keep it off that cluster
+  (a BLACKLIST event, until fixed) once ``errors`` (default 3) of its last ``window`` (default 10) ends there
+  failed (a job that used all its attempts there closes it at once); below, each failed job is an event of
+  its own and the campaign goes on there (CiGri's rule, a blacklist at the first error: ``blacklist.errors``
+  1);
 - ``checkpoint.exit_code``: the exit status meaning "checkpointed, resume me" for campaigns whose JDL does not
   give ``checkpointing_exit_code`` (default 68);
 - ``spritz``: the predictor of campaigns' ends (default ``window``, see :mod:`cigri.prediction`);
@@ -99,14 +104,19 @@ MAX_RESUMES = "resubmit.max_resumes"
 FAILURE_WINDOW = "resubmit.failure_window"
 FAILURE_RATE = "resubmit.failure_rate"
 CHECKPOINT_EXIT = "checkpoint.exit_code"
+# issue 21, item 6: a campaign's job errors close a cluster to it past a threshold, not at the first one
+BLACKLIST_ERRORS = "blacklist.errors"
+BLACKLIST_WINDOW = "blacklist.window"
 RESUBMIT_DEFAULTS: dict[str, int | float] = {
     MAX_ATTEMPTS: 3,
     MAX_RESUMES: 20,
     FAILURE_WINDOW: 20,
     FAILURE_RATE: 0.5,
     CHECKPOINT_EXIT: 68,
+    BLACKLIST_ERRORS: 3,
+    BLACKLIST_WINDOW: 10,
 }
-_RESUBMIT_MINIMUM = {MAX_ATTEMPTS: 1, MAX_RESUMES: 1, FAILURE_WINDOW: 10}
+_RESUBMIT_MINIMUM = {MAX_ATTEMPTS: 1, MAX_RESUMES: 1, FAILURE_WINDOW: 10, BLACKLIST_ERRORS: 1, BLACKLIST_WINDOW: 1}
 # ---- issue 14, items 2 and 3 (the user's side): notifications and admission rules ------------------------
 SMTP = "notify.smtp"  # host:port of the SMTP server mails go through (CIGRI_SMTP overrides it)
 NOTIFY_DEFAULTS: dict[str, Any] = {

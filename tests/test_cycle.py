@@ -90,6 +90,7 @@ def test_a_jobs_output_stays_readable_once_its_cluster_was_removed(cli, tmp_path
 
 
 def test_failures_open_events_block_and_fix_resubmits(cli, tmp_path, job_script):
+    cli("config", "set", "blacklist.errors", "1")  # CiGri's rule: the first error closes the cluster
     cid = cli.submit(write_jdl(tmp_path, exec_file=str(job_script), params=["good", "bad fail"]))
     out = cli.until_done()
     events = cli.json("gridevents", "-c", str(cid))

@@ -1,6 +1,8 @@
 """Events and their causes: a job's error blacklists its cluster for its campaign only, fixing the causes lifts
 it, transport events close themselves when the cluster answers, and the admin's blacklist keeps every
-campaign off a cluster. On fake resource managers under the test's hand, on a simulated clock."""
+campaign off a cluster. On fake resource managers under the test's hand, on a simulated clock. These tests
+pin the blacklist's mechanics under CiGri's rule, a blacklist at the first error (``blacklist.errors`` 1);
+the default threshold is tests/test_placement.py's."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import sys
 import pytest
 
 from cigri import campaigns as ops
+from cigri import config
 from cigri.errors import PermissionDenied
 from cigri.model import CampaignState, EventCode, EventState, JobState, RemoteState
 from cigri.sim.run import simulate
@@ -19,6 +22,11 @@ from .conftest import runs, write_jdl
 from .oar.contract import OarState
 from .oar.fake_commands import install_fake_commands
 from .test_placement import FakeRM, Grid
+
+
+@pytest.fixture(autouse=True)
+def _first_error_blacklists(monkeypatch):
+    monkeypatch.setitem(config.RESUBMIT_DEFAULTS, config.BLACKLIST_ERRORS, 1)
 
 
 def codes(grid: Grid, campaign_id: int | None = None, *, open_only: bool = True) -> list[tuple[str, str | None]]:

@@ -158,6 +158,7 @@ def test_bad_requests_are_one_line_and_write_nothing(cli, args, message):
 
 def test_a_job_error_reaches_low_subscribers_and_its_blacklist_everyone(cli, tmp_path, smtp, monkeypatch):
     monkeypatch.setenv("CIGRI_SMTP", smtp.address)
+    cli("config", "set", "blacklist.errors", "1")  # CiGri's rule: the first error closes the cluster
     cli("gridnotify", "-m", "low@example.org", "-s", "low")
     cli("gridnotify", "-m", "medium@example.org", "-s", "medium")
     campaign = cli.submit(write_jdl(tmp_path, name="failing-run", exec_file="/bin/false", nb_jobs=1))

@@ -176,9 +176,8 @@ def test_packed_jobs_keep_their_own_status_outputs_and_variables(store, cycle, t
     jobs = {j.name: j for j in store.jobs(cid)}
     assert {n: jobs[n].state for n in names} == {**{n: JobState.TERMINATED for n in names[:-1]}, "j7": JobState.EVENT}
     assert jobs["j7"].exit_code == 3
-    event, blacklist = store.events(campaign_id=cid)
+    [event] = store.events(campaign_id=cid)  # one error of eight ends: the cluster stays open to the campaign
     assert event.job_id == jobs["j7"].id and "failure of j7" in event.message
-    assert (blacklist.code.value, blacklist.parent_id) == ("BLACKLIST", event.id)
     adapter = cycle.adapter("local")
     for name in names[:-1]:
         env = dict(line.split("=", 1) for line in (tmp_path / f"{name}.env").read_text().splitlines())

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cigri import campaigns as ops
+from cigri import config
 from cigri.cycle import Cycle, Patience
 from cigri.errors import TransportError
 from cigri.jdl import parse
@@ -326,6 +327,42 @@ def test_the_running_jobs_of_a_silent_cluster_run_elsewhere_within_minutes_its_q
     a.down = False
     grid.at(970)
     assert sorted(a.cancelled) == sorted([a.remote_of(1), a.remote_of(2)]), "the copies left there are cancelled"
+
+
+def test_a_sporadic_failure_keeps_the_cluster_open_to_the_campaign_repeated_ones_close_it():
+    """Issue 21: one job error closed a cluster to its campaign until the user fixed it, idling it. A cluster
+    closes once ``blacklist.errors`` (3) of the campaign's last ``blacklist.window`` (10) ends there failed."""
+    a = FakeRM("a", 2, queue_depth=0)
+    grid, cid = Grid.placed(a, jobs=12)
+    a.start(1, 1)
+    a.start(2, 1)
+    a.end(1, 5, exit_code=3)  # one failure: an event for the job, the campaign goes on there
+    a.end(2, 5)
+    grid.at(10)
+    assert [e.code for e in grid.store.events(campaign_id=cid)] == [EventCode.EXIT_ERROR]
+    assert a.holds(RemoteState.PENDING) == [3, 4], "the next jobs went to a"
+    for job, exit_code in ((3, 3), (4, 0)):
+        a.start(job, 11)
+        a.end(job, 15, exit_code=exit_code)
+    grid.at(20)
+    assert EventCode.BLACKLIST not in {e.code for e in grid.store.events(campaign_id=cid)}, "2 of 4"
+    for job in (5, 6):
+        a.start(job, 21)
+        a.end(job, 25, exit_code=3)
+    grid.at(30)
+    codes = [e.code for e in grid.store.events(campaign_id=cid)]
+    assert codes.count(EventCode.EXIT_ERROR) == 4 and EventCode.BLACKLIST in codes, "4 of the last 6 failed"
+    assert a.holds(RemoteState.PENDING) == [], "closed to the campaign"
+
+
+def test_cigris_first_error_rule_is_blacklist_errors_1():
+    a = FakeRM("a", 2, queue_depth=0)
+    grid, cid = Grid.placed(a, jobs=4)
+    config.set_value(grid.store, "blacklist.errors", 1)
+    a.start(1, 1)
+    a.end(1, 5, exit_code=3)
+    grid.at(10)
+    assert [e.code for e in grid.store.events(campaign_id=cid)] == [EventCode.EXIT_ERROR, EventCode.BLACKLIST]
 
 
 def test_a_test_job_is_planned_on_a_full_cluster_and_a_stall_ends_the_test_there(tmp_path):

@@ -60,6 +60,7 @@ def test_a_200_job_campaign_completes_as_the_unprivileged_user(cli, cluster, sha
 
 
 def test_an_array_partly_failing_gives_events_with_stderr(cli, cluster, shared_dir):
+    cli("config", "set", "blacklist.errors", "1")  # CiGri's rule: the first error closes the cluster
     cid = campaign(cli, shared_dir, [f"ok{i}" for i in range(4)] + ["bad1 fail", "bad2 fail"])
     cli.until_done(timeout=120)
     events = cli.json("gridevents", "-c", str(cid), "-e", "EXIT_ERROR")

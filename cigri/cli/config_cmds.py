@@ -59,6 +59,9 @@ def config():
                                     left there are killed when it answers (waste)
         updator.unreachable_running the same for its running jobs, which an outage
                                     may have killed (default 300)
+        blacklist.errors            a campaign's job errors close a cluster to it once
+        blacklist.window            this many (default 3) of its last window (default
+                                    10) ends there failed (1: CiGri's first-error rule)
         spritz                      the predictor of campaigns' ends: window (default) or ewma
         spritz.window               seconds of terminations the throughput is measured over (3600)
         blackhole.streak            that many of a campaign's jobs ending in a row on a

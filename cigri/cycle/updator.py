@@ -175,11 +175,19 @@ def collect(ctx: Context, cluster: str) -> None:
         ctx.charge(cluster, held)
         ctx.store.add_failures([(again.job_id, again.campaign_id, cluster) for again in requeue])
         ctx.store.add_failures([(job_id, campaign_id, cluster) for job_id, campaign_id, *_ in failed])
+        closing = events.too_many_errors(ctx.store, cluster, outcomes)
         for job_id, campaign_id, _remote, how in failed:
             tail = tails[job_id]
             message = f"job {job_id} {how}" + (f"; stderr ends with:\n{tail}" if tail else "")
             events.job_error(
-                ctx.store, EventCode.EXIT_ERROR, message, now, cluster=cluster, campaign_id=campaign_id, job_id=job_id
+                ctx.store,
+                EventCode.EXIT_ERROR,
+                message,
+                now,
+                cluster=cluster,
+                campaign_id=campaign_id,
+                job_id=job_id,
+                close=campaign_id in closing,
             )
         again = resubmit(ctx, cluster, requeue)
         watch_failures(ctx, outcomes)
@@ -296,7 +304,7 @@ def resubmit(ctx: Context, cluster: str, ends: Sequence[Again]) -> int:
     ctx.store.requeue(groups["killed"], avoid=ctx.avoiding(cluster))  # not straight back where it was killed
     ctx.store.requeue(groups["preempted"], count_resubmit=False, resumed=True, avoid=ctx.avoiding(cluster))
     ctx.store.requeue(groups["checkpointed"], count_resubmit=False, resumed=True, checkpoint=cluster)
-    for again, why in over:
+    for again, why in over:  # a job that used its attempts there closes the cluster to its campaign at once
         ctx.store.mark_ended([(again.job_id, JobState.EVENT, again.exit_code, None, now)])
         events.job_error(
             ctx.store,

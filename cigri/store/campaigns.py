@@ -187,6 +187,17 @@ class Campaigns:
         self.conn.execute("UPDATE campaigns SET recent_ends = ? WHERE id = ?", (recent, campaign_id))
         return recent
 
+    def note_cluster_ends(self, campaign_id: int, cluster: str, outcomes: str, window: int) -> str:
+        """:meth:`note_ends` for the campaign's ends on one cluster."""
+        row = self._one("SELECT recent FROM cluster_ends WHERE campaign_id = ? AND cluster = ?", (campaign_id, cluster))
+        recent = ((row[0] if row else "") + outcomes)[-window:]
+        self.conn.execute(
+            "INSERT INTO cluster_ends (campaign_id, cluster, recent) VALUES (?, ?, ?) "
+            "ON CONFLICT (campaign_id, cluster) DO UPDATE SET recent = excluded.recent",
+            (campaign_id, cluster, recent),
+        )
+        return recent
+
     def forget_ends(self, campaign_id: int) -> None:
         """A paused campaign starts a new window when it resumes."""
         self.conn.execute("UPDATE campaigns SET recent_ends = '' WHERE id = ?", (campaign_id,))

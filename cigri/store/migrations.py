@@ -539,6 +539,15 @@ def _m021_cache_by_state(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM cluster_files")
 
 
+def _m022_cluster_ends(conn: sqlite3.Connection) -> None:
+    """Each campaign's latest ends on each cluster ("1" failed, "0" succeeded): past ``blacklist.errors``
+    failures among them, its job errors there close the cluster to it (cigri.events)."""
+    conn.execute(
+        "CREATE TABLE cluster_ends (campaign_id INTEGER NOT NULL, cluster TEXT NOT NULL, "
+        "recent TEXT NOT NULL DEFAULT '', PRIMARY KEY (campaign_id, cluster)) WITHOUT ROWID"
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -560,6 +569,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("019_active_index", _m019_active_index),
     ("020_counters", _m020_counters),
     ("021_cache_by_state", _m021_cache_by_state),
+    ("022_cluster_ends", _m022_cluster_ends),
 ]
 
 
