@@ -37,15 +37,17 @@ COMMAND_TIMEOUT = 900.0  # seconds; a command that runs longer is killed and the
 
 HEADER = (
     "# Benchmarks\n\n"
-    "Eleven scripts write this file, each only its own section (between its marker lines): `bench/run_core.py` "
+    "Thirteen scripts write this file, each only its own section (between its marker lines): `bench/run_core.py` "
     "(cigri's core costs, local cluster), `bench/run_slurm.py` (the Slurm adapters against a real Slurm), "
     "`bench/run_packing.py` (packed short jobs against one array task per job on a real Slurm), "
     "`bench/run_sim.py` (the simulator and the fifo baseline), `bench/run_policies.py` (every strategy on "
     "every scenario), `bench/run_flow.py` (every flow strategy on every scenario), `bench/run_decision.py` "
     "(the cost of one metascheduler decision), `bench/run_eta.py` (the error of Spritz's estimated end in the "
     "simulator), `bench/run_oar.py` (the OAR adapters against the contract OAR of `tests/oar`), "
-    "`bench/run_blackhole.py` (black holes in the simulator: when they are blacklisted, what they cost) and "
-    "`bench/run_locality.py` (the job pickers on files: bytes staged and makespan). Running one leaves the "
+    "`bench/run_blackhole.py` (black holes in the simulator: when they are blacklisted, what they cost), "
+    "`bench/run_locality.py` (the job pickers on files: bytes staged and makespan), `bench/run_speed.py` (the "
+    "simulator's CPU time against a reference commit) and `bench/run_monotone.py` (the simulator with a cluster "
+    "removed or added). Running one leaves the "
     "others' sections as they are; all of them share `bench/harness.py`.\n"
 )
 

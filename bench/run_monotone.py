@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Never slower with more clusters: each scenario as it is, with each of its clusters removed, and with a small
+slow cluster added (4 slots, speed 0.5, a 30-s submission delay), in the simulator, default strategy.
+
+    python bench/run_monotone.py                 # small.yaml and flow.yaml, seeds 1-3
+    python bench/run_monotone.py --seeds 5 --jobs 2
+
+A campaign that names clusters loses the removed one from its list (a variant where it would have none is
+skipped). Adding a cluster must never lengthen the makespan by more than 2 % (issue 21): the scenario as it is
+against each one-cluster-removed variant (the removed cluster is the one added), and the added slow cluster
+against the scenario as it is. Every figure comes from the simulated clusters' records. Writes its section of
+docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from harness import SCENARIOS, arguments, measured, simulations, stamp, write_section
+
+from cigri.sim.cluster import ClusterSpec, NodeGroup
+from cigri.sim.run import Simulation
+from cigri.sim.scenario import Scenario, load
+
+NAMES = ["small", "flow"]
+SLOW = ClusterSpec("slowpoke", (NodeGroup(count=1, cores=4),), speed=0.5, delay=30.0)
+WORSE = 1.02  # adding a cluster may lengthen the makespan by 2 % at most
+
+
+def variants(scenario: Scenario) -> list[str]:
+    names = [c.name for c in scenario.clusters]
+    out = ["as is", *(f"without {n}" for n in names if _without(scenario, n) is not None), "with slowpoke"]
+    return out
+
+
+def _without(scenario: Scenario, name: str) -> Scenario | None:
+    clusters = [c for c in scenario.clusters if c.name != name]
+    campaigns = []
+    for plan in scenario.campaigns:
+        if plan.clusters:
+            kept = tuple(c for c in plan.clusters if c != name)
+            if not kept:
+                return None
+            plan = replace(plan, clusters=kept)
+        campaigns.append(plan)
+    return replace(scenario, clusters=clusters, campaigns=campaigns) if clusters else None
+
+
+def variant(scenario: Scenario, label: str) -> Scenario:
+    if label == "as is":
+        return scenario
+    if label == "with slowpoke":
+        return replace(scenario, clusters=[*scenario.clusters, SLOW])
+    return _without(scenario, label.removeprefix("without "))
+
+
+def simulate(name: str, label: str, seed: int, save: Path | None) -> tuple[str, str, dict, float]:
+    scenario = variant(load(SCENARIOS / f"{name}.yaml"), label)
+    return measured(Simulation(scenario, seed=seed), f"{name} seed {seed}", label, save)
+
+
+def rows(results: dict, tasks: list[tuple[str, str, int]]) -> tuple[list[str], list[str]]:
+    """The table's rows, and the cases where a cluster more made the makespan more than 2 % longer."""
+    out, worse = [], []
+    for name, label, seed in tasks:
+        key = f"{name} seed {seed}"
+        r = results.get((key, label))
+        if r is None:
+            continue
+        base = results.get((key, "as is"))
+        if label == "as is" or base is None:
+            compare, more = "", None
+        elif label == "with slowpoke":  # slowpoke added to the scenario
+            more, fewer = r["makespan"], base["makespan"]
+            compare = f"{more / fewer:.3f}x (with / as is)"
+        else:  # the removed cluster added back
+            more, fewer = base["makespan"], r["makespan"]
+            compare = f"{more / fewer:.3f}x (as is / {label})"
+        if more is not None and more > WORSE * fewer:
+            worse.append(f"{key}: {compare}")
+        ratio = r["makespan_over_reference"]
+        out.append(
+            f"| {key} | {label} | {r['makespan']:,.0f} s | {'-' if ratio is None else f'{ratio:.2f}x'} | "
+            f"{r['jobs_done']:,}/{r['jobs']:,} | {compare or '-'} |"
+        )
+    return out, worse
+
+
+def main() -> None:
+    args = arguments(__doc__, seeds=3, jobs=True, only=NAMES, keep=True).parse_args()
+    names = args.only or NAMES
+    tasks = [
+        (name, label, seed)
+        for name in names
+        for seed in range(1, args.seeds + 1)
+        for label in variants(load(SCENARIOS / f"{name}.yaml"))
+    ]
+    results, _, total = simulations(simulate, tasks, jobs=args.jobs, save=args.save, render=args.render)
+    table, worse = rows(results, tasks)
+    verdict = (
+        "Adding a cluster never lengthened a campaign set by more than 2 %."
+        if not worse
+        else f"Adding a cluster lengthened the makespan by more than 2 % in {len(worse)} of the comparisons: "
+        + "; ".join(worse)
+        + "."
+    )
+    body = f"""
+## Never slower with more clusters (`bench/run_monotone.py`)
+
+Each scenario as it is, with each of its clusters removed, and with a small slow cluster added (`slowpoke`: 4
+slots, speed 0.5, 30-s delay), default strategy, seeds 1-{args.seeds} ({total:,.0f} s of simulation wall time).
+Run: {stamp()}. The last column compares the makespan with one cluster more against the same without it.
+
+| scenario | variant | makespan | x reference | jobs done | one cluster more vs without |
+|---|---|---|---|---|---|
+{chr(10).join(table)}
+
+{verdict}
+"""
+    write_section(args.output, "bench/run_monotone.py", body)
+
+
+if __name__ == "__main__":
+    main()
