@@ -121,6 +121,23 @@ def test_purge_removes_an_ended_campaign_and_its_files(cli, state, tmp_path):
     assert cli.json("gridstat", "-f") and all(j["campaign_id"] == kept for j in cli.json("gridstat", "-f"))
 
 
+def test_ids_are_never_reused_after_a_purge(cli, state, tmp_path):
+    """Issue 24: the next gridsub printed the purged campaign's id again (its output folders, named by
+    {CAMPAIGN_ID}, then collide), and its jobs took the purged jobs' ids."""
+    first = _submit(cli, tmp_path)
+    jobs = [j["id"] for j in cli.json("gridstat", "-f", "-c", str(first))]
+    cli("griddel", str(first))
+    cli("griddel", "--purge", str(first))
+    second = _submit(cli, tmp_path, name="second")
+    assert second > first
+    assert min(j["id"] for j in cli.json("gridstat", "-f", "-c", str(second))) > max(jobs)
+    cli("griddel", str(second))
+    cli("griddel", "--purge", str(second))
+    cli("almighty")  # a pass between, as cron's
+    third = _submit(cli, tmp_path, name="third")
+    assert third > second, "each purge raises the floor"
+
+
 def test_purge_refuses_a_running_campaign_and_purges_none(cli, state, tmp_path):
     ended = _submit(cli, tmp_path, name="ended")
     cli("griddel", str(ended))

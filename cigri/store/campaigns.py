@@ -46,8 +46,16 @@ class Campaigns:
         self, name: str, user: str, type: CampaignType, jdl: dict, clusters: dict[str, dict], now: float
     ) -> int:
         cur = self.conn.execute(
-            "INSERT INTO campaigns (name, user, type, state, submitted_at, jdl) VALUES (?, ?, ?, ?, ?, ?)",
-            (name, user, type.value, CampaignState.IN_TREATMENT.value, now, json.dumps(jdl)),
+            "INSERT INTO campaigns (id, name, user, type, state, submitted_at, jdl) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                self._above_floor("campaigns"),
+                name,
+                user,
+                type.value,
+                CampaignState.IN_TREATMENT.value,
+                now,
+                json.dumps(jdl),
+            ),
         )
         campaign_id = cur.lastrowid
         self.conn.executemany(
@@ -111,9 +119,24 @@ class Campaigns:
             columns = {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
             if "campaign_id" in columns and table != "jobs":
                 self.conn.execute(f"DELETE FROM {table} WHERE campaign_id = ?", (campaign_id,))
+        for table in ("campaigns", "jobs"):  # ids are never given again: the floor is the highest ever given
+            self.conn.execute(
+                f"INSERT INTO id_floors (name, last) SELECT ?, max(id) FROM {table} WHERE true "
+                "ON CONFLICT (name) DO UPDATE SET last = max(last, excluded.last)",
+                (table,),
+            )
         self.conn.execute("DELETE FROM jobs WHERE campaign_id = ?", (campaign_id,))
         self.conn.execute("DELETE FROM campaigns WHERE id = ?", (campaign_id,))
         return runs
+
+    def _above_floor(self, table: str) -> int | None:
+        """The id the next row of ``table`` (campaigns, jobs) must take so that no purged id comes back (None:
+        SQLite's next, above every id it holds and every purged one)."""
+        row = self._one("SELECT last FROM id_floors WHERE name = ?", (table,))
+        if row is None or row[0] is None:
+            return None
+        top = self._one(f"SELECT max(id) FROM {table}")[0] or 0
+        return row[0] + 1 if row[0] >= top else None
 
     def set_campaign_state(self, campaign_id: int, state: CampaignState, now: float | None = None) -> None:
         ended = now if state in (CampaignState.TERMINATED, CampaignState.CANCELLED) else None

@@ -79,7 +79,16 @@ class Jobs(JobStates):
         less than half the cost of ``executemany`` binding them one by one."""
         total = 0
         per_statement = self._rows_per_insert()
+        floor = self._above_floor("jobs")  # after a purge: the first job takes it, the others follow it
         for block in blocks:
+            if floor is not None and block:
+                name, params = block[0]
+                self.conn.execute(
+                    "INSERT INTO jobs (id, campaign_id, name, params, state) VALUES (?, ?, ?, ?, 'to_launch')",
+                    (floor, campaign_id, name, params),
+                )
+                total += 1
+                block, floor = block[1:], None
             for start in range(0, len(block), per_statement):
                 rows = block[start : start + per_statement]
                 self.conn.execute(_insert_rows_sql(len(rows)), [campaign_id, *chain.from_iterable(rows)])

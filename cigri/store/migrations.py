@@ -548,6 +548,12 @@ def _m022_cluster_ends(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m023_id_floors(conn: sqlite3.Connection) -> None:
+    """The highest campaign and job ids a purge deleted: ids are never given again (a campaign's output
+    folders are named by its id, and a job's id is the user's handle on it)."""
+    conn.execute("CREATE TABLE id_floors (name TEXT PRIMARY KEY, last INTEGER NOT NULL) WITHOUT ROWID")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -570,6 +576,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("020_counters", _m020_counters),
     ("021_cache_by_state", _m021_cache_by_state),
     ("022_cluster_ends", _m022_cluster_ends),
+    ("023_id_floors", _m023_id_floors),
 ]
 
 
