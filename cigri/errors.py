@@ -18,7 +18,8 @@ stderr and the class's ``exit_code``; nothing else in the library prints or exit
         ├── TransportError     9   the cluster could not be reached (ssh, HTTP, process)
         └── SubmitError       10   the resource manager rejected a submission
 
-Usage mistakes caught by click itself exit with 2.
+Usage mistakes exit with 2: those click catches, and the missing or conflicting options and arguments the
+commands check themselves (``click.UsageError``).
 """
 
 from __future__ import annotations

@@ -158,8 +158,8 @@ def test_gridsub_jdl_path_is_a_directory(state, tmp_path):
 def test_gridsub_usage_mistakes(state, tmp_path):
     path = tmp_path / "campaign.json"
     path.write_text(jdl_json())
-    refuse(state, ["gridsub"], 1, "no JDL given")
-    refuse(state, ["gridsub", str(path), "-j", jdl_json()], 1, "not both")
+    refuse(state, ["gridsub"], 2, "no JDL given")  # usage mistakes exit 2, as click's own
+    refuse(state, ["gridsub", str(path), "-j", jdl_json()], 2, "not both")
     refuse(state, ["gridsub", "-t", "urgent", str(path)], 2, "'-t' / '--type'")
     refuse(state, ["gridsub", "--colour", str(path)], 2, "No such option '--colour'")
     refuse(state, ["gridsub", str(path), str(path)], 2, "unexpected extra argument")
@@ -168,8 +168,8 @@ def test_gridsub_usage_mistakes(state, tmp_path):
 def test_gridsub_jobs_without_campaign(state, tmp_path):
     params = tmp_path / "more.txt"
     params.write_text("e\n")
-    refuse(state, ["gridsub", "-F", str(params)], 1, "give -c CAMPAIGN too")
-    refuse(state, ["gridsub", "-J", '["e"]'], 1, "give -c CAMPAIGN too")
+    refuse(state, ["gridsub", "-F", str(params)], 2, "give -c CAMPAIGN too")
+    refuse(state, ["gridsub", "-J", '["e"]'], 2, "give -c CAMPAIGN too")
 
 
 def test_gridsub_add_to_unknown_campaign(state):
@@ -194,10 +194,10 @@ def test_gridsub_add_duplicate_names_adds_nothing(state, tmp_path):
 def test_gridsub_add_bad_job_sources(state, tmp_path):
     jdl_file = tmp_path / "campaign.json"
     jdl_file.write_text(jdl_json(params=["e"]))
-    refuse(state, ["gridsub", "-c", "1"], 1, "-F FILE or -J JSON_ARRAY")
-    refuse(state, ["gridsub", "-c", "1", "-J", '["f"]', str(jdl_file)], 1, "give no JDL")
-    refuse(state, ["gridsub", "-c", "1", "-J", '["f"]', "-j", jdl_json()], 1, "give no JDL")
-    refuse(state, ["gridsub", "-c", "1", "-J", '["f"]', "-t", "test"], 1, "give no JDL")
+    refuse(state, ["gridsub", "-c", "1"], 2, "-F FILE or -J JSON_ARRAY")  # usage mistakes: exit 2
+    refuse(state, ["gridsub", "-c", "1", "-J", '["f"]', str(jdl_file)], 2, "give no JDL")
+    refuse(state, ["gridsub", "-c", "1", "-J", '["f"]', "-j", jdl_json()], 2, "give no JDL")
+    refuse(state, ["gridsub", "-c", "1", "-J", '["f"]', "-t", "test"], 2, "give no JDL")
     refuse(state, ["gridsub", "-c", "1", "-F", str(tmp_path / "nope.txt")], 3, "-F: cannot read")
     refuse(state, ["gridsub", "-c", "1", "-F", str(tmp_path)], 2, "is a directory")
     refuse(state, ["gridsub", "-c", "1", "-J", "e f"], 3, "-J: not valid JSON")

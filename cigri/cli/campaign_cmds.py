@@ -21,18 +21,18 @@ from .completion import campaign_ids, cluster_names
 
 def _jdl_from_options(file: str | None, json_text: str | None, test: bool | None) -> jdl_mod.Jdl:
     if file and json_text:
-        raise CigriError("give a JDL file or -j JSON, not both")
+        raise click.UsageError("give a JDL file or -j JSON, not both")
     if json_text:
         return jdl_mod.parse(jdl_mod.load_text(json_text, "-j JSON"), test=test)
     if not file:
-        raise CigriError("no JDL given: gridsub FILE (or -f FILE, or -j JSON)")
+        raise click.UsageError("no JDL given: gridsub FILE (or -f FILE, or -j JSON)")
     return jdl_mod.load(file, test=test)
 
 
 def _extra_jobs(jobs_file: str | None, jobs_json: str | None) -> jdl_mod.Jdl:
     """A JDL holding only the param lines of ``-F``/``-J`` (for gridsub -c)."""
     if bool(jobs_file) == bool(jobs_json):
-        raise CigriError("with -c, give the new jobs with -F FILE or -J JSON_ARRAY")
+        raise click.UsageError("with -c, give the new jobs with -F FILE or -J JSON_ARRAY")
     if jobs_json:
         try:
             lines = json.loads(jobs_json)
@@ -81,7 +81,7 @@ def gridsub(jdl_file, file_opt, json_text, kind, dry_run, campaign, jobs_file, j
     a = app()
     if campaign is not None:
         if jdl_file or file_opt or json_text or kind:
-            raise CigriError("-c adds the jobs of -F or -J to a campaign: give no JDL (nor -t) with it")
+            raise click.UsageError("-c adds the jobs of -F or -J to a campaign: give no JDL (nor -t) with it")
         extra = _extra_jobs(jobs_file, jobs_json)
         if dry_run:
             ops.check_owner(a.store.campaign(campaign), ops.current_user())
@@ -92,7 +92,7 @@ def gridsub(jdl_file, file_opt, json_text, kind, dry_run, campaign, jobs_file, j
         click.echo(f"{count} jobs added to campaign {campaign}")
         return
     if jobs_file or jobs_json:
-        raise CigriError("-F and -J add jobs to a campaign: give -c CAMPAIGN too")
+        raise click.UsageError("-F and -J add jobs to a campaign: give -c CAMPAIGN too")
     test = None if kind is None else kind == "test"
     jdl = _jdl_from_options(jdl_file or file_opt, json_text, test)
     if dry_run:
