@@ -13,13 +13,13 @@ stderr and the class's ``exit_code``; nothing else in the library prints or exit
     ├── StoreError             7   the state file cannot be opened or migrated
     ├── Inconsistent          11   grid admin check found the state's invariants broken
     ├── TimedOut              12   almighty --until-done --timeout ran out before the campaigns ended
+    ├── Blocked               13   almighty --until-done stopped on campaigns that wait for their user
     ├── Busy                  75   another almighty pass holds the lock (EX_TEMPFAIL: retry later)
     └── AdapterError           8   a resource manager answered with an error
         ├── TransportError     9   the cluster could not be reached (ssh, HTTP, process)
         └── SubmitError       10   the resource manager rejected a submission
 
-Usage mistakes exit with 2: those click catches, and the missing or conflicting options and arguments the
-commands check themselves (``click.UsageError``).
+Usage mistakes (click's, and the options missing or in conflict that commands check) exit with 2.
 """
 
 from __future__ import annotations
@@ -60,6 +60,10 @@ class Inconsistent(CigriError):
 
 class TimedOut(CigriError):
     exit_code = 12
+
+
+class Blocked(CigriError):
+    exit_code = 13
 
 
 class Busy(CigriError):

@@ -145,8 +145,8 @@ class Grid:
         assert found, f"gridsub printed no CAMPAIGN_ID line: {out!r}"
         return int(found.group(1))
 
-    def until_done(self, timeout: float = 60) -> str:
-        return self("almighty", "--until-done", "--period", "0.5", "--timeout", str(timeout))
+    def until_done(self, timeout: float = 60, code: int = 0) -> str:
+        return self("almighty", "--until-done", "--period", "0.5", "--timeout", str(timeout), code=code)
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ def template(tmp_path_factory, request) -> Path:
     script.chmod(0o755)
     cli = Grid(path)
     cli.submit(write_jdl(folder, exec_file=str(script), params=["a ok", "b ok", "c fail"]))
-    cli.until_done()
+    cli.until_done(code=13)  # c's event blocks the campaign
     second = cli.submit(write_jdl(folder, exec_file=str(script), params=["d sleep", "e sleep", "f sleep"]))
     wait_for(lambda: (cli("almighty"), cli.json("gridstat", "-c", str(second))["running"])[1])
     with sqlite3.connect(path) as conn:

@@ -9,10 +9,12 @@ import threading
 from collections import Counter
 
 import pytest
+from click.testing import CliRunner
 
 from cigri import campaigns as ops
 from cigri import clusters
 from cigri.adapters.local import LocalAdapter
+from cigri.cli import grid
 from cigri.clock import RealClock
 from cigri.cycle import Cycle
 from cigri.errors import PermissionDenied
@@ -79,7 +81,7 @@ def test_a_campaign_runs_to_the_end(cli, tmp_path, job_script):
 def test_a_jobs_output_stays_readable_once_its_cluster_was_removed(cli, tmp_path, job_script):
     cli("gridclusters", "add", "annex", "--adapter", "local", "--slots", "1", "--idle-exit", "2")
     cid = cli.submit(write_jdl(tmp_path, exec_file=str(job_script), params=["a ok", "b fail"], clusters={"annex": {}}))
-    cli.until_done()
+    cli.until_done(code=13)  # b's event blocks the campaign
     cli("gridevents", "-c", str(cid), "-f")
     cli("almighty")
     assert cli.json("gridstat", "-c", str(cid))["state"] == "terminated"
@@ -92,7 +94,7 @@ def test_a_jobs_output_stays_readable_once_its_cluster_was_removed(cli, tmp_path
 def test_failures_open_events_block_and_fix_resubmits(cli, tmp_path, job_script):
     cli("config", "set", "blacklist.errors", "1")  # CiGri's rule: the first error closes the cluster
     cid = cli.submit(write_jdl(tmp_path, exec_file=str(job_script), params=["good", "bad fail"]))
-    out = cli.until_done()
+    out = cli.until_done(code=13)  # blocked: not done, exit 13
     events = cli.json("gridevents", "-c", str(cid))
     assert [e["code"] for e in events] == ["EXIT_ERROR", "BLACKLIST"]  # local is closed to the campaign
     assert "exited with status 3" in events[0]["message"] and "failure of bad" in events[0]["message"]
@@ -100,7 +102,7 @@ def test_failures_open_events_block_and_fix_resubmits(cli, tmp_path, job_script)
     assert f"campaign {cid} is blocked: 2 open event(s)" in out
     assert (cli.json("gridstat")[0]["state"], cli.json("gridstat")[0]["open_events"]) == ("in_treatment", 2)
     cli("gridevents", "-c", str(cid), "-f", "-r")
-    cli.until_done()
+    cli.until_done(code=13)
     assert runs(tmp_path).count("bad fail") == 2
     again, _ = cli.json("gridevents", "-c", str(cid))  # it failed again: a new event, the campaign blocked again
     assert again["id"] != events[0]["id"] and again["job_id"] == events[0]["job_id"]
@@ -340,7 +342,7 @@ def test_a_failed_prologue_blocks_then_runs_again_when_fixed(cli, tmp_path, job_
             prologue=[f"test -e {flag} || {{ echo no flag >&2; exit 4; }}"],
         )
     )
-    cli.until_done()
+    cli.until_done(code=13)  # the prologue's event blocks the campaign
     [event] = cli.json("gridevents", "-c", str(cid))
     assert (
         event["code"] == "PROLOGUE_ERROR"
@@ -391,3 +393,20 @@ def test_a_second_smaller_local_cluster_takes_its_share_not_the_queue_of_the_fir
     assert sorted(line.split()[0] for line in (tmp_path / "runs.log").read_text().splitlines()) == sorted(
         p.split()[0] for p in params
     )
+
+
+def test_until_done_exits_13_when_it_stops_on_a_blocked_campaign(cli, tmp_path, job_script):
+    """Issue 24: `gridsub && grid almighty --until-done && next` carried on past a blocked campaign (exit 0)."""
+    cli("config", "set", "blacklist.errors", "1")
+    cid = cli.submit(write_jdl(tmp_path, exec_file=str(job_script), params=["bad fail"]))
+    result = CliRunner().invoke(
+        grid, ["--state", str(cli.state), "almighty", "--until-done", "--period", "0.2", "--timeout", "60"]
+    )
+    assert result.exit_code == 13, result.output
+    lines = result.stderr.splitlines()
+    assert f"campaign {cid} is blocked: " in lines[-2]
+    assert lines[-1].startswith("grid almighty: error: 1 campaign blocked")
+    done = cli.submit(write_jdl(tmp_path, exec_file=str(job_script), params=["good"], name="ok"))
+    cli("griddel", str(cid))
+    cli.until_done()
+    assert cli.json("gridstat", "-c", str(done))["state"] == "terminated", "nothing blocked: exit 0"

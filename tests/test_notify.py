@@ -162,7 +162,7 @@ def test_a_job_error_reaches_low_subscribers_and_its_blacklist_everyone(cli, tmp
     cli("gridnotify", "-m", "low@example.org", "-s", "low")
     cli("gridnotify", "-m", "medium@example.org", "-s", "medium")
     campaign = cli.submit(write_jdl(tmp_path, name="failing-run", exec_file="/bin/false", nb_jobs=1))
-    cli.until_done()  # ends with the campaign blocked on its event, kept off local (a BLACKLIST event)
+    cli.until_done(code=13)  # ends with the campaign blocked on its event, kept off local (a BLACKLIST event)
     subjects = sorted((m.rcpt_tos[0], m.content.decode().split("Subject: ")[1].splitlines()[0]) for m in smtp.mails)
     assert subjects == [
         ("low@example.org", f"[cigri] BLACKLIST: campaign {campaign} failing-run cluster local"),

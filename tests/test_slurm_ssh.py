@@ -62,7 +62,7 @@ def test_a_200_job_campaign_completes_as_the_unprivileged_user(cli, cluster, sha
 def test_an_array_partly_failing_gives_events_with_stderr(cli, cluster, shared_dir):
     cli("config", "set", "blacklist.errors", "1")  # CiGri's rule: the first error closes the cluster
     cid = campaign(cli, shared_dir, [f"ok{i}" for i in range(4)] + ["bad1 fail", "bad2 fail"])
-    cli.until_done(timeout=120)
+    cli.until_done(timeout=120, code=13)  # an open event blocks the campaign
     events = cli.json("gridevents", "-c", str(cid), "-e", "EXIT_ERROR")
     assert len(events) == 2
     [blacklist] = cli.json("gridevents", "-c", str(cid), "-e", "BLACKLIST")  # the second one joined it
@@ -139,7 +139,7 @@ def test_unsupported_properties_are_a_jdl_error_for_that_cluster(cli, cluster, s
 def test_a_submission_slurm_rejects_blocks_that_cluster_for_that_campaign_only(cli, cluster, shared_dir):
     bad = campaign(cli, shared_dir, ["b1", "b2"], clusters={"slurm": {"properties": "feature='no-such-feature'"}})
     good = campaign(cli, shared_dir, ["g1", "g2"])
-    out = cli.until_done(timeout=120)
+    out = cli.until_done(timeout=120, code=13)  # an open event blocks the campaign
     [event] = cli.json("gridevents", "-c", str(bad))
     assert (event["class"], event["code"], event["cluster"]) == ("campaign", "SUBMIT_ERROR", "slurm")
     assert "Invalid feature specification" in event["message"]
@@ -157,7 +157,7 @@ def test_a_refused_submission_shows_none_of_the_jobs_environment(cli, cluster, s
         environment=environment,
         clusters={"slurm": {"properties": "feature='no-such-feature'"}},
     )
-    out = cli.until_done(timeout=60)
+    out = cli.until_done(timeout=60, code=13)  # an open event blocks the campaign
     [event] = cli.json("gridevents", "-c", str(bad), "-a")
     assert event["code"] == "SUBMIT_ERROR" and "Invalid feature specification" in event["message"]
     shown = out + cli("gridevents", "-a", "--json") + cli("gridclusters", "-i", "slurm")

@@ -97,7 +97,7 @@ def test_a_job_whose_files_exceed_the_cache_quota_is_an_event_not_an_endless_wai
     batch going back to the bag every pass. Each job here needs about 1.7 kB."""
     cli("gridclusters", "set", "local", "--cache-dir", str(tmp_path / "cache"), "--cache-quota", "1500")
     cid = cli.submit(reading(tmp_path, data, reader))
-    out = cli("almighty", "--until-done", "--period", "0.5", "--timeout", "60")
+    out = cli("almighty", "--until-done", "--period", "0.5", "--timeout", "60", code=13)
     assert f"campaign {cid} is blocked: 1 open event(s)" in out
     [event] = cli.json("gridevents", "-c", str(cid))
     assert (event["code"], event["cluster"]) == ("SUBMIT_ERROR", "local")

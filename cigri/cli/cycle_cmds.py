@@ -9,6 +9,7 @@ import click
 
 from .. import cycle as cycle_mod
 from .. import notify
+from ..errors import Blocked
 from ..loop import run_passes
 from ..model import CampaignState, JobState
 from .app import GridCommand, app, common, policy_option
@@ -28,7 +29,9 @@ def _cycle(policy: str | None = None) -> cycle_mod.Cycle:
 @click.command("almighty", cls=GridCommand)
 @click.option("--loop", is_flag=True, help="Repeat passes until interrupted.")
 @click.option(
-    "--until-done", is_flag=True, help="Repeat passes until every campaign is over (its outputs gathered) or blocked."
+    "--until-done",
+    is_flag=True,
+    help="Repeat passes until every campaign is over (its outputs gathered) or blocked (then exit 13).",
 )
 @click.option(
     "--period",
@@ -81,6 +84,11 @@ def almighty(loop, until_done, period, timeout, policy):
         cycle.close()
     for campaign_id, reason in blocked:
         click.echo(f"campaign {campaign_id} is blocked: {reason}", err=True)
+    if blocked:  # not done: `gridsub ... && grid almighty --until-done && next` must not carry on
+        raise Blocked(
+            f"{len(blocked)} campaign{'s' if len(blocked) > 1 else ''} blocked: fix or resubmit their events "
+            "(gridevents -c ID -f [-r]), then run again"
+        )
 
 
 class _Progress:
