@@ -622,7 +622,8 @@ def _event_code(ctx: click.Context, param: click.Parameter, value: str | None) -
     try:
         return EventCode(value.upper())
     except ValueError:
-        raise CigriError(f"-e: unknown event code {value!r} (valid: {', '.join(c.value for c in EventCode)})") from None
+        valid = ", ".join(c.value for c in EventCode)
+        raise click.BadParameter(f"unknown event code {value!r} (valid: {valid})", ctx, param) from None
 
 
 def _refuse_combinations(options: dict[str, bool], rules: list[tuple[str, list[str], str]]) -> None:
