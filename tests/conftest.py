@@ -112,6 +112,16 @@ def pytest_itemcollected(item):
         item.add_marker(pytest.mark.timeout(seconds))
 
 
+def require_root(why: str) -> None:
+    """Tests that hand files to another real user need root: with CI=true they fail without it (a skipped
+    real-system test is not a pass); elsewhere they are skipped, saying why."""
+    if os.geteuid() != 0:
+        message = f"{why} needs root"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+
+
 def wait_for(condition, timeout: float = 20.0, interval: float = 0.02):
     """Poll ``condition`` until it returns something true, or fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

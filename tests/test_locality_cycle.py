@@ -130,10 +130,11 @@ else:
 """
 
 
-def generating(tmp_path: Path, spare: str) -> tuple[Grid, int]:
-    """One cluster b holding ``spare``, a file of the campaign no waiting job reads; jobs j0, j1 read f1."""
+def generating(tmp_path: Path, spare: str, generator: str = GENERATOR) -> tuple[Grid, int]:
+    """One cluster b holding ``spare``, a file of the campaign no waiting job reads; jobs j0, j1 read f1; the
+    campaign's work generator is ``generator``'s script."""
     script = tmp_path / "gen.py"
-    script.write_text(GENERATOR)
+    script.write_text(generator)
     data = tmp_path / "data"
     data.mkdir()
     grid = Grid(CachingRM("b", 2))

@@ -4,19 +4,15 @@ the paths cigri builds from a job's words stay in their folder even for a job re
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from cigri import jdl
-from cigri.adapters.files import sha256_of
 from cigri.errors import JdlError
-from cigri.model import DataFile, EventCode
+from cigri.model import EventCode
 
 from .conftest import write_jdl
 from .test_cli_errors import refuse
-from .test_locality_cycle import CachingRM, hold, submit
-from .test_placement import Grid
+from .test_locality_cycle import generating
 
 WHY = "a job's name names its folder of outputs"
 
@@ -74,17 +70,8 @@ print("fine-1 f2\\n../../escaped_rel f2")
 
 
 def test_a_work_generators_name_holding_a_slash_is_an_event_and_adds_nothing(tmp_path):
-    """As test_locality_cycle's generating(): cluster b holds f2, which no job of the campaign reads."""
-    script = tmp_path / "gen.py"
-    script.write_text(GENERATOR)
-    data = tmp_path / "data"
-    data.mkdir()
-    grid = Grid(CachingRM("b", 2))
-    campaign_id = submit(grid, data, ["j0 f1", "j1 f1"], work_generator=f"{sys.executable} {script}")
-    (data / "f2").write_text("f2")
-    with grid.store.transaction():
-        grid.store.add_files(campaign_id, [DataFile("f2", 2, sha256_of(data / "f2"))], [])
-    hold(grid, "b", campaign_id, "f2")
+    """On test_locality_cycle's generating(): cluster b holds f2, which no job of the campaign reads."""
+    grid, campaign_id = generating(tmp_path, "f2", GENERATOR)
     grid.at(0)
     assert sorted(grid.store.job_names(campaign_id)) == ["j0", "j1"]
     [event] = grid.store.events(campaign_id=campaign_id)

@@ -22,18 +22,14 @@ from cigri.cli import grid
 from cigri.clock import RealClock
 from cigri.store import Store
 
-from .conftest import write_jdl
+from .conftest import require_root, write_jdl
 
 OTHER = "nobody"
 
 
 @pytest.fixture(autouse=True)
 def _root():
-    if os.geteuid() != 0:
-        message = "handing a state to another user needs root"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    require_root("handing a state to another user")
 
 
 @pytest.fixture

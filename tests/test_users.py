@@ -25,7 +25,7 @@ from cigri.jdl import load
 from cigri.secrets import mask, mask_text
 from cigri.store import Store
 
-from .conftest import write_jdl
+from .conftest import require_root, write_jdl
 
 SECRET = "Zq7-very-secret-4Kx"
 
@@ -86,11 +86,7 @@ def test_another_user_is_refused_with_one_line_and_nothing_changes(tmp_path, job
 
 @contextmanager
 def others_folder():
-    if os.geteuid() != 0:
-        message = "a second user's rights need root"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    require_root("a second user's rights")
     folder = Path(tempfile.mkdtemp(prefix="cigri-users-"))
     try:
         yield folder
