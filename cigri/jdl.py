@@ -28,7 +28,8 @@ Input files and outputs (issue 13; CiGri stored its ``output_*`` keys and ignore
 - ``output_gathering_method``: ``copy`` (the default when output_file is given) or ``none``; others refused.
   ``output_file: TEMPLATE`` or a list (same fields), under the job's exec_directory, and
   ``output_destination: DIR`` (a local folder): after a job terminates each of its outputs is copied to
-  ``DIR/<job name>/<file>``, checksum compared; a missing or damaged one is an OUTPUT_ERROR event of the job.
+  ``DIR/<job name>/<file>``, checksum compared; a missing or damaged one is an OUTPUT_ERROR event of the job. It
+  holds the campaign until fixed or resubmitted: a campaign ends once its outputs are gathered.
 
 Job names: the first word of each param line (of a param_file, of ``gridsub -c``, of a work_generator's answer)
 is its job's name, unique in the campaign. It names the job's folder of outputs, so it must be a file name: one

@@ -115,10 +115,15 @@ def test_output_a_job_did_not_write_is_an_event_of_that_job(cli, tmp_path, job_s
             output_destination=str(tmp_path / "results"),
         )
     )
-    cli.until_done()
+    out = cli.until_done(code=13)  # a campaign is over once its outputs are where the user asked
+    assert f"campaign {cid} is blocked: 1 open event(s)" in out
     events = cli.json("gridevents", "-c", str(cid))
     assert [(e["code"], e["job_id"]) for e in events] == [("OUTPUT_ERROR", 1)]
     assert "never_a.txt of job a: not found in its exec_directory" in events[0]["message"]
+    assert cli.json("gridstat", "-c", str(cid))["state"] == "in_treatment"
+    cli("gridevents", "-c", str(cid), "-f")  # the user accepts the loss: the campaign ends
+    cli.until_done()
+    assert cli.json("gridstat", "-c", str(cid))["state"] == "terminated"
 
 
 def test_a_cluster_that_cannot_stage_is_closed_and_the_others_run_the_campaign(cli, tmp_path, data, reader):

@@ -406,6 +406,10 @@ def _settle_campaigns(ctx: Context) -> None:
     # a test that could not start on a cluster ends there: that event informs, it does not hold the campaign
     # nor does a black hole's blacklist hold a campaign whose jobs ran elsewhere
     open_events = ctx.store.open_event_counts(ignore=(EventCode.TEST_NOT_STARTED, EventCode.BLACK_HOLE))
+    # a campaign is over once its outputs are where the user asked: one missing is an event that holds it
+    gathering = (
+        {campaign_id for campaign_id, _, _ in ctx.store.outputs_waiting()} if ctx.store.has_outputs_due() else set()
+    )
     for campaign in ctx.store.campaigns(states=[CampaignState.IN_TREATMENT]):
         counts = ctx.store.counts(campaign.id)
         clusters = ctx.store.campaign_clusters(campaign.id, settings=False)
@@ -420,7 +424,7 @@ def _settle_campaigns(ctx: Context) -> None:
                 skipped = ctx.store.drop_waiting(campaign.id, JobState.SKIPPED)
                 counts[JobState.TO_LAUNCH] = 0
                 log.info("campaign %d: test done, %d jobs skipped", campaign.id, skipped)
-            if busy or counts[JobState.TO_LAUNCH] or open_events.get(campaign.id):
+            if busy or counts[JobState.TO_LAUNCH] or open_events.get(campaign.id) or campaign.id in gathering:
                 continue
             epilogues = {name: info["epilogue_state"] for name, info in clusters.items()}
             for name, state in epilogues.items():
