@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
+import pytest
+
 from cigri.model import CampaignType
-from cigri.scheduling import CampaignView, ClusterView, Demand, Snapshot, metascheduler
+from cigri.scheduling import CampaignView, ClusterView, Demand, Snapshot, metascheduler, slowdown
 
 
 def campaign(cid: int, waiting: int, *, at: float, priority: int = 0) -> CampaignView:
@@ -52,3 +57,30 @@ def test_a_queue_budget_is_never_exceeded():
     small = ClusterView("small", 0, 2, slots=1)
     big = ClusterView("big", 0, 3, slots=10)
     assert queued(small, big, waiting=100) == {"small": 2, "big": 3}
+
+
+def test_local_users_slots_do_not_drain_cigris_queue():
+    """A cluster whose slots local users hold starts cigri's queued jobs only on the rest."""
+    shared = ClusterView("shared", 0, 10, slots=16, others=14)
+    own = ClusterView("own", 0, 10, slots=8)
+    assert queued(shared, own, waiting=6) == {"shared": 1, "own": 5}
+    assert queued(replace(shared, others=0), own, waiting=6) == {"shared": 4, "own": 2}
+
+
+def test_long_jobs_keep_off_a_cluster_that_would_likely_kill_them_when_another_would_not():
+    """Reliability-aware placement (issue 21): a cluster's learned hazard (kills per second of run time) makes
+    a job of duration d take (e^(h d) - 1) / (h d) times d there, restarts included."""
+    risky = ClusterView("risky", 8, 0, slots=8, hazard=1e-3)
+    safe = ClusterView("safe", 2, 0, slots=2)
+    assert slowdown(risky, 1000.0) == pytest.approx(math.e - 1)
+    assert slowdown(safe, 1000.0) == 1.0 and slowdown(risky, None) == 1.0
+
+    def free_slots(estimate: float, *clusters: ClusterView) -> dict[str, int]:
+        view = CampaignView(
+            1, CampaignType.DEFAULT, "u", 0.0, 20, {c.name: Demand(1, 10**6) for c in clusters}, estimate=estimate
+        )
+        return {a.cluster: a.jobs for a in metascheduler("fifo").decide(Snapshot(0.0, clusters, (view,)), {}).launches}
+
+    assert free_slots(1000.0, risky, safe) == {"safe": 2}, "long jobs wait for the safe cluster"
+    assert free_slots(10.0, risky, safe) == {"risky": 8, "safe": 2}, "short ones run anywhere"
+    assert free_slots(1000.0, risky) == {"risky": 8}, "with no safer cluster, the risky one still serves"

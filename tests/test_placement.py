@@ -21,6 +21,7 @@ from cigri.model import (
     EventCode,
     JobSpec,
     JobState,
+    KillCause,
     RemoteState,
     RemoteStatus,
 )
@@ -271,6 +272,27 @@ def test_a_preempted_job_is_not_sent_straight_back_to_the_cluster_that_killed_it
     b.kill(1, 200)
     grid.at(1300)  # a's avoidance expired, b's did not
     assert grid.job(1).cluster == "a"
+
+
+def test_a_clusters_hazard_counts_its_kills_over_its_jobs_run_time():
+    """Preemptions and running jobs lost to a silent cluster are the cluster's kills (issue 21: long jobs keep
+    off clusters that would likely kill them); a job's own failure is not."""
+    a = FakeRM("a", 2, queue_depth=0)
+    b = FakeRM("b", 2, queue_depth=0)
+    grid, _ = Grid.placed(a, b, jobs=4)
+    assert (a.holds(RemoteState.PENDING), b.holds(RemoteState.PENDING)) == ([1, 2], [3, 4])
+    for rm, job in ((a, 1), (a, 2), (b, 3), (b, 4)):
+        rm.start(job, 5)
+    a.end(1, 105)  # 100 s of run time, terminated
+    preempted = RemoteStatus(a.remote_of(2), RemoteState.KILLED, None, 5, 50, "", cause=KillCause.PREEMPTED)
+    a.jobs[a.remote_of(2)] = preempted
+    b.end(3, 30, exit_code=1)  # the job's own failure
+    grid.at(120)
+    assert grid.store.hazards(100.0) == {"a": pytest.approx(1 / 200)}, "one kill over 100 s of run time and the prior"
+    b.down = True
+    grid.at(200)
+    grid.at(2000)  # silent past updator.unreachable_running: job 4, running there, is lost
+    assert grid.store.hazards(100.0) == {"a": pytest.approx(1 / 200), "b": pytest.approx(1 / 100)}
 
 
 def test_jobs_of_a_cluster_unreachable_too_long_run_elsewhere_and_count_once():

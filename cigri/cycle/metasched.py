@@ -28,6 +28,8 @@ from . import flow, ondemand, picking, replicas
 from .context import Context, log
 from .health import cancel_each, capacities, usable
 
+HAZARD_PRIOR = 3600.0  # seconds of run time a cluster's first kills are weighed against (one says little)
+
 
 def run(ctx: Context) -> None:
     """Take back jobs stuck in queues, then let the strategies decide on the pass's snapshot; record their
@@ -63,6 +65,7 @@ def _clusters(ctx: Context, campaigns: Sequence[Campaign]) -> list[ClusterView]:
         for name in ctx.settings(campaign.id):
             candidates[name].add(campaign.id)
     allowances = flow.allow(ctx, answered, lambda name: _queue_stalled(ctx, name), candidates)
+    hazards = ctx.store.hazards(HAZARD_PRIOR)
     views = []
     for name, capacity in answered.items():
         if name not in allowances:
@@ -85,6 +88,8 @@ def _clusters(ctx: Context, campaigns: Sequence[Campaign]) -> list[ClusterView]:
                 used=capacity.used,
                 properties={str(k): str(v) for k, v in properties.items()} if isinstance(properties, dict) else {},
                 queued=max(0, capacity.queued + launching - capacity.free),
+                others=max(0, capacity.used - capacity.grid_used),
+                hazard=hazards.get(name, 0.0),
                 jobs=GridJobs(lambda name=name: _grid_jobs(ctx, name)),
             )
         )

@@ -76,9 +76,11 @@ def _rerun_elsewhere(ctx: Context, cluster: str) -> None:
     remote_ids = [(remote, campaign) for _, remote, _, campaign in jobs if remote is not None]
     # a batch still being submitted may have reached the RM: found by its key when the cluster answers
     batches = {(campaign, batch) for _, remote, batch, campaign in jobs if remote is None and batch is not None}
+    lost = ctx.store.active_count(cluster).get(JobState.RUNNING.value, 0)  # its kills, as far as cigri can tell
     with ctx.store.transaction():
         ctx.store.add_orphans(cluster, remote_ids, [(ctx.batch_key(c, "b", b), c) for c, b in sorted(batches)])
         ctx.store.requeue([job_id for job_id, *_ in jobs], count_resubmit=False, avoid=ctx.avoiding(cluster))
+        ctx.store.add_kills(cluster, lost)
     ctx.report.add("rerun elsewhere", len(jobs))
     log.warning("updator: %s unreachable since %s: its %d jobs run elsewhere", cluster, event.created_at, len(jobs))
 
@@ -206,6 +208,9 @@ def collect(ctx: Context, cluster: str) -> None:
         )
 
 
+CLUSTER_KILLS = (KillCause.PREEMPTED, KillCause.OTHER)  # the cluster's doing, not the job's nor a user's
+
+
 @dataclass(frozen=True)
 class Again:
     """A job that ended on a cluster asking to run again: killed by its RM (``cause`` says why) or by nikita,
@@ -259,6 +264,7 @@ def resubmit(ctx: Context, cluster: str, ends: Sequence[Again]) -> int:
     ctx.store.add_ends(
         (a.job_id, cluster, a.remote, now if a.ended is None else a.ended, a.exit_code, a.cause, a.reason) for a in ends
     )
+    ctx.store.add_kills(cluster, sum(1 for a in ends if a.cause in CLUSTER_KILLS))
     groups: dict[str, list[int]] = defaultdict(list)
     longer: dict[float, list[int]] = defaultdict(list)  # walltime kills to retry with more walltime
     outcomes: dict[int, str] = defaultdict(str)

@@ -127,6 +127,13 @@ class ClusterView:
     properties: Mapping[str, str] = field(default_factory=dict)
     queued: int = 0  # of cigri's jobs there, those waiting beyond its free slots (ahead of a job queued now)
     jobs: Sequence[GridJob] = ()  # cigri's jobs running or waiting there (a tuple, or GridJobs read when needed)
+    others: int = 0  # slots busy with jobs that are not cigri's (the cluster's local users)
+    hazard: float = 0.0  # kills of cigri's running jobs per second of their run time there (learned)
+
+    @property
+    def drain_slots(self) -> int:
+        """The slots that start cigri's queued jobs as they free: those local users do not hold (at least one)."""
+        return max(1, self.slots - self.others)
 
     @property
     def grid_running(self) -> int:
@@ -229,26 +236,50 @@ def decide(strategy: MetaScheduler, snapshot: Snapshot, state: State) -> Decisio
     return replace(decision, launches=(*tests, *decision.launches)) if tests else decision
 
 
+RISKY = 1.5  # a job keeps off a cluster where it would take this many times its duration, restarts included,
+SAFE = 1.2  # when another of its clusters would take at most this many
+
+
+def slowdown(cluster: ClusterView, estimate: float | None) -> float:
+    """How many times its duration a job of ``estimate`` seconds takes to run to its end on the cluster, the
+    runs its kills cut short included: (e^(h d) - 1) / (h d) for the cluster's hazard h (1: it kills none)."""
+    x = cluster.hazard * (estimate or 0.0)
+    return 1.0 if x <= 0 else math.expm1(min(x, 50.0)) / x
+
+
+def shunned(campaign: CampaignView, clusters: Sequence[ClusterView]) -> frozenset[str]:
+    """The clusters the campaign's jobs keep off: those that would likely kill them (a slowdown over
+    :data:`RISKY`), while another of its clusters would likely not (:data:`SAFE`). Short jobs keep none."""
+    mine = [c for c in clusters if c.name in campaign.demands]
+    if not any(slowdown(c, campaign.estimate) <= SAFE for c in mine):
+        return frozenset()
+    return frozenset(c.name for c in mine if slowdown(c, campaign.estimate) > RISKY)
+
+
 def fill(
     order: Sequence[CampaignView], clusters: Sequence[ClusterView], taken: dict[tuple[str, int], int] | None = None
 ) -> dict[tuple[str, int], int]:
     """Spend the clusters' budgets on campaigns in ``order``: every cluster's free slots first, then the queue
     allowances, so that jobs do not wait in one cluster's queue while another has idle slots. A cluster's
-    free slots go to the first campaign of ``order`` that can use them; a campaign's jobs to queue go one by
-    one where they are expected to start first (:func:`_queue`). Returns jobs per (cluster, campaign id),
-    adding to ``taken``."""
+    free slots go to the first campaign of ``order`` that can use them and does not keep off it
+    (:func:`shunned`); a campaign's jobs to queue go one by one where they are expected to start first
+    (:func:`_queue`). Returns jobs per (cluster, campaign id), adding to ``taken``."""
     taken = {} if taken is None else taken
     waiting = {c.id: c.waiting - sum(n for (_, cid), n in taken.items() if cid == c.id) for c in order}
+    avoid = {c.id: shunned(c, clusters) for c in order} if any(c.hazard for c in clusters) else {}
     for cluster in clusters:
         budget = cluster.free
         for campaign in order:
             if budget <= 0:
                 break
-            budget -= _give(taken, waiting, campaign, cluster, budget)
+            if cluster.name not in avoid.get(campaign.id, ()):
+                budget -= _give(taken, waiting, campaign, cluster, budget)
     queues = {cluster.name: cluster.queue for cluster in clusters}
     ahead = {cluster.name: cluster.queued for cluster in clusters}
     for campaign in order:
-        _queue(taken, waiting, campaign, clusters, queues, ahead)
+        kept = avoid.get(campaign.id, ())
+        allowed = [c for c in clusters if c.name not in kept] if kept else clusters
+        _queue(taken, waiting, campaign, allowed, queues, ahead)
     return taken
 
 
@@ -277,16 +308,17 @@ def _queue(taken, waiting, campaign: CampaignView, clusters: Sequence[ClusterVie
     is later than the runner-up's (ties: list order)."""
 
     def start(cluster: ClusterView) -> float:
-        return (ahead[cluster.name] + 1) * campaign.estimates.get(cluster.name, 1.0) / max(cluster.slots, 1)
+        return (ahead[cluster.name] + 1) * campaign.estimates.get(cluster.name, 1.0) / cluster.drain_slots
 
     open_ = [c for c in clusters if queues[c.name] > 0 and c.name in campaign.demands]
     while waiting[campaign.id] > 0 and open_:
         ranked = sorted(open_, key=start)
         best = ranked[0]
-        per_job = campaign.estimates.get(best.name, 1.0) / max(best.slots, 1)
+        rival = start(ranked[1]) if len(ranked) > 1 else None
+        per_job = campaign.estimates.get(best.name, 1.0) / best.drain_slots
         most = 1
-        if len(ranked) > 1:  # as many as keep it first
-            most = max(1, math.floor((start(ranked[1]) - start(best)) / per_job) + 1)
+        if rival is not None:  # as many as keep it first
+            most = max(1, math.floor((rival - start(best)) / per_job) + 1)
         used = _give(taken, waiting, campaign, best, queues[best.name], most)
         if used == 0:
             open_.remove(best)

@@ -82,6 +82,27 @@ class Clusters:
         """(last start seen, last take-back) of cigri's jobs on the cluster."""
         return self._one("SELECT last_start, last_recall FROM clusters WHERE name = ?", (cluster,)) or (None, None)
 
+    # -- how often a cluster kills cigri's running jobs of its own doing
+
+    def add_kills(self, cluster: str, kills: int) -> None:
+        """The cluster killed ``kills`` of cigri's running jobs (preempted, failed nodes, lost to an outage)."""
+        if kills > 0:
+            self.conn.execute(
+                "INSERT INTO cluster_kills (cluster, kills) VALUES (?, ?) "
+                "ON CONFLICT (cluster) DO UPDATE SET kills = kills + excluded.kills",
+                (cluster, kills),
+            )
+
+    def hazards(self, prior_seconds: float) -> dict[str, float]:
+        """Each cluster's kills per second of cigri's jobs running there (the run time of the jobs that
+        terminated there, plus ``prior_seconds`` so that one early kill says little); clusters that never
+        killed one are absent."""
+        rows = self.conn.execute(
+            "SELECT k.cluster, k.kills, (SELECT coalesce(sum(s.duration_sum), 0) FROM cluster_stats s "
+            "WHERE s.cluster = k.cluster) FROM cluster_kills k WHERE k.kills > 0"
+        )
+        return {cluster: kills / (seconds + prior_seconds) for cluster, kills, seconds in rows}
+
     # -- capacity readings
 
     def record_usage(self, capacities: dict[str, Capacity], now: float) -> None:

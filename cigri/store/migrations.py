@@ -554,6 +554,13 @@ def _m023_id_floors(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE id_floors (name TEXT PRIMARY KEY, last INTEGER NOT NULL) WITHOUT ROWID")
 
 
+def _m024_cluster_kills(conn: sqlite3.Connection) -> None:
+    """Each cluster's kills of cigri's running jobs that were its own doing (preemptions, node failures, jobs
+    lost to an outage): over the run time of its jobs, its hazard, which keeps long jobs off clusters that
+    would likely kill them (cigri.scheduling)."""
+    conn.execute("CREATE TABLE cluster_kills (cluster TEXT PRIMARY KEY, kills INTEGER NOT NULL) WITHOUT ROWID")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -577,6 +584,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("021_cache_by_state", _m021_cache_by_state),
     ("022_cluster_ends", _m022_cluster_ends),
     ("023_id_floors", _m023_id_floors),
+    ("024_cluster_kills", _m024_cluster_kills),
 ]
 
 
