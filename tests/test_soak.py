@@ -74,7 +74,8 @@ def kill_loop(state: Path, rng: random.Random, kills: int, delay: tuple[float, f
             loop.send_signal(signal.SIGKILL)
             loop.wait()
             pids.add(loop.pid)
-    logged = {int(pid) for pid in LOGGED_BY.findall((state.parent / "almighty.log").read_text())}
+    log = state.parent / "almighty.log"  # absent when every almighty died before logging (a loaded box)
+    logged = {int(pid) for pid in LOGGED_BY.findall(log.read_text() if log.exists() else "")}
     return Soak(kills, time.monotonic() - began, len(pids & logged))
 
 
