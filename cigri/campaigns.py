@@ -8,12 +8,12 @@ from __future__ import annotations
 import os
 import pwd
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import config, staging
+from . import config, macros, staging
 from . import events as event_rules
-from .adapters import AdapterContext, adapter_for
+from .adapters import AdapterContext, adapter_for, job_id_variable
 from .adapters.files import NO_FILE_PATH, can_move_files
 from .adapters.local_rm import Spool, out_path
 from .clock import Clock, RealClock
@@ -23,6 +23,7 @@ from .model import Campaign, CampaignState, CampaignType, EventClass, EventCode,
 from .secrets import mask
 from .stages import RETRY, stage_remote
 from .store import Store
+from .wording import counted
 
 # events that pause their campaign: fixing one, or resuming the campaign, lifts the pause
 PAUSING = (EventCode.FAILURE_RATE, EventCode.INPUT_CHANGED)
@@ -40,13 +41,34 @@ def check_owner(campaign: Campaign, user: str) -> None:
         raise PermissionDenied(f"campaign {campaign.id} belongs to {campaign.user}, not {user}")
 
 
+def known_clusters(store: Store, jdl: Jdl) -> tuple[Jdl, list[str]]:
+    """CiGri's way with the clusters a campaign names: those the state does not know are left out, each with a
+    warning (returned, for the caller to show); a campaign naming no known cluster is refused (JdlError)."""
+    unknown = [name for name in jdl.clusters if not store.has_cluster(name)]
+    if not unknown:
+        return jdl, []
+    known = ", ".join(c.name for c in store.clusters())
+    if len(unknown) == len(jdl.clusters) == 1:
+        raise JdlError(f"clusters.{unknown[0]}", f"unknown cluster (known: {known}; add one with gridclusters add)")
+    if len(unknown) == len(jdl.clusters):
+        raise JdlError(
+            "clusters",
+            f"no cluster the campaign names is known ({', '.join(unknown)}; known: {known}; add one with "
+            "gridclusters add)",
+        )
+    kept = {name: settings for name, settings in jdl.clusters.items() if name not in unknown}
+    warnings = [f"clusters.{name}: unknown cluster, left out (known: {known})" for name in unknown]
+    return replace(jdl, clusters=kept), warnings
+
+
 def check_clusters(
     store: Store, jdl: Jdl, clock: Clock, adapters: Callable[[str], object] | None = None
 ) -> dict[str, str]:
-    """Every cluster the JDL names exists, and can honour the settings given for it. ``adapters`` gives
-    live adapters by cluster name (the simulator's); by default each is built from its configuration.
-    A campaign with input or output files does not use the clusters that cannot move files (REST): returned,
-    each with why; when none of its clusters can, it is refused."""
+    """Every cluster the JDL names exists (:func:`known_clusters` leaves out those that do not, as CiGri did),
+    and can honour the settings given for it. ``adapters`` gives live adapters by cluster name (the
+    simulator's); by default each is built from its configuration. A campaign with input or output files does
+    not use the clusters that cannot move files (REST): returned, each with why; when none of its clusters
+    can, it is refused."""
     moves_files = bool(jdl.input_files or jdl.output_files)
     without_files: dict[str, str] = {}
     for name, settings in jdl.clusters.items():
@@ -60,6 +82,12 @@ def check_clusters(
         )
         try:
             adapter.check(settings, f"clusters.{name}")
+            if settings.get("cluster_job_type") and not getattr(adapter, "job_types", False):
+                raise JdlError(
+                    f"clusters.{name}.cluster_job_type",
+                    f"cluster {name!r} ({store.cluster(name).adapter}) has no job types (OAR's -t): leave "
+                    "cluster_job_type out for it",
+                )
             if moves_files and not can_move_files(adapter):
                 without_files[name] = NO_FILE_PATH
         finally:
@@ -69,6 +97,43 @@ def check_clusters(
         name = next(iter(without_files))
         raise JdlError(f"clusters.{name}", without_files[name])
     return without_files
+
+
+def preview(store: Store, jdl: Jdl, clock: Clock) -> dict[str, dict]:
+    """For gridsub's dry run: what each cluster will run (exec_file, exec_directory, prologue, epilogue), the
+    home's macros expanded with the cluster's home as its adapter knows it (read through ssh for the ssh
+    adapters; ``$HOME`` where it cannot tell now) and ``{OAR_JOB_ID}`` as the RM's variable. ``{CAMPAIGN_ID}``
+    stays: the campaign has no id yet."""
+    out = {}
+    for name, settings in jdl.clusters.items():
+        cluster = store.cluster(name)
+        adapter = adapter_for(cluster, AdapterContext(store.directory, clock))
+        try:
+            home = _home_of(adapter)
+        finally:
+            adapter.close()
+        variable = job_id_variable(cluster.adapter)
+
+        def stage(lines: list[str], home: str = home, variable: str = variable) -> list[str]:
+            script = macros.stage_script(lines, "{CAMPAIGN_ID}", variable)
+            return [macros.expand_home(line, home) for line in script.split("\n")] if lines else []
+
+        out[name] = {
+            "exec_file": macros.expand_home(settings["exec_file"], home),
+            "exec_directory": macros.expand_home(settings["exec_directory"], home),
+            "prologue": stage(settings["prologue"]),
+            "epilogue": stage(settings["epilogue"]),
+        }
+    return out
+
+
+def _home_of(adapter) -> str:
+    """The cluster's home as its adapter knows it, or ``$HOME`` (its shell's) when it cannot tell now."""
+    try:
+        home = adapter.home
+    except (AttributeError, CigriError):
+        return "$HOME"
+    return home if isinstance(home, str) and home else "$HOME"
 
 
 def submit(
@@ -119,24 +184,28 @@ def admit(store: Store, campaign: Campaign) -> None:
     for key, count, who in rules:
         limit = config.limit(settings, key)
         if limit is not None and count > limit:
-            raise PermissionDenied(f"refused by {key} ({limit}): {who} {count} jobs")
+            raise PermissionDenied(f"refused by {key} ({limit}): {who} {counted(count, 'job')}")
 
 
 def add_jobs(store: Store, campaign_id: int, jdl: Jdl, *, user: str | None = None) -> int:
-    """Append the jobs of ``jdl``'s param source to an existing campaign."""
+    """Append the jobs of ``jdl``'s param source to an existing campaign. A terminated one is in treatment
+    again, as CiGri puts it (:func:`_reopen`); a cancelled one takes no more."""
     campaign = store.campaign(campaign_id)
     check_owner(campaign, user or current_user())
-    if campaign.state not in (CampaignState.IN_TREATMENT, CampaignState.PAUSED):
+    if campaign.state == CampaignState.CANCELLED:
         raise CigriError(f"campaign {campaign_id} is {campaign.state.value}: jobs can no longer be added")
     return _append(store, campaign, jdl)
 
 
 def _append(store: Store, campaign: Campaign, jdl: Jdl) -> int:
-    """Add the jobs of ``jdl``'s param source to the campaign, in one transaction."""
+    """Add the jobs of ``jdl``'s param source to the campaign, in one transaction (a terminated campaign that
+    gets some is in treatment again)."""
     record = campaign.jdl
     with store.transaction():
         last = store.last_job_id(campaign.id)
         count = store.add_jobs(campaign.id, job_blocks(jdl, store.job_names(campaign.id)))
+        if count and campaign.state == CampaignState.TERMINATED:
+            _reopen(store, campaign.id)
         admit(store, campaign)
         if record.get("input_files"):  # the new jobs read their files as the campaign's others do
             staging.register(store, campaign.id, Path(record["data_source"]), tuple(record["input_files"]), last)
@@ -336,8 +405,11 @@ def state_owner(store: Store) -> str:
 
 def check_admin(store: Store, user: str) -> None:
     """The admin of a state is root or the user owning its file (a user's own SQLite file: that user)."""
-    if user != "root" and user != state_owner(store):
-        raise PermissionDenied(f"only root or {state_owner(store)} (the state file's owner) administer clusters")
+    owner = state_owner(store)
+    if user != "root" and user != owner:
+        if owner == "root":
+            raise PermissionDenied("only root (the state file's owner) administers clusters")
+        raise PermissionDenied(f"only root or {owner} (the state file's owner) administer clusters")
 
 
 def blacklist_cluster(store: Store, cluster: str, reason: str, clock: Clock, *, user: str | None = None) -> int:
@@ -396,11 +468,22 @@ def mark_job_event(store: Store, job_id: int, reason: str, clock: Clock, *, user
             job_id=job_id,
         )
         if campaign.state == CampaignState.TERMINATED:
-            store.set_campaign_state(campaign.id, CampaignState.IN_TREATMENT)
-            for cluster, info in store.campaign_clusters(campaign.id, settings=False).items():
-                if info["epilogue_state"] == "done":
-                    store.set_stage(campaign.id, cluster, "epilogue", "todo")
+            _reopen(store, campaign.id)
     return event
+
+
+def _reopen(store: Store, campaign_id: int) -> None:
+    """A terminated campaign in treatment again (new jobs, a job marked bad): each cluster's epilogue runs
+    anew once the campaign's jobs are over there, as a new attempt (the RM may still hold the last one's
+    batch, which its key would find)."""
+    store.set_campaign_state(campaign_id, CampaignState.IN_TREATMENT)
+    for cluster, info in store.campaign_clusters(campaign_id).items():
+        if not info["settings"].get("epilogue"):
+            continue
+        previous = info["epilogue_remote"]
+        if previous and not previous.startswith(RETRY):
+            previous = f"{RETRY}0:{stage_remote(previous)[0]}"
+        store.set_stage(campaign_id, cluster, "epilogue", "todo", previous)
 
 
 def blocked_reason(store: Store, campaign: Campaign) -> str | None:

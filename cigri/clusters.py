@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from .adapters import AdapterContext, adapter_class, adapter_for, validate_cluster, validate_config
@@ -61,13 +62,25 @@ class ClusterUsage:
     capacity: Capacity | None
     best_effort: bool
     problem: str
+    blacklisted: bool = False  # by the admin: no new jobs go there
+
+    @property
+    def state(self) -> str:
+        """What every gridclusters view that asks the cluster calls its state: BLACKLISTED (by the admin),
+        PROBLEM (it did not answer now, or an open cluster event says it did not lately) or ok."""
+        if self.blacklisted:
+            return "BLACKLISTED"
+        return "ok" if self.reachable and not self.problem else "PROBLEM"
 
 
-def usage(store: Store, clock: Clock) -> list[ClusterUsage]:
-    """Each cluster's capacity, asked of all concurrently and bounded as the almighty's calls are."""
+def usage(store: Store, clock: Clock, names: Collection[str] | None = None) -> list[ClusterUsage]:
+    """Each cluster's capacity (of those ``names`` only, if given), asked of all concurrently and bounded as
+    the almighty's calls are."""
     context = AdapterContext(store.directory, clock)
     asked = []
     for cluster in store.clusters():
+        if names is not None and cluster.name not in names:
+            continue
         adapter = Bounded(cluster.name, lambda _, cluster=cluster: adapter_for(cluster, context))
         try:
             asked.append((cluster, adapter, adapter.start("capacity")))
@@ -87,5 +100,7 @@ def usage(store: Store, clock: Clock) -> list[ClusterUsage]:
         event = store.open_cluster_event(cluster.name)
         if event and not problem:
             problem = f"event {event.id} open: {event.message}"
-        out.append(ClusterUsage(cluster.name, cluster.adapter, capacity is not None, capacity, best_effort, problem))
+        blacklisted = store.blacklist(None, cluster.name) is not None
+        reachable = capacity is not None
+        out.append(ClusterUsage(cluster.name, cluster.adapter, reachable, capacity, best_effort, problem, blacklisted))
     return out

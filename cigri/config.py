@@ -233,6 +233,8 @@ def defaults() -> dict[str, Any]:
         **RESUBMIT_DEFAULTS,
         **NOTIFY_DEFAULTS,
         **dict.fromkeys(ADMISSION_KEYS),
+        "locality": DEFAULT_PICKER,
+        "locality.generator_wait": DEFAULT_GENERATOR_WAIT,
     }
 
 

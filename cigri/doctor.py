@@ -36,6 +36,7 @@ from .clock import Clock
 from .errors import CigriError, PermissionDenied
 from .model import Cluster
 from .store import Store
+from .wording import counted
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def _cluster(cluster: Cluster, context: AdapterContext) -> list[Finding]:
     finally:
         if adapter is not None:
             adapter.close()
-    found.append(Finding(subject, "reachable", True, f"{capacity.total} slots, {capacity.used} in use"))
+    found.append(Finding(subject, "reachable", True, f"{counted(capacity.total, 'slot')}, {capacity.used} in use"))
     try:
         version = _version(cluster, context)
     except CigriError as exc:

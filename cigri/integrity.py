@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .store import Store, migrations
+from .wording import counted
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def _counts(store: Store) -> list[str]:
         for campaign, state, kept, real in store.miscounted()
     ]
     problems += [
-        f"campaign {campaign}: nb_jobs says {said}, it has {real} jobs"
+        f"campaign {campaign}: nb_jobs says {said}, it has {counted(real, 'job')}"
         for campaign, said, real in store.misnumbered_campaigns()
     ]
     return problems

@@ -4,6 +4,14 @@ Keys are case-insensitive. Global-only keys describe the campaign; every other t
 default for each cluster that does not set it. Values may be given in CiGri's string forms
 (``"false"``, ``"300"``, ``"00:5:00"``). Every error names the key path (``clusters.luke.walltime``).
 
+JSON is read as CiGri's Ruby parser reads it (:func:`ruby_json`: ``"\\$HOME"`` is ``$HOME``); a key given twice
+in one mapping, JSON or YAML, is refused, naming its path. CiGri's values are taken where cigri builds what
+they mean (``nb_jobs: 0``, ``checkpointing_type: None``, ``jobs_type: normal``, OAR's own resource syntax for
+OAR's ``-l``, ``cluster_job_type``, scp gathering as the copy), and refused, saying what to write instead,
+where it does not (desktop_computing, semi-best-effort, nightly, iRods and collector gathering). The macros
+(``{HOME}``, ``$HOME``, ``{CAMPAIGN_ID}``, ``{OAR_JOB_ID}``...) are :mod:`cigri.macros`'; ``{JDL_DIR}`` is
+expanded here, at submission.
+
 Resubmission and checkpoints (cigri's; CiGri stored ``checkpointing_type`` and ignored it):
 
 - ``max_attempts`` (campaign-wide): how many times a job may run when it ends asking to run again (an RM kill
@@ -65,6 +73,7 @@ from pathlib import Path
 import yaml
 
 from .errors import JdlError
+from .macros import local_path
 
 GLOBAL_ONLY = (
     "name",
@@ -82,10 +91,15 @@ GLOBAL_ONLY = (
     "output_gathering_method",
     "output_file",
     "output_destination",
+    "jobs_type",  # CiGri's: normal (its default) is the only kind built
 )
-# CiGri keys cigri does not build yet: refused by name rather than accepted and silently ignored
-NOT_SUPPORTED = ("jobs_type",)
-OUTPUT_METHODS = ("copy", "none")  # output_gathering_method values built (CiGri stored the key, unused)
+# output_gathering_method values built (CiGri stored the key, unused): scp is CiGri's name for a copy through
+# the cluster's transport, which is what copy does (ssh for the ssh adapters)
+OUTPUT_METHODS = ("copy", "scp", "none")
+# values of CiGri's that cigri does not build, with what to write instead
+NOT_BUILT_TYPES = ("semi-best-effort", "nightly")  # type: CiGri's day-and-night kinds
+NOT_BUILT_JOBS_TYPES = ("desktop_computing",)
+NOT_BUILT_OUTPUTS = ("irods", "collector")
 
 # per-cluster keys and their defaults (CiGri v3's); None means "not set"
 CLUSTER_DEFAULTS: dict[str, object] = {
@@ -110,9 +124,10 @@ CLUSTER_DEFAULTS: dict[str, object] = {
     "checkpointing_signal": None,  # with signal: the signal sent a grace before the walltime (default USR2)
     "checkpointing_grace": None,  # with signal: seconds before the walltime (default 300)
     "checkpointing_exit_code": None,  # the exit status meaning "checkpointed, resume me" (default: configured, 68)
+    "cluster_job_type": "",  # CiGri's: OAR job types (-t), comma-separated, for the adapters that take them
 }
 
-CHECKPOINT_TYPES = ("signal", "exit-code")
+CHECKPOINT_TYPES = ("signal", "exit-code")  # and none, CiGri's default (written "None")
 CHECKPOINT_SIGNALS = ("USR1", "USR2", "TERM", "INT", "HUP", "ALRM", "URG", "XCPU")
 DEFAULT_CHECKPOINT_SIGNAL = "USR2"  # OAR's default for oarsub --checkpoint; Slurm's --signal wants one named
 DEFAULT_CHECKPOINT_GRACE = 300  # seconds: Slurm's --signal default is 60, OAR users give minutes
@@ -128,6 +143,10 @@ MAX_VALUES = 1_000_000
 RESOURCE_NAMES = ("nodes", "node", "host", "network_address", "cpu", "core", "resource_id")
 # numbers in ASCII digits, not too many for int(): \d would take other scripts' digits and any length
 _RESOURCE = re.compile(r"^(?:/?[a-z_]+=[0-9]{1,9})+$")
+# OAR's own syntax (oarsub -l): groups joined by +, each a hierarchy of any resource types, with {SQL} filters
+# before its levels (here each filter stands as {}: what is inside is OAR's, taken as written)
+_FILTER = re.compile(r"\{[^{}]*\}")
+_OAR_GROUP = re.compile(r"^(?:(?:\{\})?/?[a-z_][a-z0-9_]*=[0-9]{1,9})+$")
 _WALLTIME = re.compile(r"^([0-9]{1,9})(?::([0-9]{1,9}))?(?::([0-9]{1,9}))?$")
 _WHOLE = re.compile(r"\s*(-?[0-9]{1,18})\s*")
 # param lines: one without quotes or backslashes needs no shell-like parsing, its words are its runs of
@@ -142,10 +161,10 @@ _NAMES = re.compile(r"^[ \t]*([^ \t\n]+)", re.MULTILINE)  # the first word of ea
 _NOT_NAMES = frozenset((".", ".."))  # a job's name names a folder (check_job_name): these name others
 
 
-def parse_walltime(value: object, path: str) -> int:
-    """Seconds from ``HH:MM:SS``, ``HH:MM``, plain seconds (int or string)."""
+def parse_walltime(value: object, path: str, what: str = "walltime") -> int:
+    """Seconds from ``HH:MM:SS``, ``HH:MM``, plain seconds (int or string); errors name ``what`` it is."""
     if isinstance(value, bool):
-        raise JdlError(path, f"walltime must be HH:MM:SS or seconds, not {value!r}")
+        raise JdlError(path, f"{what} must be HH:MM:SS or seconds, not {value!r}")
     if isinstance(value, int):
         seconds = value
     elif isinstance(value, str) and (m := _WALLTIME.match(value.strip())):
@@ -157,11 +176,11 @@ def parse_walltime(value: object, path: str) -> int:
         else:
             seconds = parts[0] * 3600 + parts[1] * 60 + parts[2]
     else:
-        raise JdlError(path, f"walltime must be HH:MM:SS or seconds, not {value!r}")
+        raise JdlError(path, f"{what} must be HH:MM:SS or seconds, not {value!r}")
     if seconds <= 0:
-        raise JdlError(path, "walltime must be positive")
+        raise JdlError(path, f"{what} must be positive")
     if seconds > MAX_WALLTIME:
-        raise JdlError(path, f"walltime must be at most {format_walltime(MAX_WALLTIME)} (a year)")
+        raise JdlError(path, f"{what} must be at most {format_walltime(MAX_WALLTIME)} (a year)")
     return seconds
 
 
@@ -170,11 +189,20 @@ def format_walltime(seconds: int) -> str:
 
 
 def parse_resources(value: object, path: str) -> dict[str, int]:
-    """OAR's ``/nodes=2/core=4`` hierarchy as ``{"nodes": 2, "core": 4}``."""
+    """OAR's ``/nodes=2/core=4`` hierarchy as ``{"nodes": 2, "core": 4}``. OAR's own syntax is taken too
+    (:func:`oar_resources`: ``nodes=3+licence=2``, ``{gpu='YES'}/nodes=1``): its first group's hierarchy,
+    the one cigri counts a job's slots by (CiGri's documentation: the default resources MUST be first)."""
+    if isinstance(value, str) and is_oar_syntax(value):
+        groups, _ = _oar_groups(value, path)
+        return _hierarchy(groups[0].replace("{}", ""), path)
     if not isinstance(value, str) or not _RESOURCE.match(value.replace(" ", "")):
         raise JdlError(path, f"resources must look like /nodes=1/core=4 or core=2, not {value!r}")
+    return _hierarchy(value.replace(" ", ""), path)
+
+
+def _hierarchy(value: str, path: str) -> dict[str, int]:
     out: dict[str, int] = {}
-    for part in value.replace(" ", "").strip("/").split("/"):
+    for part in value.strip("/").split("/"):
         name, _, number = part.partition("=")
         if name not in RESOURCE_NAMES:
             raise JdlError(path, f"unknown resource {name!r} (known: {', '.join(RESOURCE_NAMES)})")
@@ -182,6 +210,50 @@ def parse_resources(value: object, path: str) -> dict[str, int]:
             raise JdlError(path, f"{name} must be at least 1")
         out[name] = int(number)
     return out
+
+
+def is_oar_syntax(resources: str) -> bool:
+    """Whether resources use what only OAR takes: groups joined by ``+``, ``{...}`` filters."""
+    return any(c in resources for c in "+{}")
+
+
+def _oar_groups(value: str, path: str) -> tuple[list[str], list[str]]:
+    """(the groups, each filter written ``{}``, spaces dropped; the filters, in order) of resources in OAR's
+    own syntax: groups joined by ``+``, the first one of cigri's resource names (by which it counts a job's
+    slots), the others of any resource type; a ``{...}`` filter may come before any level."""
+    if any(c in value for c in "\0\r\n"):
+        raise JdlError(path, "a line break or NUL cannot be passed to OAR")
+    filters = _FILTER.findall(value)
+    compact = re.sub(r"\s", "", _FILTER.sub("{}", value))
+    groups = compact.split("+")
+    if any(c in compact.replace("{}", "") for c in "{}") or not all(_OAR_GROUP.match(g) for g in groups):
+        raise JdlError(
+            path,
+            f"{value!r} is not OAR's resource syntax (groups like /nodes=2/core=4 joined by +, a level may follow "
+            "a {...} filter)",
+        )
+    return groups, filters
+
+
+def oar_resources(value: str, path: str) -> str:
+    """Resources in OAR's own syntax (:func:`_oar_groups`), checked, as OAR's -l gets them: without spaces
+    but in their filters, which are OAR's SQL, taken as written."""
+    groups, filters = _oar_groups(value, path)
+    _hierarchy(groups[0].replace("{}", ""), path)
+    pieces = "+".join(groups).split("{}")
+    return pieces[0] + "".join(f"{kept}{piece}" for kept, piece in zip(filters, pieces[1:], strict=True))
+
+
+def plain_resources(value: str, path: str, who: str) -> dict[str, int]:
+    """One hierarchy of nodes and cores (:func:`parse_resources`), what the local and Slurm clusters take;
+    OAR's own syntax is refused, saying what to write instead (``who``: the cluster, as a message names it)."""
+    if is_oar_syntax(value):
+        raise JdlError(
+            path,
+            f"{value!r} is OAR's syntax (+ or a {{...}} filter), which {who} does not take: give it one hierarchy "
+            "of nodes and cores, such as /nodes=1/core=4",
+        )
+    return parse_resources(value, path)
 
 
 _PROPERTY = re.compile(r"^\s*(\w+)\s*=\s*'([^']*)'\s*$")
@@ -314,16 +386,20 @@ def _cluster_settings(raw: dict, path: str) -> dict:
             out[key] = _str(value, kpath)
         elif key == "resources":
             parse_resources(value, kpath)
-            out[key] = value.replace(" ", "")
+            out[key] = oar_resources(value, kpath) if is_oar_syntax(value) else value.replace(" ", "")
         elif key in ("walltime", "prologue_walltime", "epilogue_walltime"):
             out[key] = parse_walltime(value, kpath)
         elif key == "type":
             kind = _str(value, kpath).strip().lower().replace("_", "-")
             if kind in ("besteffort", "best-effort"):
                 kind = "best-effort"
+            if kind in NOT_BUILT_TYPES:
+                raise JdlError(kpath, f"{kind} is not built (cigri has no day and night): write best-effort or normal")
             if kind not in ("best-effort", "normal"):
                 raise JdlError(kpath, f"type must be best-effort or normal, not {value!r}")
             out[key] = kind
+        elif key == "cluster_job_type":
+            out[key] = _job_types(value, kpath)
         elif key in ("test_mode", "dimensional_grouping"):
             out[key] = _bool(value, kpath)
         elif key == "temporal_grouping":
@@ -335,7 +411,7 @@ def _cluster_settings(raw: dict, path: str) -> dict:
         elif key == "environment":
             out[key] = _environment(value, kpath)
         elif key == "checkpointing_grace":
-            out[key] = parse_walltime(value, kpath)
+            out[key] = parse_walltime(value, kpath, "the grace")
         elif key == "checkpointing_exit_code":
             out[key] = exit_code(value, kpath)
     if not out.get("exec_file"):
@@ -348,6 +424,21 @@ def _cluster_settings(raw: dict, path: str) -> dict:
     out["retry_resources"] = _retry_resources(raw.get("retry_resources"), out["walltime"], f"{path}.retry_resources")
     _checkpointing(out, raw, path)
     return out
+
+
+_JOB_TYPE = re.compile(r"[A-Za-z0-9_.:=-]+")
+
+
+def _job_types(value: object, path: str) -> str:
+    """CiGri's ``cluster_job_type``: OAR job types (``-t``), comma-separated, as one text without spaces.
+    besteffort is cigri's to add (``type: best-effort``)."""
+    types = [word.strip() for word in _str(value, path).split(",") if word.strip()]
+    for word in types:
+        if word.lower() == "besteffort":
+            raise JdlError(path, "besteffort is cigri's to add: write type: best-effort")
+        if not _JOB_TYPE.fullmatch(word):
+            raise JdlError(path, f"expected OAR job types joined by commas (such as deploy,idempotent), not {value!r}")
+    return ",".join(types)
 
 
 def exit_code(value: object, path: str) -> int:
@@ -390,9 +481,11 @@ def _checkpointing(out: dict, raw: dict, path: str) -> None:
     kind = raw.get("checkpointing_type")
     if kind is not None:
         kind = _str(kind, f"{path}.checkpointing_type").strip().lower().replace("_", "-")
-        if kind not in CHECKPOINT_TYPES:
+        if kind == "none":  # CiGri's default, written out
+            kind = None
+        elif kind not in CHECKPOINT_TYPES:
             given = raw["checkpointing_type"]
-            raise JdlError(f"{path}.checkpointing_type", f"expected signal or exit-code, not {given!r}")
+            raise JdlError(f"{path}.checkpointing_type", f"expected signal, exit-code or none, not {given!r}")
     out["checkpointing_type"] = kind
     if kind != "signal":
         for key in ("checkpointing_signal", "checkpointing_grace"):
@@ -595,10 +688,6 @@ def _lower_keys(data: dict, path: str) -> dict:
 
 def _check_keys(keys, allowed, path: str) -> None:
     for key in keys:
-        if key in NOT_SUPPORTED:
-            raise JdlError(
-                f"{path}.{key}" if path else key, "not supported yet (cigri would ignore it): remove the key"
-            )
         if key not in allowed:
             where = f"{path}.{key}" if path else key
             if path and key in GLOBAL_ONLY:
@@ -622,11 +711,75 @@ def _expand_jdl_dir(values: dict, jdl_dir: str) -> dict:
     return {k: (v if k in ("params", "clusters", "name") else expand(v)) for k, v in values.items()}
 
 
+class _Mapping(dict):
+    """A mapping of a JDL's text, which knows the first key it was given twice (``twice``): JSON and PyYAML
+    keep the last value silently; :func:`_walk` refuses it, naming its path."""
+
+    twice: object = None
+
+
+def _json_mapping(pairs: list[tuple[str, object]]) -> dict:
+    data = _Mapping()
+    for key, value in pairs:
+        if key in data and data.twice is None:
+            data.twice = key
+        data[key] = value
+    return data
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, but its mappings note a key given twice (YAML forbids it). A merge (``<<``) is no
+    duplicate: the keys written beside it override it."""
+
+
+def _yaml_mapping(loader: _YamlLoader, node: yaml.MappingNode):
+    data = _Mapping()
+    yield data
+    seen: set = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            if key in seen and data.twice is None:
+                data.twice = key
+            seen.add(key)
+        except TypeError:  # an unhashable key: construct_mapping says so
+            pass
+    data.update(loader.construct_mapping(node))
+
+
+_YamlLoader.add_constructor("tag:yaml.org,2002:map", _yaml_mapping)
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_JSON_ESCAPE = re.compile(r"\\(.)", re.S)
+
+
+def ruby_json(text: str) -> str:
+    """JSON text as CiGri's parser (Ruby's) reads it: in a string, a backslash before a character JSON gives no
+    escape for stands for that character (``"\\$HOME"`` is ``$HOME``)."""
+    if "\\" not in text:
+        return text
+
+    def unescape(escape: re.Match) -> str:
+        return escape.group(0) if escape.group(1) in '"\\/bfnrtu' else escape.group(1)
+
+    def string(match: re.Match) -> str:
+        found = match.group(0)
+        return _JSON_ESCAPE.sub(unescape, found) if "\\" in found else found
+
+    return _JSON_STRING.sub(string, text)
+
+
 def load_text(text: str, origin: str = "JDL") -> dict:
+    """A JDL's mapping from its text: JSON (as CiGri reads it: :func:`ruby_json`) or YAML."""
     stripped = text.lstrip()
     kind = "JSON" if stripped.startswith("{") else "YAML"
     try:
-        data = json.loads(text) if kind == "JSON" else yaml.safe_load(text)
+        if kind == "JSON":
+            data = json.loads(ruby_json(text), object_pairs_hook=_json_mapping)
+        else:
+            data = yaml.load(text, Loader=_YamlLoader)  # a SafeLoader
     except json.JSONDecodeError as exc:
         raise JdlError("", f"{origin} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
     except yaml.YAMLError as exc:
@@ -670,6 +823,8 @@ def _walk(value: dict | list, path: str, depth: int, walked: dict[int, tuple[int
             raise JdlError(path, f"nests lists or mappings more than {MAX_DEPTH} deep (the JDL's limit)")
         return size, height
     mapping = isinstance(value, dict)
+    if mapping and getattr(value, "twice", None) is not None:
+        raise JdlError(_item_path(path, value.twice, True), "given twice")
     size, height = 1 + (len(value) if mapping else 0), 1  # a mapping's keys count too
     for key, item in value.items() if mapping else enumerate(value):
         if mapping:
@@ -744,14 +899,14 @@ def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None)
             _no_nul(str(line), f"params[{index}]")
         params = tuple(str(line) for line in raw)
     elif "param_file" in top:
-        text = _str(top["param_file"], "param_file")
-        path = Path(os.path.expanduser(text.replace("{HOME}", "~")))  # the param file is read here, at submission
+        path = Path(local_path(_str(top["param_file"], "param_file")))  # read here, at submission: the home is ours
         param_file = path if path.is_absolute() else (base_dir or Path.cwd()) / path
     else:
-        nb_jobs = _int(top["nb_jobs"], "nb_jobs", 1)
+        nb_jobs = _int(top["nb_jobs"], "nb_jobs", 0)  # 0 as in CiGri: a campaign gridsub -c gives jobs later
         if nb_jobs > MAX_NB_JOBS:
             raise JdlError("nb_jobs", f"at most {MAX_NB_JOBS:,} jobs".replace(",", " "))
 
+    _jobs_type(top.get("jobs_type"))
     test_mode = any(s["test_mode"] for s in clusters.values()) if test is None else test
     data_source, input_files = _inputs(top, base_dir)
     output_files, output_destination = _outputs(top, base_dir)
@@ -773,6 +928,22 @@ def parse(data: dict, *, base_dir: Path | None = None, test: bool | None = None)
         output_destination=output_destination,
         raw=data,
     )
+
+
+def _jobs_type(value: object) -> None:
+    """CiGri's ``jobs_type``: normal, its default, is the only kind (desktop_computing, the other, CiGri refused
+    at submission too)."""
+    if value is None:
+        return
+    kind = _str(value, "jobs_type").strip().lower()
+    if kind in NOT_BUILT_JOBS_TYPES:
+        raise JdlError(
+            "jobs_type",
+            f"{kind} is not built (CiGri refused such campaigns too): give the jobs with params, param_file or "
+            "nb_jobs and write jobs_type: normal, or leave it out",
+        )
+    if kind != "normal":
+        raise JdlError("jobs_type", f"expected normal (CiGri's default), not {value!r}")
 
 
 def _command(value: object, path: str) -> str:
@@ -842,11 +1013,12 @@ def expand_files(templates: tuple[str, ...], words: list[str], path: str) -> lis
 
 
 def _local_folder(value: object, path: str, base_dir: Path | None) -> Path:
-    """A folder of this machine (``~`` and ``{HOME}`` expanded, relative to the JDL's folder)."""
+    """A folder of this machine (the submitter's home for ``{HOME}``, ``$HOME``, ``~``; relative to the JDL's
+    folder)."""
     text = _str(value, path).strip()
     if "://" in text or re.match(r"^[\w.-]+@?[\w.-]*:", text):
         raise JdlError(path, f"only a local folder is built, not {text!r} (no URL nor host:path)")
-    folder = Path(os.path.expanduser(text.replace("{HOME}", "~")))
+    folder = Path(local_path(text))
     return folder if folder.is_absolute() else (base_dir or Path.cwd()) / folder
 
 
@@ -869,9 +1041,16 @@ def _outputs(top: dict, base_dir: Path | None) -> tuple[tuple[str, ...], Path | 
     (templates, under the job's exec_directory) and ``output_destination`` (a local folder, created)."""
     method = top.get("output_gathering_method")
     if method is not None:
-        method = _str(method, "output_gathering_method").strip().lower()
+        written = _str(method, "output_gathering_method").strip()
+        method = written.lower()
+        if method in NOT_BUILT_OUTPUTS:
+            raise JdlError(
+                "output_gathering_method",
+                f"{written} is not built: write copy (or scp: outputs are copied back through the cluster's "
+                "transport), or none and gather them in the epilogue",
+            )
         if method not in OUTPUT_METHODS:
-            raise JdlError("output_gathering_method", f"only {' and '.join(OUTPUT_METHODS)} are built, not {method!r}")
+            raise JdlError("output_gathering_method", f"only {', '.join(OUTPUT_METHODS)} are built, not {method!r}")
     given = [key for key in ("output_file", "output_destination") if key in top]
     if method == "none" or (method is None and not given):
         if given:

@@ -38,9 +38,22 @@ KEYS: tuple[JdlKey, ...] = (
         "path",
         "",
         False,
-        "A file of param lines, read at submission; relative to the JDL's directory, {HOME} is the user's home.",
+        "A file of param lines, read at submission; relative to the JDL's directory, {HOME} is the submitter's home.",
     ),
-    JdlKey("nb_jobs", "integer", "", False, "That many jobs, their params being 0 to nb_jobs-1 (at most 100000000)."),
+    JdlKey(
+        "nb_jobs",
+        "integer",
+        "",
+        False,
+        "That many jobs, their params being 0 to nb_jobs-1 (at most 100000000; 0: none yet, gridsub -c adds them).",
+    ),
+    JdlKey(
+        "jobs_type",
+        "normal",
+        "normal",
+        False,
+        "CiGri's kind of campaign: normal, the only one built (desktop_computing is refused, as CiGri did).",
+    ),
     JdlKey("priority", "integer", "0", False, "Campaigns with a higher priority are served first."),
     JdlKey("class", "string", "", False, "The campaign's class, for the class-load scheduling strategy."),
     JdlKey(
@@ -88,10 +101,11 @@ KEYS: tuple[JdlKey, ...] = (
     ),
     JdlKey(
         "output_gathering_method",
-        "copy or none",
+        "copy, scp or none",
         "copy",
         False,
-        "How outputs come back: copy (the default with output_file) or none.",
+        "How outputs come back: copy (the default with output_file; scp, CiGri's name, is the same copy through "
+        "the cluster's transport) or none; CiGri's iRods and collector are refused.",
     ),
     JdlKey(
         "work_generator",
@@ -104,15 +118,41 @@ KEYS: tuple[JdlKey, ...] = (
     # per-cluster keys (jdl.CLUSTER_DEFAULTS)
     JdlKey("exec_file", "path", "", True, "The program each job runs, followed by its param line (required)."),
     JdlKey("exec_directory", "path", "{HOME}", True, "The directory jobs start in on the cluster."),
-    JdlKey("resources", "string", "/resource_id=1", True, "Each job's resources, OAR style: /nodes=1/core=4."),
+    JdlKey(
+        "resources",
+        "string",
+        "/resource_id=1",
+        True,
+        "Each job's resources, OAR style: /nodes=1/core=4. OAR's own syntax (groups joined by +, {...} filters: "
+        "nodes=3+licence=2) goes to OAR's -l as written; slots are counted on its first group; other clusters "
+        "refuse it.",
+    ),
     JdlKey("walltime", "HH:MM:SS or seconds", "01:00:00", True, "Each job's walltime (at most a year)."),
     JdlKey("properties", "string", "", True, "Resource properties the job needs (OAR's -p; Slurm constraints)."),
     JdlKey("project", "string", "", True, "The RM project or account the jobs are charged to."),
-    JdlKey("type", "best-effort|normal", "best-effort", True, "Best-effort jobs may be killed when others need room."),
+    JdlKey(
+        "type",
+        "best-effort|normal",
+        "best-effort",
+        True,
+        "Best-effort jobs may be killed when others need room (CiGri's semi-best-effort and nightly are refused).",
+    ),
     JdlKey("test_mode", "boolean", "false", True, "A test campaign: one job per cluster runs, the others are skipped."),
     JdlKey("max_jobs", "integer", "", True, "At most this many of the campaign's jobs at once on the cluster."),
-    JdlKey("prologue", "list of strings", "[]", True, "Shell lines run once on the cluster before the first job."),
-    JdlKey("epilogue", "list of strings", "[]", True, "Shell lines run once on the cluster after the last job."),
+    JdlKey(
+        "prologue",
+        "list of strings",
+        "[]",
+        True,
+        "Shell lines run once on the cluster before the first job, by bash where the cluster has it, else sh.",
+    ),
+    JdlKey(
+        "epilogue",
+        "list of strings",
+        "[]",
+        True,
+        "Shell lines run once on the cluster after the last job, by bash where the cluster has it, else sh.",
+    ),
     JdlKey("prologue_walltime", "HH:MM:SS or seconds", "", True, "The prologue's walltime."),
     JdlKey("epilogue_walltime", "HH:MM:SS or seconds", "", True, "The epilogue's walltime."),
     JdlKey(
@@ -139,7 +179,13 @@ KEYS: tuple[JdlKey, ...] = (
         True,
         "{walltime: FACTOR, max_walltime: HH:MM:SS}: a job killed at its walltime asks FACTOR times more.",
     ),
-    JdlKey("checkpointing_type", "signal|exit-code", "", True, "How a job checkpoints (resumed with CIGRI_RESUME=1)."),
+    JdlKey(
+        "checkpointing_type",
+        "signal|exit-code|none",
+        "",
+        True,
+        "How a job checkpoints (resumed with CIGRI_RESUME=1); none, CiGri's default, is no checkpointing.",
+    ),
     JdlKey("checkpointing_signal", "signal name", "USR2", True, "With signal: the signal sent before the walltime."),
     JdlKey("checkpointing_grace", "seconds", "300", True, "With signal: how long before the walltime it is sent."),
     JdlKey(
@@ -148,5 +194,12 @@ KEYS: tuple[JdlKey, ...] = (
         "68",
         True,
         "The exit status meaning checkpointed, resume me (default: configured).",
+    ),
+    JdlKey(
+        "cluster_job_type",
+        "string",
+        "",
+        True,
+        "CiGri's OAR job types (-t), joined by commas, for the clusters whose adapter takes them; others refuse it.",
     ),
 )

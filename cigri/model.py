@@ -177,6 +177,7 @@ class JobSpec:
     checkpoint_signal: str = ""  # sent checkpoint_grace seconds before the walltime ("USR2"; "": none)
     checkpoint_grace: int = 0
     inputs: tuple[str, ...] = ()  # keys of its input files, staged in CIGRI_INPUT_DIR (env) before it is submitted
+    job_types: tuple[str, ...] = ()  # the JDL's cluster_job_type: OAR's -t types (adapters with job_types only)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from cigri import campaigns
 from cigri.cli import grid, griddel, gridstat
 from cigri.model import Capacity
 from cigri.store import Store
+from cigri.wording import counted
 
 from .conftest import write_jdl
 
@@ -41,12 +42,12 @@ def test_every_standalone_command_answers_version(name):
     assert _run(grid, name, "--version").output.startswith(f"grid {name}, version ")
 
 
-# ---- gridsub -d ---------------------------------------------------------------------------------
+# ---- gridsub -n ---------------------------------------------------------------------------------
 
 
-def test_gridsub_d_prints_the_expanded_jobs_and_writes_nothing(cli, state, tmp_path):
+def test_gridsub_n_prints_the_expanded_jobs_and_writes_nothing(cli, state, tmp_path):
     path = write_jdl(tmp_path, name="sweep", exec_file="/bin/echo", params=["a 1", "b 2"])
-    out = cli("gridsub", "-d", str(path))
+    out = cli("gridsub", "-n", str(path))
     assert "job a: /bin/echo a 1" in out and "job b: /bin/echo b 2" in out
     assert "nothing submitted" in out
     assert cli.json("gridstat") == []
@@ -184,7 +185,7 @@ def test_gridclusters_info_masks_secrets(cli, state):
     out = cli("gridclusters", "-i", "dahu")
     assert "oar-rest" in out and "x/oarapi" in out and "sekret-pw" not in out
     info = cli.json("gridclusters", "-i", "dahu")
-    assert (info["name"], info["adapter"], info["state"]) == ("dahu", "oar-rest", "ok")
+    assert (info["name"], info["adapter"], info["state"]) == ("dahu", "oar-rest", "PROBLEM")  # x: no such host
     assert "sekret" not in json.dumps(info)
 
 
@@ -299,3 +300,24 @@ def test_gridstat_campaign_H_drops_the_cluster_tables_header(cli, tmp_path):
     with_header = cli("gridstat", "-c", str(campaign))
     without = cli("gridstat", "-c", str(campaign), "-H")
     assert "Jobs sent" in with_header and "Jobs sent" not in without
+
+
+def test_gridclusters_info_and_the_list_show_the_same_state(cli, state):
+    cli("gridclusters", "add", "far", "--adapter", "oar-rest", "--url", "http://127.0.0.1:1/oarapi")
+    listed = {row["name"]: row for row in cli.json("gridclusters")}
+    for name, expected in (("far", "PROBLEM"), ("local", "ok")):
+        info = cli.json("gridclusters", "-i", name)
+        assert info["state"] == listed[name]["state"] == expected
+        assert info["problem"] == listed[name]["problem"]
+    assert "Connection refused" in listed["far"]["problem"]
+    lines = cli("gridclusters", "-i", "far").splitlines()
+    assert "State:       PROBLEM" in lines
+    assert any(line.startswith("Problem:") and "Connection refused" in line for line in lines)
+
+
+def test_one_of_anything_is_said_in_the_singular(cli, tmp_path):
+    jdl = write_jdl(tmp_path, exec_file="/bin/true", params=["a"])
+    assert "(default): 1 job\n" in cli("gridsub", "--dry-run", str(jdl))
+    cid = cli.submit(jdl)
+    assert cli("gridsub", "-c", str(cid), "-J", '["b"]') == f"1 job added to campaign {cid}\n"
+    assert (counted(0, "job"), counted(1, "slot"), counted(2, "copy", "copies")) == ("0 jobs", "1 slot", "2 copies")

@@ -53,12 +53,12 @@ def fails(cli, *args: str, code: int = 4) -> str:
     return result.stderr.strip()
 
 
-def test_show_is_empty_then_lists_what_was_set(cli):
-    assert cli.json("config", "show") == {}
+def test_show_set_is_empty_then_lists_what_was_set(cli):
+    assert cli.json("config", "show", "--set") == {}
     cli("config", "set", "metasched", "tuned")
     cli("config", "set", "metasched.tuned.depth", "3")
     cli("config", "set", "metasched", "idle", "--cluster", "local")
-    assert cli.json("config", "show") == {
+    assert cli.json("config", "show", "--set") == {
         "metasched": "tuned",
         "metasched.tuned.depth": 3,  # the value is YAML: a number
         "clusters.local.metasched": "idle",
@@ -72,7 +72,7 @@ def test_an_unknown_strategy_is_refused_listing_the_valid_ones_and_nothing_is_wr
     assert message == f"grid config set: error: unknown metascheduler 'nosuch' (valid: {valid})"
     assert "idle" in valid and "tuned" in valid
     fails(cli, "config", "set", "metasched", "nosuch", "--cluster", "local")
-    assert cli.json("config", "show") == {}
+    assert cli.json("config", "show", "--set") == {}
 
 
 def test_an_option_the_strategy_refuses_is_refused_with_its_words(cli):
@@ -83,7 +83,7 @@ def test_an_option_the_strategy_refuses_is_refused_with_its_words(cli):
         "metasched.tuned.width: unknown option (valid: depth)"
     )
     assert "metasched.fifo.depth: fifo has no such option" in fails(cli, "config", "set", "metasched.fifo.depth", "1")
-    assert cli.json("config", "show") == {}
+    assert cli.json("config", "show", "--set") == {}
 
 
 def test_an_unknown_key_is_refused_naming_it(cli):
@@ -93,13 +93,13 @@ def test_an_unknown_key_is_refused_naming_it(cli):
         cli, "config", "set", "metasched.tuned.depth", "1", "--cluster", "local"
     )
     assert "no cluster named 'far'" in fails(cli, "config", "set", "metasched", "tuned", "--cluster", "far", code=5)
-    assert cli.json("config", "show") == {}
+    assert cli.json("config", "show", "--set") == {}
 
 
 def test_unset_removes_a_key(cli):
     cli("config", "set", "metasched", "tuned", "--cluster", "local")
     cli("config", "unset", "metasched", "--cluster", "local")
-    assert cli.json("config", "show") == {}
+    assert cli.json("config", "show", "--set") == {}
 
 
 def test_the_configured_strategy_decides_and_policy_overrides_it_for_one_run(cli, tmp_path, job_script):
@@ -109,7 +109,7 @@ def test_the_configured_strategy_decides_and_policy_overrides_it_for_one_run(cli
     assert cli.json("gridstat", "-c", str(cid))["clusters"][0]["launched"] == 0
     cli("almighty", "--policy", "fifo")
     assert cli.json("gridstat", "-c", str(cid))["clusters"][0]["launched"] == 2
-    assert cli.json("config", "show") == {"metasched": "idle"}
+    assert cli.json("config", "show", "--set") == {"metasched": "idle"}
 
 
 def test_flow_keys_are_set_per_grid_and_per_cluster(cli):
@@ -118,7 +118,7 @@ def test_flow_keys_are_set_per_grid_and_per_cluster(cli):
     cli("config", "set", "flow", "constant", "--cluster", "local")
     cli("config", "set", "sensor", "load:localhost", "--cluster", "local")
     cli("config", "set", "reference", "2.5", "--cluster", "local")
-    assert cli.json("config", "show") == {
+    assert cli.json("config", "show", "--set") == {
         "flow": "constant",
         "flow.constant.depth": 4,
         "clusters.local.flow": "constant",
@@ -126,11 +126,11 @@ def test_flow_keys_are_set_per_grid_and_per_cluster(cli):
         "clusters.local.reference": 2.5,
     }
     cli("config", "set", "sensor", "waiting", "--cluster", "local")
-    assert cli.json("config", "show")["clusters.local.sensor"] == "waiting"
+    assert cli.json("config", "show", "--set")["clusters.local.sensor"] == "waiting"
     cli("config", "unset", "sensor", "--cluster", "local")
     cli("config", "unset", "flow.constant.depth")
-    assert "clusters.local.sensor" not in cli.json("config", "show")
-    assert "flow.constant.depth" not in cli.json("config", "show")
+    assert "clusters.local.sensor" not in cli.json("config", "show", "--set")
+    assert "flow.constant.depth" not in cli.json("config", "show", "--set")
 
 
 @pytest.mark.parametrize(
@@ -152,14 +152,14 @@ def test_flow_keys_are_set_per_grid_and_per_cluster(cli):
 )
 def test_a_bad_flow_key_or_value_is_one_line_naming_it_and_nothing_is_written(cli, args, message):
     assert message in fails(cli, "config", "set", *args)
-    assert cli.json("config", "show") == {}
+    assert cli.json("config", "show", "--set") == {}
 
 
 def test_a_flow_key_of_an_unknown_cluster_is_refused(cli):
     assert "clusters.far.sensor: no cluster named 'far'" in fails(
         cli, "config", "set", "sensor", "waiting", "--cluster", "far", code=5
     )
-    assert cli.json("config", "show") == {}
+    assert cli.json("config", "show", "--set") == {}
 
 
 def test_cluster_flows_read_the_configuration_and_an_override_applies_everywhere(cli):
@@ -188,6 +188,6 @@ def test_cluster_flows_read_the_configuration_and_an_override_applies_everywhere
 )
 def test_a_bad_resubmission_or_checkpoint_value_is_refused_and_nothing_is_written(cli, key, value, message):
     assert message in fails(cli, "config", "set", key, value)
-    assert cli.json("config", "show") == {}
+    assert cli.json("config", "show", "--set") == {}
     cli("config", "set", key, {"resubmit.failure_rate": "0.75", "checkpoint.exit_code": "99"}.get(key, "12"))
-    assert list(cli.json("config", "show")) == [key]
+    assert list(cli.json("config", "show", "--set")) == [key]

@@ -34,7 +34,7 @@ def test_the_file_overrides_the_state_and_the_environment_overrides_both(cli, co
     cli("config", "set", "nikita.queue_timeout", "900")
     cli("config", "set", "spritz.window", "600")
     conf.write_text("nikita:\n  queue_timeout: 300\nmetasched: fairshare\nmetasched.fairshare.half_life: 60\n")
-    assert cli.json("config", "show", "--origins") == {
+    assert cli.json("config", "show", "--set", "--origins") == {
         "metasched": {"value": "fairshare", "from": str(conf)},
         "metasched.fairshare.half_life": {"value": 60, "from": str(conf)},
         "nikita.queue_timeout": {"value": 300, "from": str(conf)},
@@ -44,7 +44,7 @@ def test_the_file_overrides_the_state_and_the_environment_overrides_both(cli, co
     assert result.exit_code == 0, result.output
     shown = json.loads(result.output)
     assert shown["metasched"] == "srpt" and shown["nikita.queue_timeout"] == 5
-    assert "flow: constant  [default]" in cli("config", "show", "--all").splitlines()
+    assert "flow: constant  [default]" in cli("config", "show").splitlines()
     assert "spritz.window: 600  [state]" in cli("config", "show").splitlines()
 
 
@@ -81,7 +81,7 @@ def test_the_environment_spelling(cli):
 def test_set_refuses_a_key_the_file_gives(cli, conf):
     conf.write_text("metasched: fairshare\n")
     assert f"metasched: set by {conf}, which overrides the state" in refused(cli, "config", "set", "metasched", "srpt")
-    assert cli.json("config", "show") == {"metasched": "fairshare"}
+    assert cli.json("config", "show", "--set") == {"metasched": "fairshare"}
 
 
 def test_check_names_a_missing_file_and_a_file_given_by_option(cli, tmp_path):
@@ -89,7 +89,7 @@ def test_check_names_a_missing_file_and_a_file_given_by_option(cli, tmp_path):
     assert "none.yaml: no such configuration file" in refused(cli, "config", "check", str(tmp_path / "none.yaml"))
     given = tmp_path / "given.yaml"
     given.write_text("spritz: ewma\n")
-    assert cli.json("--config", str(given), "config", "show") == {"spritz": "ewma"}
+    assert cli.json("--config", str(given), "config", "show", "--set") == {"spritz": "ewma"}
 
 
 def test_declared_clusters_are_created_by_check_apply(cli, conf):
@@ -141,3 +141,20 @@ def test_the_environment_names_a_cluster_whatever_its_case_or_dashes(cli):
     assert "$CIGRI_CLUSTERS__DAHU_2__FLOW: clusters Dahu-2 and dahu_2 read the same" in refused(
         cli, "config", "show", env={"CIGRI_CLUSTERS__DAHU_2__FLOW": "pi"}
     )
+
+
+def test_show_gives_every_keys_effective_value_and_origin_even_with_only_defaults(cli, conf):
+    lines = cli("config", "show").splitlines()
+    assert "metasched: fifo  [default]" in lines and "locality: cursors  [default]" in lines
+    assert "spritz.window: 3600.0  [default]" in lines and "notify.smtp: null  [default]" in lines
+    assert cli.json("config", "show", "--set") == {}
+    conf.write_text("metasched: fairshare\n")
+    cli("config", "set", "spritz.window", "600")
+    result = run(cli, "config", "show", "--json", "--origins", env={"CIGRI_NIKITA__QUEUE_TIMEOUT": "5"})
+    shown = json.loads(result.output)
+    assert shown["metasched"] == {"value": "fairshare", "from": str(conf)}
+    assert shown["spritz.window"] == {"value": 600, "from": "state"}
+    assert shown["nikita.queue_timeout"] == {"value": 5, "from": "$CIGRI_NIKITA__QUEUE_TIMEOUT"}
+    assert shown["flow"] == {"value": "constant", "from": "default"}
+    assert shown["locality.generator_wait"] == {"value": 30.0, "from": "default"}
+    assert cli.json("config", "show", "--set") == {"metasched": "fairshare", "spritz.window": 600}

@@ -109,7 +109,7 @@ def test_the_campaign_waits_on_its_blacklist_and_gridstat_says_so(tmp_path):
     [shown] = cli.json("gridevents", "-c", str(cid), "-e", "blacklist")
     assert (shown["code"], shown["cluster"], shown["parent_id"]) == ("BLACKLIST", "a", 1)
     out = cli("gridevents", "-c", str(cid), "-f", "-r", "-e", "EXIT_ERROR")
-    assert out == "2 events fixed, 1 jobs resubmitted\n"  # its blacklist went with it
+    assert out == "2 events fixed, 1 job resubmitted\n"  # its blacklist went with it
     closed = {e["code"]: e["closed_by"] for e in cli.json("gridevents", "-c", str(cid), "-a")}
     assert closed == {"EXIT_ERROR": "fixed and resubmitted by root", "BLACKLIST": "its causes are fixed"}
     assert cli.json("gridstat", "-c", str(cid))["blocked"] is None
@@ -283,7 +283,7 @@ def test_the_admin_marks_a_finished_job_and_its_owner_runs_it_again(tmp_path):
     assert grid.job(1).state == JobState.EVENT and grid.store.campaign(cid).ended_at is None
     grid.at(40)
     assert a.holds(RemoteState.PENDING) == [] and grid.store.campaign(cid).state == CampaignState.IN_TREATMENT
-    assert cli("gridevents", "-c", str(cid), "-f", "-r") == "1 events fixed, 1 jobs resubmitted\n"
+    assert cli("gridevents", "-c", str(cid), "-f", "-r") == "1 event fixed, 1 job resubmitted\n"
     grid.at(50)
     assert a.holds(RemoteState.PENDING) == [1]
     a.end(1, 60, started=55)
@@ -305,6 +305,32 @@ def test_only_a_finished_job_is_marked_and_only_by_the_admin(tmp_path, monkeypat
     cli("gridevents", "--mark-job-event", "1", "-c", str(cid), code=1)
     cli("gridevents", "--reason", "x", code=1)
     monkeypatch.setattr("cigri.campaigns.current_user", lambda: "bob")
-    with pytest.raises(PermissionDenied, match="only root or"):
+    with pytest.raises(PermissionDenied, match="only root"):
         ops.mark_job_event(grid.store, 1, "", grid.clock)
     assert [e.code for e in grid.store.events(campaign_id=cid)] == [EventCode.EXIT_ERROR, EventCode.BLACKLIST]
+
+
+def test_a_multi_line_message_keeps_one_line_per_row_its_breaks_shown_as_backslash_n(cli):
+    cli("gridevents", "--blacklist-cluster", "local", "--reason", "disk full\nsee ticket 12\r\n")
+    for args in ((), ("-H",)):
+        lines = cli("gridevents", "-g", *args).splitlines()
+        assert len(lines) == (1 if args else 2), lines
+        assert lines[-1].rstrip().endswith("disk full\\nsee ticket 12")
+    assert cli.json("gridevents", "-g")[0]["message"].endswith("disk full\nsee ticket 12\r\n")  # JSON: as it is
+    assert "Message" not in cli("gridevents", "-g", "-H")
+
+
+@pytest.mark.parametrize(
+    ("owner", "message"),
+    [
+        ("root", "only root (the state file's owner) administers clusters"),
+        ("alice", "only root or alice (the state file's owner) administer clusters"),
+    ],
+)
+def test_the_admins_refusal_names_each_admin_once(tmp_path, monkeypatch, owner, message):
+    monkeypatch.setattr("cigri.campaigns.state_owner", lambda store: owner)
+    grid = Grid(FakeRM("a", 1), state=tmp_path / "state.db")
+    with pytest.raises(PermissionDenied) as refused:
+        ops.blacklist_cluster(grid.store, "a", "", grid.clock, user="bob")
+    assert str(refused.value) == message
+    assert grid.store.events() == []

@@ -299,7 +299,18 @@ GOOD_VALUES = {
     "name": st.sampled_from(["sweep", " x ", "é"]),
     "exec_file": st.sampled_from(["/bin/true", "{HOME}/run", "{JDL_DIR}/x"]),
     "exec_directory": st.sampled_from(["{HOME}", "/tmp/x"]),
-    "resources": st.sampled_from(["/resource_id=1", "core=2", "/nodes=2/core=4", "nodes=0", "gpu=1", "/core="]),
+    "resources": st.sampled_from(
+        [
+            "/resource_id=1",
+            "core=2",
+            "/nodes=2/core=4",
+            "nodes=0",
+            "gpu=1",
+            "/core=",
+            "nodes=3+licence=2",
+            "{a='b'}/core=1",
+        ]
+    ),
     "walltime": st.sampled_from(["01:00:00", "00:5:00", "300", 300, "1:2", "24:00:00:00"]),
     "properties": st.sampled_from(["", "cluster='a'", "x='1' AND y='2'", "bad"]),
     "type": st.sampled_from(["best-effort", "normal", "besteffort", "Best_Effort"]),
@@ -322,12 +333,14 @@ GOOD_VALUES = {
     "retry_resources": st.sampled_from(
         [{"walltime": 2}, {"walltime": 2, "max_walltime": "08:00:00"}, {"walltime": 0.5}, {"memory": 2}, {"x": 1}, 2]
     ),
-    "checkpointing_type": st.sampled_from(["signal", "exit-code", "Signal", "blcr", ""]),
+    "checkpointing_type": st.sampled_from(["signal", "exit-code", "Signal", "blcr", "", "None"]),
+    "jobs_type": st.sampled_from(["normal", "desktop_computing", "Normal"]),
+    "cluster_job_type": st.sampled_from(["", "deploy", "night,idempotent", "besteffort", "a b"]),
     "checkpointing_signal": st.sampled_from(["USR2", "SIGUSR1", "KILL", 12, "usr1"]),
     "checkpointing_grace": st.sampled_from([300, "60", 0, -1, "00:05:00", 10**12]),
     "checkpointing_exit_code": st.sampled_from([68, "99", 0, 66, 256, -1]),
 }
-KEYS = sorted({*jdl.GLOBAL_ONLY, *jdl.CLUSTER_DEFAULTS, *jdl.NOT_SUPPORTED, "output_file", "exec_fil", "Name"})
+KEYS = sorted({*jdl.GLOBAL_ONLY, *jdl.CLUSTER_DEFAULTS, "output_file", "exec_fil", "Name"})
 
 
 def jdl_value(key: str) -> st.SearchStrategy:

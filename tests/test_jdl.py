@@ -53,22 +53,6 @@ def test_defaults_are_cigris():
     assert list(jdl.jobs_of(parsed)) == [("0", "0"), ("1", "1")]
 
 
-@pytest.mark.parametrize(
-    ("key", "value"),
-    [
-        ("jobs_type", "desktop_computing"),
-        ("JOBS_TYPE", "x"),
-    ],
-)
-def test_keys_cigri_would_ignore_are_refused_by_name(key, value):
-    with pytest.raises(JdlError) as top:
-        jdl.parse({"name": "n", "exec_file": "x", "nb_jobs": 1, "clusters": {"a": {}}, key: value})
-    assert str(top.value) == f"{key.lower()}: not supported yet (cigri would ignore it): remove the key"
-    with pytest.raises(JdlError) as per_cluster:
-        jdl.parse({"name": "n", "exec_file": "x", "nb_jobs": 1, "clusters": {"a": {key: value}}})
-    assert str(per_cluster.value).startswith(f"clusters.a.{key.lower()}: not supported yet")
-
-
 def test_keys_are_case_insensitive_and_cluster_keys_override_globals():
     parsed = jdl.parse(
         {"NAME": "n", "Exec_File": "x", "WallTime": "300", "nb_jobs": "1", "clusters": {"a": {"WALLTIME": 60}, "b": {}}}
@@ -103,7 +87,7 @@ def test_walltime_forms(text, seconds):
         ({"name": "n", "exec_file": "x", "clusters": {"a": {"max_jobs": "0"}}, "nb_jobs": 1}, "clusters.a.max_jobs"),
         ({"name": "n", "exec_file": "x", "clusters": {"a": {}}, "nb_jobs": 1, "params": ["a"]}, "params"),
         ({"name": "n", "exec_file": "x", "clusters": {"a": {}}, "params": "a b"}, "params"),
-        ({"name": "n", "exec_file": "x", "clusters": {"a": {}}, "nb_jobs": 0}, "nb_jobs"),
+        ({"name": "n", "exec_file": "x", "clusters": {"a": {}}, "nb_jobs": -1}, "nb_jobs"),
         ({"name": "n", "exec_file": "x", "clusters": {"a": {"type": "urgent"}}, "nb_jobs": 1}, "clusters.a.type"),
     ],
 )
@@ -250,7 +234,10 @@ def test_bad_campaign_scheduling_keys_name_the_key(key, value, message):
 @pytest.mark.parametrize(
     ("settings", "error"),
     [
-        ({"checkpointing_type": "blcr"}, "clusters.a.checkpointing_type: expected signal or exit-code, not 'blcr'"),
+        (
+            {"checkpointing_type": "blcr"},
+            "clusters.a.checkpointing_type: expected signal, exit-code or none, not 'blcr'",
+        ),
         ({"checkpointing_signal": "USR1"}, "clusters.a.checkpointing_signal: goes with checkpointing_type: signal"),
         (
             {"checkpointing_type": "signal", "checkpointing_signal": "KILL"},
@@ -331,7 +318,7 @@ def test_input_files_go_with_a_local_data_source(tmp_path):
         ({"data_source": ".", "input_files": ["a", "/etc/passwd"]}, "input_files[1]: '/etc/passwd' is not a relative"),
         ({"data_source": ".", "input_files": "../up"}, "input_files: '../up' is not a relative"),
         ({"data_source": ".", "input_files": []}, "input_files: expected a file name template"),
-        ({"output_gathering_method": "scp"}, "output_gathering_method: only copy and none are built, not 'scp'"),
+        ({"output_gathering_method": "ftp"}, "output_gathering_method: only copy, scp, none are built, not 'ftp'"),
         ({"output_file": "o"}, "output_destination: required to gather outputs"),
         ({"output_gathering_method": "none", "output_file": "o"}, "output_file: goes with output_gathering_method"),
         ({"output_destination": "out"}, "output_file: required to gather outputs"),

@@ -252,14 +252,14 @@ def test_a_bad_scenario_is_one_line_naming_the_field_exit_4(name, scenario, mess
 def test_the_locality_key_chooses_the_picker_and_refuses_an_unknown_one(cli):
     cli("config", "set", "locality", "cursors")
     cli("config", "set", "locality.generator_wait", "5")
-    assert cli.json("config", "show") == {"locality": "cursors", "locality.generator_wait": 5}
+    assert cli.json("config", "show", "--set") == {"locality": "cursors", "locality.generator_wait": 5}
     for key, value, message in (
         ("locality", "nearest", "locality: unknown job picker 'nearest' (valid: cursors, in-order, locality)"),
         ("locality.generator_wait", "0", "locality.generator_wait: expected seconds, more than 0, got 0"),
     ):
         result = cli.runner.invoke(grid, ["--state", str(cli.state), "config", "set", key, value])
         assert result.exit_code == 4 and result.stderr.strip().endswith(message)
-    assert cli.json("config", "show") == {"locality": "cursors", "locality.generator_wait": 5}
+    assert cli.json("config", "show", "--set") == {"locality": "cursors", "locality.generator_wait": 5}
 
 
 # ---- invariants -----------------------------------------------------------------------------------------------

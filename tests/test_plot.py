@@ -10,7 +10,8 @@ from datetime import datetime
 import pytest
 from click.testing import CliRunner
 
-from cigri.cli import grid
+from cigri.cli import grid, plot
+from cigri.progress import Progress
 from cigri.sim.clock import SimClock
 
 from .test_placement import FakeRM
@@ -55,7 +56,7 @@ def test_the_terminal_plot_shows_the_campaigns_figures(campaign):
     assert done_axis.split("│")[0].strip() == "3"  # the chart's top: 3 jobs done
     a_line = next(line for line in lines if line.strip().startswith("a ") and "│" in line)
     b_line = next(line for line in lines if line.strip().startswith("b ") and "│" in line)
-    assert a_line.endswith("2 jobs, 55.4/h") and b_line.endswith("1 jobs, 27.7/h")  # over the 130 s shown
+    assert a_line.endswith("2 jobs, 55.4/h") and b_line.endswith("1 job, 27.7/h")  # over the 130 s shown
     latest = forecasts[-1]
     assert len(forecasts) == 2 and latest["eta"] is not None
     clock = datetime.fromtimestamp
@@ -83,7 +84,8 @@ def test_plot_without_matplotlib_says_how_to_get_it_and_writes_nothing(campaign,
     target = tmp_path / "x.png"
     result = gridstat(state, "-c", str(cid), "--plot", "--output", str(target))
     assert result.exit_code == 4
-    assert result.stderr.strip().endswith("--output needs matplotlib: pip install 'cigri[plot]'")
+    hint = f"--output needs matplotlib, in the environment cigri runs in: {sys.executable} -m pip install matplotlib"
+    assert result.stderr.strip().endswith(hint)  # what works from a checkout as from an installed package
     assert not target.exists()
     assert gridstat(state, "-c", str(cid), "--plot").exit_code == 0  # the terminal plot needs none
 
@@ -101,3 +103,27 @@ def test_plot_refuses_what_it_cannot_draw(campaign, args, message):
     state, _, _ = campaign
     result = gridstat(state, *args)
     assert result.exit_code == 1 and message in result.stderr and result.stdout == ""
+
+
+def series(ends: list[float], span: float) -> Progress:
+    """A campaign of len(ends) jobs on cluster a, submitted at T0, shown ``span`` seconds later."""
+    return Progress(1, "c", len(ends), T0, T0 + span, tuple((T0 + at, "a") for at in ends), ())
+
+
+def test_the_throughput_axis_starts_at_zero(tmp_path):
+    steady = series([60.0 * minute + second for minute in range(10) for second in range(0, 60, 6)], 600.0)
+    figure = plot.figure(steady)
+    rate = figure.axes[1]
+    assert rate.get_ylim()[0] == 0 and rate.get_ylim()[1] > 600  # 10 jobs a minute: 600 jobs/h, all along
+    assert [min(line.get_ydata()) for line in rate.get_lines()] == [600.0]
+
+
+def test_a_campaign_of_seconds_shows_no_throughput_spike():
+    quick = series([0.5 + i * 1.5 / 60 for i in range(60)], 2.0)  # 60 jobs ending within 2 s
+    assert quick.throughput() == {}  # no rate over less than a minute
+    out = plot.text(quick)
+    assert "/h" not in out and "a campaign of 2 s: too short for a throughput (a minute at least)" in out
+    assert plot.figure(quick).axes[1].get_lines() == []
+    longer = series([1.0] * 60 + [70.0], 90.0)  # a burst in its first second, then one job at 70 s
+    (rates,) = longer.throughput().values()
+    assert rates == [pytest.approx(61 * 3600 / 90)]  # one bin of the whole 90 s: never under a minute

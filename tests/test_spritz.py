@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cigri import campaigns as ops
 from cigri import config, scheduling
 from cigri.cycle import Cycle
 from cigri.model import RemoteState
@@ -210,3 +211,53 @@ def test_the_predictor_and_its_window_are_configuration(cli, state):
     chosen = config.forecaster(store.settings())
     store.close()
     assert (chosen.name, chosen.window) == ("window", 1800.0)
+
+
+def test_the_clusters_throughputs_add_up_to_the_campaigns_and_their_ends_fit_in_its_interval(tmp_path):
+    a, b = FakeRM("a", 4, queue_depth=0), FakeRM("b", 4, queue_depth=0)
+    grid = spritz_grid(a, b, state=tmp_path / "state.db")
+    cid = grid.submit(40)
+    grid.at(0)
+    for job in a.holds(RemoteState.PENDING):
+        a.start(job, 0.0)
+    for job in b.holds(RemoteState.PENDING):
+        b.start(job, 95.0)  # b starts its jobs late, then ends two of them at once
+    for job in a.holds(RemoteState.RUNNING)[:2]:
+        a.end(job, 50.0)
+    for job in b.holds(RemoteState.RUNNING)[:2]:
+        b.end(job, 99.0)
+    grid.at(100)
+    shown = CliGrid(tmp_path / "state.db").json("gridstat", "-c", str(cid))
+    per_cluster = {c["cluster"]: c for c in shown["clusters"]}
+    # 4 ends over the 100 s since the campaign's first start: 144 jobs/h, 72 on each cluster (not b's 2 in 5 s)
+    assert shown["throughput_per_hour"] == pytest.approx(144.0)
+    assert [per_cluster[name]["throughput_per_hour"] for name in "ab"] == [pytest.approx(72.0)] * 2
+    low, high = shown["estimated_end_low"], shown["estimated_end_high"]
+    for there in per_cluster.values():
+        assert there["estimated_end"] <= shown["estimated_end"]
+        assert there["estimated_end_low"] <= there["estimated_end"] <= there["estimated_end_high"] <= high
+        assert there["estimated_end_high"] - there["estimated_end_low"] <= high - low
+
+
+def test_a_blocked_campaign_shows_no_estimated_end(tmp_path):
+    a = FakeRM("a", 2, queue_depth=0)
+    grid = spritz_grid(a, state=tmp_path / "state.db")
+    first = grid.submit(1)
+    grid.at(0)
+    a.end(1, 10.0, started=0.0, exit_code=1)
+    grid.at(20)
+    grid.clock.advance_to(320)
+    ops.fix_events(grid.store, grid.clock, campaign_id=first, user="alice")  # its user fixed it after 300 s
+    cid = grid.submit(2)
+    grid.at(330)
+    a.end(2, 350.0, started=330.0)
+    a.end(3, 360.0, started=330.0, exit_code=1)  # its last job fails: it waits for its user
+    grid.at(400)
+    assert grid.store.stats(cid)["eta"] is not None  # Spritz's model guesses when its user fixes it
+    cli = CliGrid(tmp_path / "state.db")
+    shown = cli.json("gridstat", "-c", str(cid))
+    assert shown["blocked"] and shown["estimated_end"] is None
+    assert shown["estimated_end_low"] is shown["estimated_end_high"] is None
+    assert [c["estimated_end"] for c in shown["clusters"]] == [None]
+    assert "Estimated end:                         -" in cli("gridstat", "-c", str(cid))
+    assert [row["estimated_end"] for row in cli.json("gridstat", "--eta") if row["id"] == cid] == [None]

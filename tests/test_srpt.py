@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import heapq
 import json
+import math
 from dataclasses import replace
 
 import pytest
@@ -144,6 +146,53 @@ def test_lwl_ties_go_to_the_cluster_listed_first():
     assert lwl(3, 1, {"z": 0, "a": 0}) == ["z", "a", "z"]
     assert lwl(0, 1, {"a": 0}) == []
     assert lwl(2, 1, {}) == []
+
+
+def eagle_lwl(jobs: int, est: float, queued_work: dict[str, float]) -> list[str]:
+    """Eagle's find_workers_long_job_prio as it reads (its priority queue's ties: the worker listed first),
+    with one worker taking all when no other is left (Eagle waits for one)."""
+    if not jobs:
+        return []
+    order = list(queued_work)
+    chosen, queue = [], []
+    for name in order:
+        if queued_work[name] == 0:
+            chosen.append(name)
+            if len(chosen) == jobs:
+                return chosen
+        else:
+            queue.append((queued_work[name], order.index(name), name))
+    queue += [(est, order.index(name), name) for name in chosen]
+    heapq.heapify(queue)
+    if not queue:
+        return chosen
+    length, _, worker = heapq.heappop(queue)
+    while len(chosen) < jobs:
+        following = heapq.heappop(queue) if queue else (math.inf, -1, None)
+        while length <= following[0] and len(chosen) < jobs:
+            chosen.append(worker)
+            length += est
+        heapq.heappush(queue, (length, order.index(worker), worker))
+        length, _, worker = following
+    return chosen
+
+
+def test_lwl_keeps_feeding_a_cluster_while_its_work_is_at_most_the_nexts_as_eagle_does():
+    assert lwl_policy({"jobs": 4, "est": 10, "queued_work": {"c0": 20, "c1": 20}}) == {
+        "clusters": ["c0", "c1", "c1", "c0"]  # c1 at 30 ties with c0: it takes another
+    }
+    assert lwl(5, 4, {"c0": 0, "c1": 0, "c2": 5}) == ["c0", "c1", "c0", "c1", "c2"]  # the idle ones take one first
+    assert lwl(3, 10, {"c0": 5}) == ["c0", "c0", "c0"]
+
+
+@given(
+    st.integers(min_value=0, max_value=30),
+    st.integers(min_value=1, max_value=20),
+    st.lists(st.integers(min_value=0, max_value=60), min_size=1, max_size=6),
+)
+def test_lwl_places_as_eagles_find_workers_long_job_prio(jobs, est, work):
+    queued_work = {f"c{i}": float(w) for i, w in enumerate(work)}
+    assert lwl(jobs, est, queued_work) == eagle_lwl(jobs, est, queued_work)
 
 
 # --- bad scenarios ------------------------------------------------------------------------------------------

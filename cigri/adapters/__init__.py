@@ -19,6 +19,8 @@ The contract every adapter implements (:class:`ResourceManager`):
   configuration the adapter can tell is unusable without reaching the cluster.
 - ``activity()``: a value that changes when something may have happened on the cluster (lets a looping
   almighty wake early); adapters without a cheap signal return None.
+- ``job_types`` (optional class attribute, False when absent): the RM takes the JDL's ``cluster_job_type``
+  (OAR's ``-t`` types, in ``JobSpec.job_types``); a campaign giving one to a cluster without it is refused.
 
 Every adapter is seen through :class:`~cigri.adapters.packing.Packs`, which answers the contract for the
 jobs cigri packs several to an RM job (remote ids ``<RM job>+<job>+<size>``) from the adapter's RM jobs and
@@ -39,6 +41,7 @@ from typing import Protocol
 from ..clock import Clock
 from ..errors import ConfigError
 from ..jdl import format_walltime
+from ..macros import expand_home as expand_home  # the adapters' (and oar's) name for it
 from ..model import Capacity, Cluster, JobSpec, RemoteStatus
 
 
@@ -127,12 +130,19 @@ def exports(environment: dict[str, str]) -> str:
     return "\n".join(f"export {name}={shlex.quote(value)}" for name, value in environment.items())
 
 
-def expand_home(text: str, home: str) -> str:
-    """``{HOME}`` anywhere and a leading ``~`` or ``~/`` become the cluster's home directory."""
-    text = text.replace("{HOME}", home)
-    if text == "~" or text.startswith("~/"):
-        text = home + text[1:]
-    return text
+# the variable holding the resource manager's id of the job it runs, for {OAR_JOB_ID} in prologues and epilogues
+JOB_ID_VARIABLES = {
+    "local": "CIGRI_LOCAL_JOB_ID",  # set by the local RM (cigri.adapters.local_rm)
+    "slurm-ssh": "SLURM_JOB_ID",
+    "slurm-rest": "SLURM_JOB_ID",
+    "oar-ssh": "OAR_JOB_ID",
+    "oar-rest": "OAR_JOB_ID",
+}
+
+
+def job_id_variable(adapter: str) -> str:
+    """The variable {OAR_JOB_ID} stands for on a cluster of ``adapter``: CiGri's $OAR_JOB_ID for any other."""
+    return JOB_ID_VARIABLES.get(adapter, "OAR_JOB_ID")
 
 
 def registry() -> dict[str, type]:

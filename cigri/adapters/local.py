@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import AdapterError, JdlError, TransportError
-from ..jdl import parse_resources, resource_slots
+from ..jdl import plain_resources, resource_slots
 from ..model import Capacity, Cluster, JobSpec, KillCause, RemoteState, RemoteStatus
 from ..private import write_private
 from . import AdapterContext, Option, expand_home, job_environment
@@ -93,7 +93,8 @@ class LocalAdapter(LocalFiles):
         self.home = os.path.expanduser("~")
 
     def check(self, settings: dict, path: str) -> None:
-        nodes, per_node = resource_slots(parse_resources(settings["resources"], f"{path}.resources"))
+        who = f"the local cluster {self.name!r}"
+        nodes, per_node = resource_slots(plain_resources(settings["resources"], f"{path}.resources", who))
         if nodes > 1:
             raise JdlError(f"{path}.resources", f"the local cluster {self.name!r} has one node, {nodes} were asked")
         if per_node > self.slots:

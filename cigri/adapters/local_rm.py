@@ -411,7 +411,8 @@ class Daemon:
         argv = json.loads(argv)
         out = self.spool.out_path(job_id, "stdout")
         err = self.spool.out_path(job_id, "stderr")
-        environment = json.loads(env)  # all of it: the daemon's own environment is not the job's
+        # all of it (the daemon's own environment is not the job's), and the job's id here, as an RM gives it
+        environment = {**json.loads(env), "CIGRI_LOCAL_JOB_ID": str(job_id)}
         with open(open_private(out), "wb") as out_file, open(open_private(err), "wb") as err_file:
             try:
                 proc = subprocess.Popen(

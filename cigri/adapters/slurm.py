@@ -21,7 +21,7 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 
 from ..errors import AdapterError, ConfigError, JdlError, SubmitError
-from ..jdl import format_walltime, parse_resources, property_terms
+from ..jdl import format_walltime, plain_resources, property_terms
 from ..model import Capacity, Cluster, JobSpec, KillCause, RemoteState, RemoteStatus
 from . import AdapterContext, Option, batch_environment, expand_home, exports
 from .files import FILE_OPTIONS, RemoteFiles
@@ -112,9 +112,10 @@ def ended_by_slurm(state: str, remote: RemoteState) -> KillCause | None:
     return None
 
 
-def resource_options(resources: str, path: str) -> list[str]:
-    """OAR-style resources as sbatch options (see grid-gridclusters(1))."""
-    parsed = parse_resources(resources, path)
+def resource_options(resources: str, path: str, who: str = "a Slurm cluster") -> list[str]:
+    """OAR-style resources as sbatch options (see grid-gridclusters(1)); OAR's own syntax is refused (``who``:
+    the cluster, as the error names it)."""
+    parsed = plain_resources(resources, path, who)
     nodes = parsed.get("nodes") or parsed.get("node") or parsed.get("host") or parsed.get("network_address")
     cores = parsed.get("core", 1) * parsed.get("cpu", 1)
     if nodes:
@@ -384,7 +385,7 @@ class SlurmSsh(RemotePackFiles, RemoteFiles, RemoteCommands):
     # ---- the contract ---------------------------------------------------------------------------
 
     def check(self, settings: dict, path: str) -> None:
-        resource_options(settings["resources"], f"{path}.resources")
+        resource_options(settings["resources"], f"{path}.resources", f"the Slurm cluster {self.name!r}")
         constraint(settings.get("properties") or "", f"{path}.properties")
 
     def capacity(self) -> Capacity:

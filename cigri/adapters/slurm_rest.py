@@ -664,7 +664,7 @@ class SlurmRest(RemotePackFiles, RemoteFiles):
     # ---- the contract ---------------------------------------------------------------------------
 
     def check(self, settings: dict, path: str) -> None:
-        resource_options(settings["resources"], f"{path}.resources")
+        resource_options(settings["resources"], f"{path}.resources", f"the Slurm cluster {self.name!r}")
         constraint(settings.get("properties") or "", f"{path}.properties")
         grouping = next((k for k in ("temporal_grouping", "dimensional_grouping") if settings.get(k)), None)
         if grouping and self.runner is None:

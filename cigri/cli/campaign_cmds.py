@@ -14,6 +14,7 @@ from .. import staging
 from ..errors import CigriError, JdlError, NotFound
 from ..model import CampaignState, EventCode, JobState
 from ..prediction import Spread
+from ..wording import counted
 from . import output
 from .app import ID, GridCommand, app, common
 from .completion import campaign_ids, cluster_names
@@ -58,27 +59,33 @@ def _extra_jobs(jobs_file: str | None, jobs_json: str | None) -> jdl_mod.Jdl:
     type=click.Choice(["default", "test"]),
     help="test: one job per cluster, before every default campaign, then the campaign ends.",
 )
-@click.option("-d", "--dry-run", is_flag=True, help="Validate and print the expanded jobs (CiGri's -d); write nothing.")
+@click.option("-d", "--details", is_flag=True, help="Also print the campaign's JSON, once submitted (CiGri's -d).")
+@click.option("-n", "--dry-run", is_flag=True, help="Validate and print the expanded jobs; write nothing.")
 @click.option(
     "-c", "--campaign", type=ID, shell_complete=campaign_ids, help="Add jobs to this campaign instead (with -F or -J)."
 )
 @click.option("-F", "--jobs-file", type=click.Path(dir_okay=False), help="With -c: a file of param lines.")
 @click.option("-J", "--jobs-json", help="With -c: a JSON array of param lines.")
 @common
-def gridsub(jdl_file, file_opt, json_text, kind, dry_run, campaign, jobs_file, jobs_json):
+def gridsub(jdl_file, file_opt, json_text, kind, details, dry_run, campaign, jobs_file, jobs_json):
     """Submit a campaign described by a JDL file (YAML or CiGri's JSON).
 
     Prints CAMPAIGN_ID=<id>. The campaign's jobs run on the clusters the JDL names,
-    each job being exec_file followed by its param line.
+    each job being exec_file followed by its param line. A cluster the state does not
+    know is left out, with a warning (as CiGri does). Jobs added with -c to a terminated
+    campaign put it back in treatment, its epilogues to run again after them.
 
     \b
     Example:
         gridsub jdl-examples/sweep.yaml
         gridsub -t test -f jdl-examples/sweep.yaml
-        gridsub -d jdl-examples/sweep.yaml      # prints every job, submits nothing
+        gridsub -n jdl-examples/sweep.yaml      # prints every job, submits nothing
+        gridsub -d -f jdl-examples/cigri/example.json   # and prints the campaign's JSON
         gridsub -c 3 -F more_params.txt
     """
     a = app()
+    if details and dry_run:
+        raise click.UsageError("-d prints what was submitted, -n submits nothing: give one of them")
     if campaign is not None:
         if jdl_file or file_opt or json_text or kind:
             raise click.UsageError("-c adds the jobs of -F or -J to a campaign: give no JDL (nor -t) with it")
@@ -86,38 +93,78 @@ def gridsub(jdl_file, file_opt, json_text, kind, dry_run, campaign, jobs_file, j
         if dry_run:
             ops.check_owner(a.store.campaign(campaign), ops.current_user())
             count = sum(1 for _ in jdl_mod.jobs_of(extra, a.store.job_names(campaign)))
-            click.echo(f"would add {count} jobs to campaign {campaign}")
+            click.echo(f"would add {counted(count, 'job')} to campaign {campaign}")
             return
         count = ops.add_jobs(a.store, campaign, extra)
-        click.echo(f"{count} jobs added to campaign {campaign}")
+        click.echo(f"{counted(count, 'job')} added to campaign {campaign}")
+        if details:
+            output.emit_json(_details(a.store, campaign))
         return
     if jobs_file or jobs_json:
         raise click.UsageError("-F and -J add jobs to a campaign: give -c CAMPAIGN too")
     test = None if kind is None else kind == "test"
+    # read before the state is opened: a bad JDL writes nothing
     jdl = _jdl_from_options(jdl_file or file_opt, json_text, test)
+    jdl, warnings = ops.known_clusters(a.store, jdl)
     if dry_run:
-        ops.check_clusters(a.store, jdl, a.clock)
-        expanded = list(jdl_mod.jobs_of(jdl))
-        click.echo(f"campaign {jdl.name!r} ({'test' if jdl.test_mode else 'default'}): {len(expanded)} jobs")
-        for name, settings in jdl.clusters.items():
-            click.echo(
-                f"  cluster {name}: exec_file={settings['exec_file']} exec_directory={settings['exec_directory']} "
-                f"resources={settings['resources']} walltime={jdl_mod.format_walltime(settings['walltime'])} "
-                f"type={settings['type']}"
-            )
-        for name, line in expanded:
-            exec_file = next(iter(jdl.clusters.values()))["exec_file"]
-            click.echo(f"  job {name}: {exec_file} {line}")
-        if jdl.input_files:
-            files, size = staging.check_inputs(jdl)
-            click.echo(f"  input files: {files} ({size} bytes) from {jdl.data_source}")
-        click.echo("nothing submitted (--dry-run)")
+        _dry_run(a, jdl, warnings)
         return
     campaign_id, count = ops.submit(a.store, jdl, a.clock)
+    _warn(warnings)  # once submitted: a refused campaign's error is its one line
     click.echo("Campaign successfully submitted")
+    if details:
+        output.emit_json(_details(a.store, campaign_id))
     click.echo(f"CAMPAIGN_ID={campaign_id}")
     if count and sys.stderr.isatty():
-        click.echo(f"{count} jobs; they start at the next almighty pass (grid almighty)", err=True)
+        click.echo(f"{counted(count, 'job')}; they start at the next almighty pass (grid almighty)", err=True)
+
+
+def _warn(warnings: list[str]) -> None:
+    for warning in warnings:
+        click.echo(f"{click.get_current_context().command_path}: warning: {warning}", err=True)
+
+
+def _dry_run(a, jdl: jdl_mod.Jdl, warnings: list[str]) -> None:
+    """What gridsub -n prints: the campaign's jobs and what each cluster runs, macros expanded (the home of
+    each cluster's user for what runs there, the submitter's for what is read here)."""
+    ops.check_clusters(a.store, jdl, a.clock)
+    expanded = list(jdl_mod.jobs_of(jdl))
+    shown = ops.preview(a.store, jdl, a.clock)
+    files = staging.check_inputs(jdl) if jdl.input_files else None
+    _warn(warnings)
+    click.echo(f"campaign {jdl.name!r} ({'test' if jdl.test_mode else 'default'}): {counted(len(expanded), 'job')}")
+    if jdl.param_file:
+        click.echo(f"  param_file: {jdl.param_file}")
+    for name, settings in jdl.clusters.items():
+        click.echo(
+            f"  cluster {name}: exec_file={shown[name]['exec_file']} exec_directory={shown[name]['exec_directory']} "
+            f"resources={settings['resources']} walltime={jdl_mod.format_walltime(settings['walltime'])} "
+            f"type={settings['type']}"
+        )
+        for stage in ("prologue", "epilogue"):
+            if shown[name][stage]:
+                click.echo(f"    {stage}: {'; '.join(shown[name][stage])}")
+    exec_file = next(iter(shown.values()))["exec_file"]
+    for name, line in expanded:
+        click.echo(f"  job {name}: {exec_file} {line}")
+    if files:
+        click.echo(f"  input files: {files[0]} ({files[1]} bytes) from {jdl.data_source}")
+    click.echo("nothing submitted (--dry-run)")
+
+
+def _details(store, campaign_id: int) -> dict:
+    """The campaign as gridsub -d prints it (CiGri's API answered a submission with the campaign's JSON)."""
+    campaign = store.campaign(campaign_id)
+    return {
+        "id": campaign.id,
+        "name": campaign.name,
+        "user": campaign.user,
+        "type": campaign.type.value,
+        "state": campaign.state.value,
+        "submitted_at": campaign.submitted_at,
+        "jobs": store.campaign_jobs(campaign_id),
+        "jdl": campaign.jdl,
+    }
 
 
 def _progress(counts: dict, campaign_type) -> tuple[int, int]:
@@ -169,9 +216,17 @@ def _end(eta: float | None, low: float | None, high: float | None) -> str | None
     return output.when(eta) + (f" ({output.when(low)} - {output.when(high)})" if low is not None else "")
 
 
-def _spritz(figures: dict) -> dict:
-    """Spritz's figures (of a campaign, or of its jobs on one cluster) as gridstat --json shows them."""
+def _estimate(shown: dict) -> tuple[float | None, float | None, float | None]:
+    """The estimated end and its interval, as :func:`_spritz` shows them."""
+    return shown["estimated_end"], shown["estimated_end_low"], shown["estimated_end_high"]
+
+
+def _spritz(figures: dict, blocked: bool = False) -> dict:
+    """Spritz's figures (of a campaign, or of its jobs on one cluster) as gridstat --json shows them; no
+    estimated end for a blocked campaign (it ends when its user, or a cluster's return, unblocks it)."""
     spread = Spread.kept(figures)
+    if blocked:
+        figures = {**figures, "eta": None, "eta_low": None, "eta_high": None}
     return {
         "throughput_per_hour": _per_hour(figures.get("rate")),
         "average_duration": spread.mean,
@@ -190,6 +245,7 @@ def _show_campaign(store, campaign_id: int, headerless: bool, as_json: bool) -> 
     stats = store.stats(campaign_id)
     spread = Spread.kept(stats)
     running = campaign.state == CampaignState.IN_TREATMENT
+    blocked = ops.blocked_reason(store, campaign)
     clusters = store.campaign_clusters(campaign_id)
     spritz = store.cluster_stats(campaign_id)
     per_cluster = []
@@ -204,15 +260,14 @@ def _show_campaign(store, campaign_id: int, headerless: bool, as_json: bool) -> 
                 "prologue": info["prologue_state"],
                 "epilogue": info["epilogue_state"],
                 "cluster_active": sum(active.values()),
-                **_spritz(spritz.get(name, {})),
+                **_spritz(spritz.get(name, {}), bool(blocked)),
             }
         )
-    blocked = ops.blocked_reason(store, campaign)
     data = {
         **row,
         "held": store.held_count(campaign_id),
         "waste": store.waste(campaign_id),  # copies killed: their jobs ran again while their cluster was away
-        **_spritz(stats),
+        **_spritz(stats, bool(blocked)),
         "ended_at": campaign.ended_at,
         "clusters": per_cluster,
         "blocked": blocked,
@@ -236,7 +291,7 @@ def _show_campaign(store, campaign_id: int, headerless: bool, as_json: bool) -> 
             ("Job duration (mean ± std)", _mean_std(spread)),
             ("Throughput", _jobs_per_hour(stats["rate"]) if running else None),
             ("Jobs left", stats["left"] if running else None),
-            ("Estimated end", _end(stats["eta"], stats["eta_low"], stats["eta_high"]) if running else None),
+            ("Estimated end", _end(*_estimate(data)) if running else None),
             ("Ended", output.when(campaign.ended_at) if campaign.ended_at else None),
         ]
     )
@@ -252,7 +307,7 @@ def _show_campaign(store, campaign_id: int, headerless: bool, as_json: bool) -> 
                 _jobs_per_hour(figures.get("rate")) if running else None,
                 _mean_std(there),
                 figures.get("left") if running else None,
-                _end(figures.get("eta"), figures.get("eta_low"), figures.get("eta_high")) if running else None,
+                _end(*_estimate(c)) if running else None,
                 c["prologue"],
                 c["epilogue"],
             ]
@@ -270,7 +325,8 @@ def _show_eta(store, user: str | None, headerless: bool, as_json: bool) -> None:
     rows = []
     for campaign in store.campaigns(user=user, states=[CampaignState.IN_TREATMENT]):
         row = _campaign_row(store, campaign, events)
-        rows.append({**row, **_spritz(store.stats(campaign.id))})
+        blocked = ops.blocked_reason(store, campaign) is not None
+        rows.append({**row, **_spritz(store.stats(campaign.id), blocked)})
     rows.sort(key=lambda r: (r["estimated_end"] is None, r["estimated_end"] or 0, r["id"]))
     if as_json:
         output.emit_json(rows)
@@ -428,9 +484,12 @@ def gridstat(
     -e lists a campaign's events (as gridevents -c does). -c shows Spritz's figures, for
     the campaign and for each cluster: throughput over its window (grid config spritz.window, an hour by default), job
     duration (mean ± std), jobs left, and the estimated end with its interval (--json adds the
-    forecast history); --eta lists the running campaigns by estimated end. -c ID --plot draws the
+    forecast history); --eta lists the running campaigns by estimated end. A blocked campaign has no
+    estimated end (it ends once unblocked); a cluster's throughput is over the campaign's span (the
+    clusters' add up to the campaign's) and its end within the campaign's. -c ID --plot draws the
     campaign's jobs done over time, the jobs ended per cluster and the predicted end at each forecast, in the
-    terminal, or into a PNG with --output FILE.png (needs matplotlib: pip install 'cigri[plot]').
+    terminal, or into a PNG with --output FILE.png (needs matplotlib: python -m pip install matplotlib, with
+    the Python cigri runs with). Throughputs are over a minute at least: none for a shorter campaign.
 
     -j JOB -C asks the job's cluster now what its resource manager says of the job
     (CiGri's RM details): scontrol's record (slurm-ssh; sacct's once slurmctld forgot
@@ -609,7 +668,7 @@ def griddel(ids, campaigns, pause, resume, job, purge):
                 done.append(f"campaign {campaign_id} resumed")
             else:
                 to_kill = ops.cancel(a.store, campaign_id, a.clock)
-                killed = f"; {to_kill} jobs will be killed" if to_kill else ""
+                killed = f"; {counted(to_kill, 'job')} will be killed" if to_kill else ""
                 done.append(f"campaign {campaign_id} cancelled{killed}")
     for line in done:
         click.echo(line)
@@ -819,7 +878,8 @@ def gridevents(
         return
     if fix:
         result = ops.fix_events(a.store, a.clock, campaign_id=campaign, event_id=event_id, code=code, resubmit=resubmit)
-        click.echo(f"{result.closed} events fixed" + (f", {result.resubmitted} jobs resubmitted" if resubmit else ""))
+        fixed = counted(result.closed, "event") + " fixed"
+        click.echo(fixed + (f", {counted(result.resubmitted, 'job')} resubmitted" if resubmit else ""))
         return
     if campaign is not None:
         a.store.campaign(campaign)

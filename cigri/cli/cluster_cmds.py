@@ -38,21 +38,25 @@ BAR_WIDTH = 40
 
 
 def _state(store, name: str) -> str:
-    """A cluster's state in every gridclusters view: BLACKLISTED (by the admin), PROBLEM (an open cluster
-    event: it does not answer) or ok."""
+    """A cluster's state as recorded, for the views that ask nothing (-u, -b): BLACKLISTED (by the admin),
+    PROBLEM (an open cluster event: it does not answer) or ok. The list and -i ask the cluster too
+    (:attr:`cigri.clusters.ClusterUsage.state`)."""
     if store.blacklist(None, name) is not None:
         return "BLACKLISTED"
     return "PROBLEM" if store.open_cluster_event(name) else "ok"
 
 
-def _info(store, name: str, as_json: bool) -> None:
-    """gridclusters -i NAME: the adapter, the settings (secrets masked), the state and the open events."""
+def _info(store, clock, name: str, as_json: bool) -> None:
+    """gridclusters -i NAME: the adapter, the settings (secrets masked), the state and problem as the list
+    shows them (the cluster asked now), and the open events."""
     cluster = store.cluster(name)
+    (asked,) = ops.usage(store, clock, [name])
     events = [e for e in store.events() if e.cluster == name]
     data = {
         "name": cluster.name,
         "adapter": cluster.adapter,
-        "state": _state(store, name),
+        "state": asked.state,
+        "problem": asked.problem,
         "settings": mask(cluster.config),
         "events": [
             {"id": e.id, "code": e.code.value, "campaign_id": e.campaign_id, "message": e.message} for e in events
@@ -66,6 +70,7 @@ def _info(store, name: str, as_json: bool) -> None:
             ("Cluster", cluster.name),
             ("Adapter", cluster.adapter),
             ("State", data["state"]),
+            ("Problem", data["problem"] or None),
             *[(f"  {key}", value) for key, value in sorted(data["settings"].items())],
             ("Open events", len(events)),
         ]
@@ -182,7 +187,8 @@ def gridclusters(ctx, info, usage, bars, headerless, as_json):
     recorded at its last pass (each answering cluster's slots, used, used by the
     grid), without asking; unavailable are the slots its RM reported down, drained
     or failing, and every slot of a cluster that is blacklisted or does not
-    answer. -i shows one cluster without asking it.
+    answer. -i shows one cluster, asking it as the list does: the same state and
+    problem.
 
     \b
     Example:
@@ -207,7 +213,7 @@ def gridclusters(ctx, info, usage, bars, headerless, as_json):
         raise click.UsageError("-H drops a table's header: not with --json")
     a = app()
     if info is not None:
-        _info(a.store, info, as_json)
+        _info(a.store, a.clock, info, as_json)
         return
     if usage or bars:
         _show_usage(a.store, bars, headerless, as_json)
@@ -226,11 +232,7 @@ def gridclusters(ctx, info, usage, bars, headerless, as_json):
                 "queued_by_grid": cap.queued if cap else None,
                 "best_effort": u.best_effort,
                 "problem": u.problem,
-                "state": "BLACKLISTED"
-                if a.store.blacklist(None, u.name) is not None  # by the admin: no new jobs
-                else "ok"
-                if u.reachable and not u.problem
-                else "PROBLEM",
+                "state": u.state,
             }
         )
     if as_json:

@@ -11,6 +11,7 @@ from .. import config as ops
 from .. import configfile
 from ..errors import ConfigError, NotFound
 from ..secrets import mask
+from ..wording import counted
 from . import output
 from .app import GridGroup, app, common
 
@@ -117,23 +118,28 @@ def _text(value) -> str:
 
 
 @config.command("show")
-@click.option("--all", "show_all", is_flag=True, help="Every fixed key, defaults included.")
+@click.option("--set", "only_set", is_flag=True, help="Only the keys set (state, file or environment), no defaults.")
+@click.option("--all", "show_all", is_flag=True, hidden=True)  # the default now; kept for the scripts that give it
 @click.option("--json", "as_json", is_flag=True, help="JSON output: key -> effective value.")
 @click.option("--origins", is_flag=True, help="With --json: key -> {value, from}.")
 @common
-def show(show_all, as_json, origins):
-    """List each key set, with its effective value and where it comes from: state
-    (grid config set), the configuration file (its path) or the environment (its
-    variable); --all adds the defaults of the keys not set.
+def show(only_set, show_all, as_json, origins):
+    """List every key with its effective value and where it comes from: default,
+    state (grid config set), the configuration file (its path) or the environment
+    (its variable). Keys with a cluster's or a strategy's name in them show when set;
+    --set lists only the keys set.
 
     \b
     Example:
-        grid config show --all
+        grid config show
+        grid config show --set
         CIGRI_METASCHED=fairshare grid config show --json --origins
     """
+    if only_set and show_all:
+        raise click.UsageError("--set lists only the keys set: give no --all with it")
     a = app()
     store = a.store
-    rows = {key: (value, "default") for key, value in ops.defaults().items()} if show_all else {}
+    rows = {} if only_set else {key: (value, "default") for key, value in ops.defaults().items()}
     rows.update({key: (value, "state") for key, value in store.state_settings().items()})
     rows.update({key: (store.overrides[key], origin) for key, origin in store.origins.items()})
     shown = {key: (mask({key: value})[key], origin) for key, (value, origin) in sorted(rows.items())}
@@ -175,7 +181,7 @@ def check(file, apply_):
     for line in lines:
         click.echo(line if apply_ else f"{line} (--apply to do it)")
     click.echo(
-        f"{where}: ok ({len(layers.file)} keys, {len(layers.clusters)} clusters declared, "
+        f"{where}: ok ({counted(len(layers.file), 'key')}, {counted(len(layers.clusters), 'cluster')} declared, "
         f"{len(layers.env)} from the environment)"
     )
 

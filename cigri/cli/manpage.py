@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from .. import errors, jdl, jdl_keys
+from .. import errors, jdl, jdl_keys, macros
 from . import STANDALONE, grid
 
 _EXIT_ROW = re.compile(r"^[\s│├└─]*([A-Z]\w+)\s+(\d+)\s+(.+)$")
@@ -188,11 +188,17 @@ def _key_rows(keys: list[jdl_keys.JdlKey]) -> list[str]:
     return out
 
 
+def _macro_rows() -> list[str]:
+    out = []
+    for macro in macros.MACROS:
+        out += [".TP", f"{_bold(macro.name)} (in {_escape(macro.where)})", _escape(macro.value)]
+    return out
+
+
 def jdl_page() -> str:
     """cigri-jdl(5): the JDL's format and every key of :data:`cigri.jdl_keys.KEYS`."""
     campaign = [key for key in jdl_keys.KEYS if not key.per_cluster]
     cluster = [key for key in jdl_keys.KEYS if key.per_cluster]
-    refused = list(jdl.NOT_SUPPORTED)
     example = """name: sweep
 exec_file: "{HOME}/bin/simulate"
 walltime: "00:10:00"
@@ -215,6 +221,10 @@ clusters:
         "It is YAML or CiGri's JSON; keys are case\\-insensitive. "
         "Values may be given in CiGri's string forms (\\(dqfalse\\(dq, \\(dq300\\(dq, \\(dq00:5:00\\(dq).",
         ".PP",
+        "JSON is read as CiGri's parser (Ruby's) reads it: in a string, a backslash before a character JSON has "
+        "no escape for stands for that character (\\(dq\\e$HOME\\(dq is $HOME). "
+        "A key given twice in one mapping, in JSON or YAML, is an error naming its path.",
+        ".PP",
         "Campaign\\-wide keys are given at the top level only. "
         "Every other key may be given at the top level, as the default of every cluster, "
         "or under one cluster of \\fBclusters\\fR, for that cluster only. "
@@ -222,7 +232,10 @@ clusters:
         "Each job runs \\fBexec_file\\fR followed by its param line.",
         ".PP",
         "An unknown key is an error naming it (with the closest known key). "
-        "CiGri keys cigri does not support yet are refused by name: " + ", ".join(_bold(k) for k in refused) + ".",
+        "CiGri's values that cigri does not build are refused, the error saying what to write instead: "
+        "jobs_type desktop_computing, type semi\\-best\\-effort and nightly, output_gathering_method iRods "
+        "and collector. A cluster gridclusters does not know is left out, with a warning; a campaign naming no "
+        "known cluster is refused.",
         ".PP",
         "The first word of each param line is the job's name, unique in the campaign; it names the job's folder "
         "of outputs, so it may not hold a /, be empty, . or .. (refused at submission, naming the line).",
@@ -237,6 +250,11 @@ clusters:
         *_key_rows(campaign),
         ".SH PER-CLUSTER KEYS",
         *_key_rows(cluster),
+        ".SH MACROS",
+        ".PP",
+        "Words cigri replaces in the JDL's texts; nothing else in them is expanded but by the shell of a prologue "
+        "or epilogue.",
+        *_macro_rows(),
         ".SH EXAMPLE",
         ".PP",
         ".nf",

@@ -1,5 +1,7 @@
 """Rendering: rich tables on a terminal, plain aligned text when piped, JSON on request; secrets masked in
-each (:mod:`cigri.secrets`)."""
+each (:mod:`cigri.secrets`). A table row and a ``key: value`` pair stay one line: a line break in a value (an
+event's message with a job's stderr, a reason given on two lines) is shown as the two characters ``\\n``,
+trailing ones dropped (JSON keeps the value as it is)."""
 
 from __future__ import annotations
 
@@ -41,8 +43,13 @@ def emit_json(data) -> None:
     click.echo(json.dumps(mask(data), indent=2, default=str))
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: trailing line breaks dropped, the others (CR LF, LF, CR) shown as ``\\n``."""
+    return text.rstrip("\r\n").replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n")
+
+
 def table(columns: Sequence[str], rows: Iterable[Sequence], *, headers: bool = True, title: str | None = None) -> None:
-    rows = [[("" if v is None else mask_text(str(v))) for v in row] for row in rows]
+    rows = [[("" if v is None else one_line(mask_text(str(v)))) for v in row] for row in rows]
     if is_tty():
         from rich.console import Console
         from rich.table import Table
@@ -68,4 +75,4 @@ def table(columns: Sequence[str], rows: Iterable[Sequence], *, headers: bool = T
 def pairs(items: Sequence[tuple[str, object]]) -> None:
     width = max(len(k) for k, _ in items)
     for key, value in items:
-        click.echo(f"{key + ':':<{width + 1}} {'-' if value is None else mask_text(str(value))}")
+        click.echo(f"{key + ':':<{width + 1}} {'-' if value is None else one_line(mask_text(str(value)))}")

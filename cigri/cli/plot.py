@@ -6,10 +6,12 @@ and the predicted end (with its interval) at each forecast the almighty recorded
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 
 from ..errors import ConfigError
-from ..progress import Progress
+from ..progress import MIN_BUCKET, Progress
+from ..wording import counted
 
 WIDTH = 60  # plotting columns: with the 11 of the axis labels and its bar, a chart fits in 72
 HEIGHT = 8
@@ -65,17 +67,18 @@ def text(p: Progress) -> str:
     lines = [f"Campaign {p.campaign_id} ({p.name}): {p.done}/{p.total} jobs done ({percent})", ""]
     lines += ["Jobs done over time"]
     lines += _chart([(t, float(n)) for t, n in p.done_over_time()], p.start, p.now, lambda v: f"{v:.0f}", True)
-    per = f"{p.bucket:.0f} s" if p.bucket < 60 else f"{p.bucket / 60:.0f} min"
-    lines += ["", f"Throughput per cluster (jobs ended per {per})"]
+    lines += ["", f"Throughput per cluster (jobs per hour, over {p.bucket / 60:.0f} min)"]
     throughput = p.throughput()
-    if not throughput:
+    if span < MIN_BUCKET:
+        lines.append(f"  a campaign of {span:.0f} s: too short for a throughput (a minute at least)")
+    elif not throughput:
         lines.append("  no job has ended yet")
     width = max([len(name) for name in throughput] + [7])
-    for name, counts in throughput.items():
-        top = max(counts)
-        spark = "".join(SPARKS[max(1, round(8 * c / top))] if c else SPARKS[0] for c in counts)
-        hours = max(span, 1) / 3600
-        lines.append(f"  {name[:20]:<{width}} │{spark}│ {sum(counts)} jobs, {sum(counts) / hours:.1f}/h")
+    for name, rates in throughput.items():
+        top = max(rates)
+        spark = "".join(SPARKS[max(1, round(8 * r / top))] if r else SPARKS[0] for r in rates)
+        ended = sum(1 for _, cluster in p.ends if cluster == name)
+        lines.append(f"  {name[:20]:<{width}} │{spark}│ {counted(ended, 'job')}, {ended * 3600 / span:.1f}/h")
     lines += ["", "Predicted end over time (Spritz's forecasts)"]
     etas = [(f.at, f.eta) for f in p.forecasts if f.eta is not None]
     if not etas:
@@ -97,6 +100,24 @@ def text(p: Progress) -> str:
 
 def png(p: Progress, path: str) -> None:
     """The three pictures in one PNG (matplotlib, the ``plot`` extra)."""
+    fig = figure(p)
+    fig.savefig(path, dpi=100)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def needs_matplotlib(option: str) -> ConfigError:
+    """The error of ``option`` without matplotlib, saying how to install it where cigri runs: this Python's
+    pip (``pip install 'cigri[plot]'`` would look for cigri on PyPI, not here; from a checkout,
+    ``pip install -e '.[plot]'`` does it too)."""
+    return ConfigError(
+        f"{option} needs matplotlib, in the environment cigri runs in: {sys.executable} -m pip install matplotlib"
+    )
+
+
+def figure(p: Progress):
+    """The three pictures as one matplotlib figure (ConfigError without matplotlib)."""
     try:
         import matplotlib
 
@@ -104,7 +125,7 @@ def png(p: Progress, path: str) -> None:
         import matplotlib.dates
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ConfigError("--output needs matplotlib: pip install 'cigri[plot]'") from None
+        raise needs_matplotlib("--output") from None
 
     def dates(times):
         return [datetime.fromtimestamp(t) for t in times]
@@ -114,13 +135,15 @@ def png(p: Progress, path: str) -> None:
     done.step(dates(t for t, _ in steps), [n for _, n in steps], where="post")
     done.axhline(p.total, linestyle=":", color="grey")
     done.set(title=f"Campaign {p.campaign_id} ({p.name}): {p.done}/{p.total} jobs done", ylabel="jobs done")
-    for name, counts in p.throughput().items():
-        starts = dates(p.start + i * p.bucket for i in range(len(counts) + 1))  # the last bin drawn to its end
-        rates = [c * 3600 / p.bucket for c in counts]
-        rate.step(starts, [*rates, rates[-1]], where="post", label=name)
+    edges = dates(p.edges())
+    for name, rates in p.throughput().items():
+        rate.step(edges, [*rates, rates[-1]], where="post", label=name)  # the last bin drawn to its end
     rate.set(title="Throughput per cluster", ylabel="jobs per hour")
+    rate.set_ylim(bottom=0)
     if p.throughput():
         rate.legend(fontsize="small")
+    elif p.now - p.start < MIN_BUCKET:
+        rate.text(0.5, 0.5, "too short for a throughput", ha="center", va="center", transform=rate.transAxes)
     forecasts = [f for f in p.forecasts if f.eta is not None]
     if forecasts:
         at = dates(f.at for f in forecasts)
@@ -139,5 +162,4 @@ def png(p: Progress, path: str) -> None:
     eta.set(title="Predicted end over time", xlabel="time", ylabel="predicted end")
     fig.autofmt_xdate()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig

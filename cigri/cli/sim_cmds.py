@@ -8,9 +8,9 @@ import sys
 
 import click
 
-from ..errors import ConfigError
 from . import output
 from .app import GridCommand, app, common, flow_option, policy_option
+from .plot import needs_matplotlib
 
 
 def _fmt(seconds) -> str:
@@ -144,7 +144,7 @@ def _plot(simulation, path: str) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ConfigError("--plot needs matplotlib: pip install 'cigri[plot]'") from None
+        raise needs_matplotlib("--plot") from None
     m = simulation.result
     fig, (cdf, util) = plt.subplots(1, 2, figsize=(11, 4))
     for kind in ("short", "long"):

@@ -43,6 +43,7 @@ from collections.abc import Sequence, Set
 
 from .. import config, events
 from ..model import EventClass, EventCode, JobState
+from ..wording import counted
 from .context import Context, log
 
 LATEST = 1000  # the campaign's terminated jobs read for the reference: those of the highest ids
@@ -100,9 +101,9 @@ def judge(ctx: Context, collected: Set[str]) -> None:
             with ctx.store.transaction():
                 returned = _send_back(ctx, campaign_id, cluster)
                 message = (
-                    f"{n} jobs in a row ended within {thresholds.seconds:g} s on {cluster} (the longest "
+                    f"{counted(n, 'job')} in a row ended within {thresholds.seconds:g} s on {cluster} (the longest "
                     f"{longest:.1f} s) while the campaign's jobs take a median of {above[where]:.0f} s on {where}: "
-                    f"a black hole; its {returned} suspect results run again elsewhere"
+                    f"a black hole; its {counted(returned, 'suspect result')} run again elsewhere"
                 )
                 ctx.store.open_event(
                     EventClass.CAMPAIGN, EventCode.BLACK_HOLE, message, now, cluster=cluster, campaign_id=campaign_id

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .. import staging
+from .. import macros, staging
 from ..adapters.files import can_move_files, sha256_of
 from ..errors import AdapterError, JdlError
 from ..jdl import expand_files, split_params, under
@@ -44,7 +44,7 @@ def gather(ctx: Context) -> None:
         adapter = ctx.adapter(cluster)
         if not can_move_files(adapter):
             continue
-        directory = ctx.settings(campaign_id)[cluster]["exec_directory"].replace("{CAMPAIGN_ID}", str(campaign_id))
+        directory = macros.with_campaign(ctx.settings(campaign_id)[cluster]["exec_directory"], campaign_id)
         destination = Path(record["output_destination"])
         try:
             problems = _gather_job(adapter, directory, destination, record["output_file"], params, name)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import fields, replace
 
-from .. import staging
-from ..adapters import packing
+from .. import macros, staging
+from ..adapters import job_id_variable, packing
 from ..errors import AdapterError, SubmitError
 from ..jdl import split_params
 from ..model import Campaign, CampaignState, EventClass, EventCode, JobSpec, JobState
@@ -72,21 +72,15 @@ def _spec(
     resume: bool = False,
 ) -> JobSpec:
     """A job's description for its RM, from its campaign's settings on the cluster (with its checkpoint
-    signal when the campaign checkpoints by signal there)."""
-    macros = {"{CAMPAIGN_ID}": str(campaign.id)}
-
-    def expand(text: str) -> str:
-        for key, value in macros.items():
-            text = text.replace(key, value)
-        return text
-
+    signal when the campaign checkpoints by signal there). Its command and directory keep the home's macros,
+    which the adapter expands with the cluster's home (:func:`cigri.macros.expand_home`)."""
     slots = settings.get("_slots") or job_slots(settings["resources"])
     return JobSpec(
         job_id=job_id,
         campaign_id=campaign.id,
         name=name,
-        argv=tuple(expand(a) for a in argv[:1]) + tuple(argv[1:]),
-        directory=expand(settings["exec_directory"]),
+        argv=tuple(macros.with_campaign(a, campaign.id) for a in argv[:1]) + tuple(argv[1:]),
+        directory=macros.with_campaign(settings["exec_directory"], campaign.id),
         walltime=walltime or settings["walltime"],
         slots=slots,
         resources=settings["resources"],
@@ -98,6 +92,7 @@ def _spec(
         resume=resume,
         checkpoint_signal=settings.get("checkpointing_signal") or "",
         checkpoint_grace=settings.get("checkpointing_grace") or 0,
+        job_types=tuple(filter(None, (settings.get("cluster_job_type") or "").split(","))),
     )
 
 
@@ -267,11 +262,12 @@ def _submit_stage(ctx: Context, campaign: Campaign, cluster: str, stage: str, pr
     if not cluster_usable(ctx, cluster):
         return
     settings = ctx.settings(campaign.id)[cluster]
-    # shell lines run on the cluster: {HOME} is its $HOME there
-    script = "\n".join(settings[stage]).replace("{CAMPAIGN_ID}", str(campaign.id)).replace("{HOME}", "$HOME")
+    # shell lines run on the cluster: {HOME} is its $HOME there, {OAR_JOB_ID} its RM's variable
+    variable = job_id_variable(ctx.store.cluster(cluster).adapter)
+    script = macros.stage_script(settings[stage], campaign.id, variable)
     # in the home directory: a prologue typically creates the exec_directory
     spec = replace(
-        _spec(campaign, settings, 0, stage, ["/bin/sh", "-c", script], settings[f"{stage}_walltime"]),
+        _spec(campaign, settings, 0, stage, macros.stage_argv(script), settings[f"{stage}_walltime"]),
         directory="{HOME}",
         checkpoint_signal="",  # a stage is not checkpointed
     )

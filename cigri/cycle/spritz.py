@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from ..model import CampaignState, JobState
-from ..prediction import Forecast, Sample, Spread
+from ..prediction import Forecast, Sample, Spread, within
 from .context import Context
 
 
@@ -116,9 +116,11 @@ def run(ctx: Context) -> None:
                 elapsed=figures[2],
                 oldest=_age(now, [figures]),
                 durations=spread,
-                rate=window_rate(ends.get(cluster, 0), now, since, started_there),
+                # over the campaign's span, not since its first start there: the clusters' throughputs add up
+                # to the campaign's (a cluster that started late would show its few ends over a short span)
+                rate=window_rate(ends.get(cluster, 0), now, since, first_start),
             )
-            forecast_there = forecaster.forecast(there)
+            forecast_there = within(forecaster.forecast(there), forecast)
             per_cluster.append(
                 (campaign.id, cluster, started_there, there.rate, there.remaining, *_ends(forecast_there))
             )

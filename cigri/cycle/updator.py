@@ -23,6 +23,7 @@ from ..model import (
     RemoteStatus,
 )
 from ..stages import RETRY, stage_remote
+from ..wording import counted
 from . import blackhole, replicas
 from .context import STDERR_LINES, Context, log
 from .health import cluster_failed, usable
@@ -295,7 +296,7 @@ def resubmit(ctx: Context, cluster: str, ends: Sequence[Again]) -> int:
             allowed_of[again.campaign_id] = ctx.max_attempts(again.campaign_id)
         allowed = allowed_of[again.campaign_id]
         if resubmits + 1 >= allowed:
-            over.append((again, f"used its {allowed} attempts"))
+            over.append((again, f"used its {counted(allowed, 'attempt')}"))
         elif again.exit_code == RESUBMIT_AT_END and again.cause is None:
             groups["deferred"].append(again.job_id)
         else:
@@ -397,7 +398,7 @@ def _collect_stages(ctx: Context, cluster: str) -> None:
                     (
                         f"{stage} exited with status {status.exit_code}"
                         if status.state == RemoteState.EXITED
-                        else f"{stage} killed {allowed} times, last: {status.reason}"
+                        else f"{stage} killed {counted(allowed, 'time')}, last: {status.reason}"
                     )
                     + (f"; stderr ends with:\n{tail}" if tail else ""),
                     now,
@@ -436,7 +437,9 @@ def _settle_campaigns(ctx: Context) -> None:
             for name, state in epilogues.items():
                 if state == "todo":
                     ran = clusters[name]["launched"] > 0
-                    ctx.store.set_stage(campaign.id, name, "epilogue", "due" if ran else "none")
+                    # a new attempt's key (a reopened campaign's) goes with it (cigri.campaigns._reopen)
+                    previous = clusters[name]["epilogue_remote"] if ran else None
+                    ctx.store.set_stage(campaign.id, name, "epilogue", "due" if ran else "none", previous)
                     epilogues[name] = "due" if ran else "none"
             if all(state in ("none", "done", "failed") for state in epilogues.values()):
                 ctx.store.set_campaign_state(campaign.id, CampaignState.TERMINATED, now)

@@ -219,6 +219,26 @@ class Windowed:
         return Forecast(rate, eta, max(now, eta - 2 * sigma), eta + 2 * sigma)
 
 
+def within(part: Forecast, whole: Forecast) -> Forecast:
+    """The forecast of a campaign's jobs on one cluster (``part``) made consistent with the campaign's
+    (``whole``): those jobs are some of the campaign's, so they end by its end. The estimate is no later than
+    the campaign's, the interval ends by the campaign's, and it is no wider: a wider one is narrowed around
+    the estimate, each side in proportion. Unchanged when either has no estimate."""
+    if part.eta is None or whole.eta is None:
+        return part
+    eta = min(part.eta, whole.eta)
+    if part.low is None or part.high is None:
+        return Forecast(part.throughput, eta)
+    low = min(part.low, eta)
+    if whole.low is None or whole.high is None:
+        return Forecast(part.throughput, eta, low, part.high)
+    high = min(part.high, whole.high)  # both at or after eta
+    width, allowed = high - low, whole.high - whole.low
+    if width > allowed:
+        low, high = eta - (eta - low) * allowed / width, eta + (high - eta) * allowed / width
+    return Forecast(part.throughput, eta, low, high)
+
+
 def registry() -> dict[str, type]:
     return {cls.name: cls for cls in (SmoothedThroughput, Windowed)}
 

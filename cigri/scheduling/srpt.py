@@ -147,31 +147,45 @@ def _lwl_runs(
     step: Mapping[str, float],
     room: Mapping[str, float] | None = None,
 ) -> Iterator[tuple[str, int]]:
-    """Place ``jobs`` one by one on the cluster with the least work left (ties: the one listed first in
-    ``work``); each job adds ``step[cluster]`` to its work; a cluster takes at most ``room[cluster]`` jobs.
-    Yields (cluster, jobs) runs in placement order; stops early when no cluster has room."""
+    """Place ``jobs`` by Eagle's least work left (``find_workers_long_job_prio``): first every cluster with no
+    work takes one job, in the order of ``work``; then the cluster with the least work (ties: the one listed
+    first) keeps taking jobs while its work is at most the next cluster's (a tie stays with it), and the next
+    one takes over. Each job adds ``step[cluster]`` to its cluster's work; a cluster takes at most
+    ``room[cluster]`` jobs. Yields (cluster, jobs) runs in placement order; stops early when no cluster has
+    room."""
     order = {name: i for i, name in enumerate(work)}
-    heap = [(w, order[name], name) for name, w in work.items() if room is None or room[name] >= 1]
+    left = {name: INF if room is None else room[name] for name in work}
+    heap = []
+    for name, w in work.items():
+        if left[name] < 1:
+            continue
+        if w == 0 and jobs > 0:
+            yield name, 1
+            jobs -= 1
+            left[name] -= 1
+            w = step[name]
+            if left[name] < 1:
+                continue
+        heap.append((w, order[name], name))
     heapq.heapify(heap)
-    taken: dict[str, int] = {}
     while jobs > 0 and heap:
         w, index, name = heapq.heappop(heap)
-        limit = INF if room is None else room[name] - taken.get(name, 0)
+        following = heap[0][0] if heap else INF
         n = 0
-        while n < jobs and n < limit and (not heap or (w, index) <= heap[0][:2]):
+        while n < jobs and n < left[name] and w <= following:
             w += step[name]
             n += 1
-        taken[name] = taken.get(name, 0) + n
+        left[name] -= n
         jobs -= n
         yield name, n
-        if n < limit:
+        if left[name] >= 1:
             heapq.heappush(heap, (w, index, name))
 
 
 def lwl(jobs: int, est: float, queued_work: Mapping[str, float]) -> list[str]:
-    """Eagle's least work left for a long campaign's ``jobs`` of estimate ``est``: each job, in turn, goes to
-    the cluster with the least queued work (ties: the cluster listed first), which then has ``est`` more.
-    Returns the cluster of each job in order."""
+    """Eagle's least work left for a long campaign's ``jobs`` of estimate ``est`` (:func:`_lwl_runs`: idle
+    clusters take one job first, then a cluster keeps taking jobs while its queued work is at most the next
+    one's). Returns the cluster of each job in order."""
     return [name for name, n in _lwl_runs(jobs, queued_work, dict.fromkeys(queued_work, est)) for _ in range(n)]
 
 
@@ -244,12 +258,16 @@ def evaluate_lwl(scenario: Mapping[str, Any]) -> dict:
     """Eagle's least work left: where a long campaign's jobs go, one by one.
 
     Input: "jobs" (how many), "est" (each job's predicted duration, seconds) and "queued_work": per cluster,
-    the work already waiting there (seconds). Each job goes to the cluster with the least work, ties to the
-    cluster listed first, which then has est more. Output: {"clusters": [the cluster of each job, in order]}.
+    the work already waiting there (seconds). As Eagle's find_workers_long_job_prio: every cluster with no work
+    takes one job first, in the order listed; then the cluster with the least work (ties: the one listed first)
+    keeps taking jobs, each adding est to its work, while its work is at most the next cluster's (a tie stays
+    with it). Output: {"clusters": [the cluster of each job, in order]}.
 
     Example:
       {"jobs": 5, "est": 4, "queued_work": {"c0": 0, "c1": 10, "c2": 0, "c3": 5}}
       -> {"clusters": ["c0", "c2", "c0", "c2", "c3"]}
+      {"jobs": 4, "est": 10, "queued_work": {"c0": 20, "c1": 20}}
+      -> {"clusters": ["c0", "c1", "c1", "c0"]}
     """
     jobs = read.integer(scenario, "jobs")
     if jobs > MAX_JOBS:
