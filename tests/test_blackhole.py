@@ -5,6 +5,7 @@ the test's hand (tests.test_placement's fake resource manager on a simulated clo
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -195,9 +196,10 @@ def test_without_a_reference_it_waits_then_blacklists_and_returns_all_it_swallow
 
 
 def test_jobs_ending_at_once_after_the_blacklist_go_back_too():
-    """Jobs already queued on the hole when it was blacklisted end there at once as well: back to the bag."""
+    """Jobs already queued on the hole when it was blacklisted end there at once as well: back to the bag.
+    (Their queue does not move for 600 s while good's does: a grace that long keeps them there.)"""
     hole, good = FakeRM("hole", 5, queue_depth=10), FakeRM("good", 5, queue_depth=0)
-    grid, cid = Grid.placed(hole, good, jobs=60)
+    grid, cid = Grid.placed(hole, good, jobs=60, patience=replace(PATIENCE, queue_grace=900, queue_wait=900))
     for job_id in good.holds(RemoteState.PENDING):
         good.start(job_id, 0.0)
     ten_minute_ends(grid, good, 600, 5)

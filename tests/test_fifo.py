@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from cigri.model import CampaignType
-from cigri.scheduling import CampaignView, ClusterView, Demand, Snapshot, metascheduler, slowdown
+from cigri.scheduling import CampaignView, ClusterView, Demand, Snapshot, metascheduler, shunned, slowdown
 
 
 def campaign(cid: int, waiting: int, *, at: float, priority: int = 0) -> CampaignView:
@@ -84,3 +84,13 @@ def test_long_jobs_keep_off_a_cluster_that_would_likely_kill_them_when_another_w
     assert free_slots(1000.0, risky, safe) == {"safe": 2}, "long jobs wait for the safe cluster"
     assert free_slots(10.0, risky, safe) == {"risky": 8, "safe": 2}, "short ones run anywhere"
     assert free_slots(1000.0, risky) == {"risky": 8}, "with no safer cluster, the risky one still serves"
+
+
+def test_a_risky_cluster_still_serves_when_waiting_for_the_safe_one_would_cost_more_than_its_kills():
+    """Keeping off a cluster that kills pays only when the safe one starts the job soon: behind a queue that
+    ends later than the risky run would, restarts included, the risky cluster's free slots are used."""
+    risky = ClusterView("risky", 8, 0, slots=8, hazard=1e-3)  # 1000-s jobs take e - 1 = 1.72 times as long
+    full = ClusterView("safe", 0, 0, slots=2, queued=2)  # the next job there starts after 1.5 jobs' time
+    view = CampaignView(1, CampaignType.DEFAULT, "u", 0.0, 20, {"risky": Demand(1, 99), "safe": Demand(1, 99)})
+    assert shunned(replace(view, estimate=1000.0), (risky, full)) == frozenset(), "1.5 + 1 > 1.72 durations"
+    assert shunned(replace(view, estimate=1000.0), (risky, replace(full, queued=0))) == {"risky"}, "0.5 + 1 < 1.72"

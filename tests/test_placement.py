@@ -195,16 +195,19 @@ def test_a_start_at_time_zero_is_a_start():
 def test_no_queue_allowance_where_queued_grid_jobs_do_not_start():
     busy = FakeRM("busy", 4, others=4)  # local users hold every core
     idle = FakeRM("idle", 1, queue_depth=0)
-    grid, _ = Grid.placed(busy, idle, jobs=5)
+    grid, first = Grid.placed(busy, idle, jobs=5)
     assert (busy.holds(RemoteState.PENDING), idle.holds(RemoteState.PENDING)) == ([2, 3, 4, 5], [1])
-    grid.at(120)  # past the grace, nothing of cigri's started on busy
+    grid.at(120)  # past the grace, nothing of cigri's started on busy (nor on idle: they stay)
+    assert busy.cancelled == []
     later = grid.submit(30)
     for t in range(150, 450, 30):
         for job_id in idle.holds(RemoteState.PENDING):
             idle.end(job_id, t, started=t - 1)
         grid.at(t)
     assert len(busy.owner) == 4, "nothing more was queued where nothing starts"
-    assert grid.states(later)[JobState.TERMINATED] == 9
+    assert len(busy.cancelled) == 4, "what waited there came back once idle started jobs"
+    assert grid.states(first) == {JobState.TERMINATED: 5}
+    assert grid.states(later)[JobState.TERMINATED] == 5
 
 
 def test_a_queue_that_moves_keeps_its_allowance():
@@ -216,13 +219,49 @@ def test_a_queue_that_moves_keeps_its_allowance():
     assert len(busy.owner) == 11, "the freed place in the queue was given again"
 
 
+def test_a_job_queued_where_nothing_starts_comes_back_past_the_grace_when_another_cluster_starts_jobs():
+    """Issue 21: a job waits in a queue only while no other cluster of its campaign would start it sooner.
+    Past the queue grace, on a cluster that started none of cigri's jobs in that grace while another did, it
+    returns to its bag (no event, no resubmission counted) and runs there."""
+    busy = FakeRM("busy", 2, others=2, queue_depth=10)
+    idle = FakeRM("idle", 1, queue_depth=0)
+    grid, cid = Grid.placed(busy, idle, jobs=3)
+    assert (idle.holds(RemoteState.PENDING), busy.holds(RemoteState.PENDING)) == ([1], [2, 3])
+    grid.at(100)
+    assert busy.cancelled == [], "neither cluster starts jobs: nowhere sooner"
+    idle.start(1, 110)
+    grid.at(120)
+    assert sorted(busy.cancelled) == sorted([busy.remote_of(2), busy.remote_of(3)])
+    assert [grid.job(j).state for j in (2, 3)] == [JobState.TO_LAUNCH] * 2
+    idle.end(1, 150)
+    grid.at(160)
+    assert idle.holds(RemoteState.PENDING) == [2] and len(busy.owner) == 2, "not queued where nothing starts"
+    assert (grid.job(2).cluster, grid.job(2).resubmits) == ("idle", 0)
+    assert grid.store.events(campaign_id=cid) == []
+
+
+def test_a_queue_stopped_for_less_than_a_jobs_duration_keeps_its_jobs():
+    """Jobs of an hour: a queue that started nothing for two minutes may well start them in the next hour (a
+    local user's job ends, one of cigri's): they keep their place until they waited a job's duration."""
+    busy = FakeRM("busy", 2, others=2, queue_depth=10)
+    idle = FakeRM("idle", 1, queue_depth=0)
+    grid, cid = Grid.placed(busy, idle, jobs=3)
+    with grid.store.transaction():
+        grid.store.add_durations([(cid, "idle", 3600.0, 0.0)], 60.0)  # the campaign's jobs take an hour
+    idle.start(1, 110)
+    grid.at(120)
+    assert busy.cancelled == [] and busy.holds(RemoteState.PENDING) == [2, 3]
+
+
 def test_a_job_pending_past_the_queue_wait_is_taken_back_and_run_elsewhere():
+    """Where no cluster started jobs lately, a queued job is taken back past the queue wait, when another
+    cluster of its campaign has a free slot for it."""
     busy = FakeRM("busy", 2, others=2, queue_depth=10)
     idle = FakeRM("idle", 1, queue_depth=0)
     grid, cid = Grid.placed(busy, idle, jobs=3)
     assert (idle.holds(RemoteState.PENDING), busy.holds(RemoteState.PENDING)) == ([1], [2, 3])
     idle.start(1, 10)
-    grid.at(300)
+    grid.at(20)  # idle's start, seen long before the take-backs are weighed
     idle.end(1, 350)
     grid.at(400)  # idle is free, but jobs 2 and 3 have not waited the limit yet
     assert busy.cancelled == [] and idle.holds(RemoteState.PENDING) == []
@@ -524,10 +563,10 @@ def test_a_strategy_sees_the_jobs_of_the_pass_as_they_were_before_its_take_backs
     grid, _ = Grid.placed(busy, idle, jobs=3)
     looking = Looking()
     grid.cycle.ctx.scheduler = looking
-    idle.start(1, 10)
+    grid.at(300)
+    assert looking.seen[-1]["busy"] == [2, 3] and busy.cancelled == []
+    idle.start(1, 310)
     idle.end(1, 350)
-    grid.at(400)
-    assert looking.seen[-1]["busy"] == [2, 3]
-    grid.at(630)  # job 2 is taken back in this pass: read lazily, the snapshot still shows it on busy
-    assert busy.cancelled == [busy.remote_of(2)]
-    assert looking.seen[-1]["busy"] == [2, 3]
+    grid.at(400)  # idle started a job, busy none: jobs 2 and 3 are taken back in this pass
+    assert sorted(busy.cancelled) == sorted([busy.remote_of(2), busy.remote_of(3)])
+    assert looking.seen[-1]["busy"] == [2, 3], "read lazily, the snapshot still shows them on busy"

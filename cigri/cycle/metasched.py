@@ -4,6 +4,7 @@ for the runner, and their states for the next pass."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
@@ -189,19 +190,30 @@ def _places(ctx: Context, campaign: Campaign, open_clusters: set[str]) -> dict[s
 def _take_back(ctx: Context, campaigns: Sequence[Campaign], budgets: Sequence[ClusterView]) -> None:
     """Jobs pending past the queue wait. A test job ends its campaign's test on that cluster, with an event
     naming it; another job is taken back when a cluster of its campaign has a free slot for it now (it
-    then avoids the cluster it waited on). Recorded here; :func:`_recall` asks the RMs."""
+    then avoids the cluster it waited on). Sooner, past the queue grace: a job queued on a cluster that
+    started none of cigri's jobs in that grace, while another cluster of its campaign did (it would start
+    sooner there: local users or a blocked queue hold the first). Recorded here; :func:`_recall` asks the
+    RMs."""
     now = ctx.clock.now()
     free = {b.name: b.free for b in budgets}
+    grace = ctx.patience.queue_grace
+    moving = {b.name for b in budgets if (ctx.store.cluster_flow(b.name)[0] or -math.inf) >= now - grace}
     by_id = {c.id: c for c in campaigns}  # running campaigns: a paused one's jobs stay where they are
     places: dict[int, dict[str, dict]] = {}
+    means: dict[int, float] = {}
     for cluster in free:
         recall, stalled_tests = [], []
-        for job_id, campaign_id, remote in ctx.store.overdue_jobs(cluster, now - ctx.patience.queue_wait):
+        quiet = cluster not in moving and bool(moving)
+        for job_id, campaign_id, remote, submitted in ctx.store.overdue_jobs(
+            cluster, now - (min(grace, ctx.patience.queue_wait) if quiet else ctx.patience.queue_wait)
+        ):
             campaign = by_id.get(campaign_id)
             if campaign is None or (remote and packing.is_packed(remote)):
                 continue  # a paused campaign's job stays; a packed one waits its turn in its pack
+            waited = submitted is None or submitted < now - ctx.patience.queue_wait
             if campaign.type == CampaignType.TEST:
-                stalled_tests.append((job_id, campaign_id))
+                if waited:
+                    stalled_tests.append((job_id, campaign_id))
                 continue
             settings = ctx.settings(campaign_id)
             if campaign_id not in places:
@@ -210,9 +222,16 @@ def _take_back(ctx: Context, campaigns: Sequence[Campaign], budgets: Sequence[Cl
                 (name for name in places[campaign_id] if name != cluster and free[name] >= settings[name]["_slots"]),
                 None,
             )
-            if elsewhere is not None:
+            if elsewhere is not None and waited:
                 free[elsewhere] -= settings[elsewhere]["_slots"]
                 recall.append(job_id)
+            elif (
+                quiet
+                and submitted is not None
+                and submitted < now - _mean_duration(ctx, campaign_id, means)
+                and any(name in moving for name in places[campaign_id] if name != cluster)
+            ):
+                recall.append(job_id)  # back to its bag: queued again where jobs start
         if not recall and not stalled_tests:
             continue
         with ctx.store.transaction():
@@ -229,6 +248,15 @@ def _take_back(ctx: Context, campaigns: Sequence[Campaign], budgets: Sequence[Cl
                     job_id=job_id,
                 )
         log.info("metasched: %s: %d pending jobs taken back", cluster, len(recall) + len(stalled_tests))
+
+
+def _mean_duration(ctx: Context, campaign_id: int, means: dict[int, float]) -> float:
+    """The campaign's mean job duration as far as its ended jobs tell (0 before any ended), read once a pass:
+    a job of a queue that stopped moving waits that long too before it is taken back (one that stops for
+    less than a job's duration is worth keeping a place in)."""
+    if campaign_id not in means:
+        means[campaign_id] = Spread.kept(ctx.store.stats(campaign_id)).mean or 0.0
+    return means[campaign_id]
 
 
 def _recall(ctx: Context, recalls: Sequence[tuple[int, str, str, str | None]]) -> None:

@@ -249,11 +249,24 @@ def slowdown(cluster: ClusterView, estimate: float | None) -> float:
 
 def shunned(campaign: CampaignView, clusters: Sequence[ClusterView]) -> frozenset[str]:
     """The clusters the campaign's jobs keep off: those that would likely kill them (a slowdown over
-    :data:`RISKY`), while another of its clusters would likely not (:data:`SAFE`). Short jobs keep none."""
+    :data:`RISKY`) while another of its clusters would likely not (:data:`SAFE`) and would start one soon
+    enough to end it sooner (its free slots now, else the jobs queued there over its slots, each of the
+    campaign's duration). Short jobs keep none."""
+    estimate = campaign.estimate
     mine = [c for c in clusters if c.name in campaign.demands]
-    if not any(slowdown(c, campaign.estimate) <= SAFE for c in mine):
+    if estimate is None or not mine:
         return frozenset()
-    return frozenset(c.name for c in mine if slowdown(c, campaign.estimate) > RISKY)
+
+    def wait(cluster: ClusterView) -> float:
+        return 0.0 if cluster.free > 0 else (cluster.queued + 1) * estimate / cluster.drain_slots
+
+    safe = [wait(c) for c in mine if slowdown(c, estimate) <= SAFE]
+    if not safe:
+        return frozenset()
+    soonest = min(safe) + estimate
+    return frozenset(
+        c.name for c in mine if slowdown(c, estimate) > RISKY and estimate * slowdown(c, estimate) > soonest
+    )
 
 
 def fill(
@@ -399,4 +412,4 @@ def evaluators() -> list[str]:
 
 # strategies register themselves on import:
 # (each module below adds its class with @register and its ``grid policy`` function with @evaluates)
-from . import affinity, classload, cursors, fairshare, locality, srpt  # noqa: E402, F401
+from . import affinity, classload, cursors, fairshare, locality, lpt, srpt  # noqa: E402, F401

@@ -18,11 +18,11 @@ class Controls:
 
     # -- take-backs
 
-    def overdue_jobs(self, cluster: str, before: float) -> list[tuple[int, int, str | None]]:
-        """(id, campaign, remote id) of cigri's jobs queued on the cluster since before ``before``, not yet
-        being taken back nor killed."""
+    def overdue_jobs(self, cluster: str, before: float) -> list[tuple[int, int, str | None, float]]:
+        """(id, campaign, remote id, submitted at) of cigri's jobs queued on the cluster since before ``before``,
+        not yet being taken back nor killed."""
         return self.conn.execute(
-            f"SELECT id, campaign_id, remote_id FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} "
+            f"SELECT id, campaign_id, remote_id, submitted_at FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} "
             "AND state = 'submitted' AND submitted_at < ? AND recall = 0 AND kill_requested = 0 AND nikita IS NULL "
             "ORDER BY id",
             (cluster, before),

@@ -1,0 +1,72 @@
+"""``lpt``: the longest work first across campaigns (Graham's LPT rule), the order that shortens the makespan
+of a bag of independent jobs, with a reserve for short work.
+
+**Order.** Campaigns by JDL ``priority`` (higher first), then by estimated job duration, longest first. A
+campaign without an estimate yet (none of its jobs ended) goes first among its priority: its jobs may be the
+longest, and its first ends tell. Ties go to the older campaign.
+
+**Short reserve.** A campaign whose estimate is below ``cutoff`` seconds is short. Of each cluster's free
+slots, ``short_share`` (10 % by default, at least one slot when any is free) goes to short campaigns first,
+oldest first, so that short work arriving behind long work starts within a pass (Eagle's short partition);
+what they leave goes to the rest in order. Then each campaign's jobs to queue go, in the same order, where
+they are expected to start first (:func:`cigri.scheduling.fill`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import ConfigError
+from . import CampaignView, ClusterView, Decision, Snapshot, State, fill, inputs, launches, register
+
+CUTOFF = 600.0  # seconds: a campaign whose jobs take less is short (srpt's cutoff)
+SHORT_SHARE = 0.1  # of each cluster's free slots, first for short campaigns
+
+
+def _key(campaign: CampaignView) -> tuple:
+    estimate = math.inf if campaign.estimate is None else campaign.estimate
+    return (-campaign.priority, -estimate, campaign.submitted_at, campaign.id)
+
+
+@register
+@dataclass(frozen=True)
+class Lpt:
+    name = "lpt"
+    cutoff: float = CUTOFF
+    short_share: float = SHORT_SHARE
+
+    @classmethod
+    def configure(cls, options: Mapping[str, Any]) -> Lpt:
+        """Check the ``metasched.lpt.*`` options; a bad one raises ConfigError naming its key."""
+        path = f"metasched.{cls.name}"
+        inputs.known(options, ("cutoff", "short_share"), path, "option")
+        share = inputs.number(options, "short_share", path, SHORT_SHARE)
+        if share >= 1:
+            raise ConfigError(f"{path}.short_share: must be below 1 (long campaigns need slots), got {share!r}")
+        return cls(cutoff=inputs.positive(options, "cutoff", path, CUTOFF), short_share=share)
+
+    def decide(self, snapshot: Snapshot, state: State) -> Decision:
+        return Decision(launches=launches(self.plan(snapshot.campaigns, snapshot.clusters)))
+
+    def plan(self, campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> dict[tuple[str, int], int]:
+        order = sorted(campaigns, key=_key)
+        short = sorted(
+            (c for c in campaigns if c.estimate is not None and c.estimate < self.cutoff),
+            key=lambda c: (-c.priority, c.submitted_at, c.id),
+        )
+        taken: dict[tuple[str, int], int] = {}
+        rest = list(clusters)
+        if short and self.short_share > 0:
+            reserve = [
+                replace(c, free=min(c.free, max(1, math.floor(c.free * self.short_share))), queue=0) for c in rest
+            ]
+            fill(short, reserve, taken)
+            slots = {c.id: c.demands for c in short}
+            spent = {c.name: 0 for c in rest}
+            for (name, campaign_id), n in taken.items():
+                spent[name] += n * slots[campaign_id][name].slots_per_job
+            rest = [replace(c, free=max(0, c.free - spent[c.name])) for c in rest]
+        return fill(order, rest, taken)
