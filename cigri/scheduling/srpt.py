@@ -458,7 +458,7 @@ class _Pass:
         heads: dict[int, list[ClusterView]] = {}
         for cl in self.clusters:
             head = self._head(cl)
-            if head is not None and self.budget[cl.name] > 0:
+            if head is not None and self.budget[cl.name] > 0 and not (kind == "queue" and self.shorts_wait(cl)):
                 heads.setdefault(head.id, []).append(cl)
         for campaign in self.campaigns:
             if campaign.id in heads:
@@ -466,7 +466,12 @@ class _Pass:
         for cl in self.clusters:
             if self.budget[cl.name] > 0:
                 self.feed_shorts(cl)
-        open_ = [cl for cl in self.clusters if self.long_room(cl, kind) > 0]
+        # a long job queued where short ones still wait would be taken back at once (unbind_long): no churn
+        open_ = [
+            cl
+            for cl in self.clusters
+            if self.long_room(cl, kind) > 0 and not (kind == "queue" and self.shorts_wait(cl))
+        ]
         for campaign in self.campaigns:
             if not open_:
                 return
@@ -474,12 +479,16 @@ class _Pass:
                 self.place_long(campaign, kind, open_)
                 open_ = [cl for cl in open_ if self.long_room(cl, kind) > 0]
 
+    def shorts_wait(self, cluster: ClusterView) -> bool:
+        """Do short campaigns still wait for the cluster, with what this pass gave them?"""
+        return any(self.left[probe.campaign.id] for probe in self.queues[cluster.name])
+
     def unbind_long(self) -> tuple[Stop, ...]:
         """Eagle binds tasks to workers as late as possible; a cluster's queue is first come, first served, so
         a long job queued there would start before the short jobs queued after it. Where short campaigns
         still wait for the cluster after this pass, its queued (not started) long jobs are taken back, the
-        newest first, as many as the short jobs waiting: they cost nothing (they did not run) and LWL places
-        them again later."""
+        newest first, as many as the short jobs waiting and as the jobs waiting there beyond its free slots:
+        they cost nothing (they did not run) and LWL places them again later."""
         stops: list[Stop] = []
         for cl in self.clusters:
             waiting = sum(self.left[probe.campaign.id] for probe in self.queues[cl.name])
@@ -491,7 +500,10 @@ class _Pass:
                 if job.started_at is None and (probe := self.probes.get(job.campaign_id)) is not None and probe.long
             ]
             queued.sort(key=lambda job: (job.submitted_at, job.job_id), reverse=True)
-            stops += [Stop(cl.name, job.job_id, "a long job queued ahead of short ones") for job in queued[:waiting]]
+            # only those waiting beyond the cluster's free slots: one sent to a free slot that has not started
+            # yet (the RM's submission delay) starts in a moment, taking it back would only churn
+            beyond = min(waiting, cl.queued)
+            stops += [Stop(cl.name, job.job_id, "a long job queued ahead of short ones") for job in queued[:beyond]]
         return tuple(stops)
 
     def _head(self, cluster: ClusterView) -> CampaignView | None:
