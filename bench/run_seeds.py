@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Makespan against the offline reference, on several seeds: the figures issue 21 judges scheduling by.
+
+    python bench/run_seeds.py                    # fifo and lpt; small and flow seeds 1-5, trace and hundred-k seed 1
+    python bench/run_seeds.py --jobs 2 --only small
+
+Each (scenario, seed, strategy) is one simulation of the real cycle. The reference is the simulator's offline
+schedule (true durations, longest first, on the cluster where each job ends earliest, never where capacity
+drops during the run). Cancels per job counts the queued jobs the clusters saw cancelled (take-backs,
+flooding) over the scenario's jobs; lost and twice are scenario jobs never completed and completed more than
+once. Every figure comes from the simulated clusters' records. Writes its section of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from statistics import mean
+
+from harness import SCENARIOS, arguments, fixed, measured, simulations, stamp, write_section
+
+from cigri.cli.output import duration
+from cigri.scheduling import metascheduler
+from cigri.sim.run import Simulation
+from cigri.sim.scenario import load
+
+SEEDS = {"small": 5, "flow": 5, "trace": 1, "hundred-k": 1}
+STRATEGIES = ["fifo", "lpt"]
+
+
+def simulate(name: str, label: str, seed: int, save: Path | None) -> tuple[str, str, dict, float]:
+    scenario = load(SCENARIOS / f"{name}.yaml")
+    simulation = Simulation(scenario, seed=seed, policy=metascheduler(label))
+    return measured(simulation, f"{name} seed {seed}", label, save)
+
+
+def main() -> None:
+    args = arguments(__doc__, jobs=True, only=list(SEEDS), keep=True).parse_args()
+    names = args.only or list(SEEDS)
+    tasks = [(name, label, seed) for name in names for seed in range(1, SEEDS[name] + 1) for label in STRATEGIES]
+    results, _, total = simulations(simulate, tasks, jobs=args.jobs, save=args.save, render=args.render)
+    rows, summary = [], []
+    for name in names:
+        for label in STRATEGIES:
+            ratios = []
+            for seed in range(1, SEEDS[name] + 1):
+                r = results.get((f"{name} seed {seed}", label))
+                if r is None:
+                    continue
+                ratios.append(r["makespan_over_reference"])
+                c = r["completion_time"]
+                rows.append(
+                    f"| {name} | {seed} | {label} | {duration(r['makespan'])} | "
+                    f"{fixed(r['makespan_over_reference'], 3)} | {duration(c['short']['p90'])} | "
+                    f"{duration(c['long']['p90'])} | {r['cancelled_queued'] / r['jobs']:.3f} | "
+                    f"{r['lost']} / {r['duplicated']} |"
+                )
+            if ratios:
+                summary.append(f"| {name} | {label} | {mean(ratios):.3f} | {max(ratios):.3f} | {len(ratios)} |")
+    body = f"""
+## Makespan over the offline reference, several seeds (`bench/run_seeds.py`)
+
+Run: {stamp()} ({total:,.0f} s of simulation wall time). x reference: the makespan over the offline reference's.
+
+| scenario | strategy | mean x reference | worst | seeds |
+|---|---|---|---|---|
+{chr(10).join(summary)}
+
+| scenario | seed | strategy | makespan | x reference | short p90 | long p90 | cancels per job | lost / twice |
+|---|---|---|---|---|---|---|---|---|
+{chr(10).join(rows)}
+"""
+    write_section(args.output, "bench/run_seeds.py", body)
+
+
+if __name__ == "__main__":
+    main()
