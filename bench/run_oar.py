@@ -1,8 +1,16 @@
 #!/usr/bin/env python3
-"""cigri's oar-rest adapter against the contract OAR of tests/oar, side by side with per-job baselines.
+"""cigri's oar-rest adapter against the contract OAR of tests/oar, side by side with per-job baselines; with
+``--real``, both OAR adapters against the real OAR 2.5.9 of scripts/oar-local.sh.
 
     python bench/run_oar.py              # both API flavours, 5 repeats (about a minute)
     python bench/run_oar.py --repeats 1  # a smoke run
+    python bench/run_oar.py --real       # the real OAR: 200 one-second jobs three ways (about 25 minutes)
+
+``--real`` (its own section of docs/benchmarks.md): a campaign of N one-second jobs (200 by default) from
+gridsub to the end of ``almighty --until-done --period 1``, through oar-rest and through oar-ssh, against the
+raw drain of the same jobs (``oarsub --array-param-file`` as the OAR user, then oarstat polled every second
+until none is left), in the same run; target ≤ 1.10x. Then the cost of one pass's status poll:
+``states()`` of the campaign's N jobs through each adapter.
 
 1. Jobs dispatched per second: ``OarRest.submit()`` of a 500-job batch (ONE array submission, what cigri
    does, timed until it returns the 500 ids) vs 500 single-job ``POST jobs`` of the same payload shape
@@ -23,10 +31,15 @@ docs/benchmarks.md (or --output).
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import platform
+import pwd
+import shutil
+import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -35,11 +48,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 
 import httpx  # noqa: E402
-from harness import Bench, Row, Section, arguments, command, med, run_lines  # noqa: E402
+from harness import Bench, Row, Runner, Section, arguments, command, find_bin, med, run_lines  # noqa: E402
 
 from cigri.adapters import AdapterContext  # noqa: E402
 from cigri.adapters.oar import array_command, walltime_request  # noqa: E402
 from cigri.adapters.oar_rest import IDS_PER_QUERY, OarRest  # noqa: E402
+from cigri.adapters.oar_ssh import OarSsh  # noqa: E402
 from cigri.clock import RealClock  # noqa: E402
 from cigri.model import Cluster, JobSpec, RemoteState  # noqa: E402
 from tests.oar.contract import OarState  # noqa: E402
@@ -261,13 +275,233 @@ class OarBench(Bench):
         return self.report(intro, run)
 
 
+# ---- the real OAR 2.5.9 (--real) ------------------------------------------------------------------------
+
+REAL_SCRIPT = "bench/run_oar.py --real"  # the key of its own section of docs/benchmarks.md
+OAR_ENV = Path("/run/oar-local/ci.env")  # written by scripts/oar-local.sh start
+TARGET_RATIO = 1.10  # cigri's campaign / the raw array drain
+DRAIN_TIMEOUT = 1800.0
+
+
+class RealOarBench(Bench):
+    """Campaigns through both adapters and the raw array drain, on the real OAR, one after the other."""
+
+    script = REAL_SCRIPT
+    heading = "###"
+
+    def __init__(self, args, command_line: str):
+        super().__init__(args, "cigri-bench-oar-real-")
+        self.reps = args.real_repeats
+        if not OAR_ENV.exists():
+            raise SystemExit(f"{OAR_ENV} is missing: run scripts/oar-local.sh start")
+        self.env = dict(line.split("=", 1) for line in OAR_ENV.read_text().splitlines() if "=" in line)
+        self.command = command_line
+        self.runner = Runner(find_bin(), self.tmp)
+        self.remote: dict[str, list[str]] = {}  # adapter -> the campaign's remote ids
+        # the jobs' folder is in the OAR user's home: OAR deletes that user's files in /tmp at each job's end
+        self.work = Path(self.env["OAR_HOME"]) / self.tmp.name
+
+    def as_user(self, *argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["runuser", "-u", self.env["OAR_USER"], "--", *argv],
+            capture_output=True,
+            text=True,
+            cwd=self.work,
+            check=True,
+        )
+
+    def setup(self) -> None:
+        user = pwd.getpwnam(self.env["OAR_USER"])
+        self.work.mkdir()
+        (self.work / "job.sh").write_text("#!/bin/sh\nsleep 1\n")
+        (self.work / "job.sh").chmod(0o755)
+        for path in (self.work, self.work / "job.sh"):
+            shutil.chown(path, user.pw_uid, user.pw_gid)
+
+    def cleanup(self) -> None:
+        super().cleanup()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def records(self, sql: str) -> dict:
+        out = self.as_user("oarstat", "-f", "-J", "--sql", sql).stdout
+        return json.loads(out) if out.strip() else {}
+
+    def makespan(self, sql: str) -> float:
+        """OAR's own span of the jobs: the first submission to the last end."""
+        jobs = self.records(sql).values()
+        return max(job["stopTime"] for job in jobs) - min(job["submissionTime"] for job in jobs)
+
+    def raw_drain(self, n: int, rep: int) -> tuple[float, float]:
+        """(wall, OAR's span) of ``oarsub --array-param-file`` of n jobs, oarstat polled each second to the end."""
+        params = self.work / f"raw-{rep}.params"
+        params.write_text("".join(f"j{i}\n" for i in range(n)))
+        name = f"bench.raw.{self.tmp.name}.{rep}"
+        start = time.perf_counter()
+        self.as_user(
+            *("oarsub", "-n", name, "-d", str(self.work), "-O", "/dev/null", "-E", "/dev/null"),
+            *("-l", "core=1,walltime=0:10:0", "--array-param-file", str(params), str(self.work / "job.sh")),
+        )
+        left = f"job_name = '{name}' and state not in ('Terminated', 'Error')"
+        while self.records(left):
+            if time.perf_counter() - start > DRAIN_TIMEOUT:
+                raise RuntimeError(f"the raw array did not drain in {DRAIN_TIMEOUT:.0f} s")
+            time.sleep(1)
+        wall = time.perf_counter() - start
+        return wall, self.makespan(f"job_name = '{name}'")
+
+    def campaign(self, adapter: str, n: int, rep: int) -> tuple[float, float]:
+        """(wall, OAR's span) of gridsub + almighty --until-done --period 1 of n jobs through ``adapter``."""
+        state = self.tmp / f"{adapter}-{rep}" / "state.db"
+        env = self.env
+        if adapter == "oar-rest":
+            options = ["--url", env["OAR_API_URL"], "--login", env["OAR_USER"]]
+        else:
+            options = ["--host", env["OAR_SSH_HOST"], "--port", env["OAR_SSH_PORT"], "--user", env["OAR_USER"]]
+            options += ["--identity-file", env["OAR_SSH_KEY"], "--remote-dir", str(self.work / f".cigri-{rep}")]
+        self.runner.grid(state, "gridclusters", "add", "oar", "--adapter", adapter, *options)
+        params = self.tmp / f"{adapter}-{rep}.params"
+        params.write_text("".join(f"j{i}\n" for i in range(n)))
+        jdl = self.tmp / f"{adapter}-{rep}.yaml"
+        jdl.write_text(
+            f"name: bench\nexec_file: {self.work / 'job.sh'}\nexec_directory: {self.work}\n"
+            f'walltime: "00:10:00"\nparam_file: {params}\nclusters:\n  oar: {{}}\n'
+        )
+        start = time.perf_counter()
+        self.runner.gridsub(state, jdl)
+        self.runner.grid(state, "almighty", "--until-done", "--period", "1", "--timeout", str(DRAIN_TIMEOUT))
+        wall = time.perf_counter() - start
+        jobs = json.loads(self.runner.grid(state, "gridstat", "-c", "1", "-f", "--json").out)
+        if len(jobs) != n or {job["state"] for job in jobs} != {"terminated"}:
+            raise RuntimeError(f"the {adapter} campaign ended with {Counter(job['state'] for job in jobs)}")
+        self.remote[adapter] = [job["remote_id"] for job in jobs]
+        ids = ",".join(self.remote[adapter])
+        return wall, self.makespan(f"job_id in ({ids})")
+
+    def end_to_end(self, sec: Section) -> None:
+        n = self.args.real_jobs
+        taken: dict[str, list[tuple[float, float]]] = {"raw": [], "oar-rest": [], "oar-ssh": []}
+        for rep in range(self.reps):  # interleaved: the machine's noise hits each alike
+            taken["raw"].append(self.raw_drain(n, rep))
+            for adapter in ("oar-rest", "oar-ssh"):
+                taken[adapter].append(self.campaign(adapter, n, rep))
+            print(f"rep {rep + 1}: " + ", ".join(f"{k} {v[-1][0]:.0f} s" for k, v in taken.items()), flush=True)
+        raw_wall = med([wall for wall, _ in taken["raw"]])
+        raw_span = med([span for _, span in taken["raw"]])
+        for adapter in ("oar-rest", "oar-ssh"):
+            wall = med([w for w, _ in taken[adapter]])
+            span = med([s for _, s in taken[adapter]])
+            met = wall / raw_wall <= TARGET_RATIO
+            sec.rows.append(
+                Row(
+                    f"{n} one-second jobs through {adapter}: gridsub to the end of almighty --until-done",
+                    f"{wall:.0f} s ({n / wall:.2f} jobs/s)",
+                    f"{raw_wall:.0f} s ({n / raw_wall:.2f} jobs/s)",
+                    f"{wall / raw_wall:.2f}x",
+                    f"≤ {TARGET_RATIO:.2f}x",
+                    "yes" if met else f"**NO**: {wall / raw_wall:.2f}x",
+                )
+            )
+            sec.rows.append(
+                Row(
+                    f"{n} one-second jobs through {adapter}: OAR's span (first submission to last end)",
+                    f"{span:.0f} s",
+                    f"{raw_span:.0f} s",
+                    f"{span / raw_span:.2f}x",
+                    "(extra measure)",
+                )
+            )
+        for kind, values in taken.items():
+            self.raw.append(f"- {kind}: " + ", ".join(f"wall {w:.1f} s, span {s:.0f} s" for w, s in values))
+
+    def polling(self, sec: Section) -> None:
+        """states() of the campaign's jobs (all ended) through each adapter, as one pass of the updator."""
+        for adapter in ("oar-rest", "oar-ssh"):
+            ids = self.remote.get(adapter)
+            if not ids:
+                raise RuntimeError(f"no {adapter} campaign ran: nothing to poll")
+            env = self.env
+            if adapter == "oar-rest":
+                made = OarRest(
+                    Cluster("oar", adapter, {"url": env["OAR_API_URL"], "login": env["OAR_USER"]}),
+                    AdapterContext(self.tmp, RealClock()),
+                )
+            else:
+                config = {"host": env["OAR_SSH_HOST"], "port": int(env["OAR_SSH_PORT"]), "user": env["OAR_USER"]}
+                made = OarSsh(
+                    Cluster("oar", adapter, {**config, "identity_file": env["OAR_SSH_KEY"]}),
+                    AdapterContext(self.tmp, RealClock()),
+                )
+            seconds = []
+            try:
+                for _ in range(max(self.reps, 3)):
+                    start = time.perf_counter()
+                    got = made.states(ids)
+                    seconds.append(time.perf_counter() - start)
+                    if {status.state for status in got.values()} != {RemoteState.EXITED}:
+                        raise RuntimeError(f"{adapter}: states() of the ended campaign: {set(got.values())}")
+            finally:
+                made.close()
+            sec.rows.append(
+                Row(f"states() of {len(ids)} ended jobs, {adapter}", fs(med(seconds)), "-", "-", "(extra measure)")
+            )
+            self.raw.append(f"- states(), {adapter}, {len(ids)} jobs: " + ", ".join(fs(t) for t in seconds))
+
+    def write(self) -> str:
+        intro = [
+            "## OAR adapters against the real OAR 2.5.9 (`bench/run_oar.py --real`)",
+            "",
+            "Both OAR adapters against the real OAR 2.5.9 of `scripts/oar-local.sh` (Debian 12's packages: "
+            "PostgreSQL, 4 cores of node localhost with cgroup cpusets, the `oarapi` REST API behind Apache and "
+            "mod_fcgid), as its unprivileged test user, side by side with the raw array drain in the same run. "
+            "Regenerate this section with `python bench/run_oar.py --real` (after `scripts/oar-local.sh start`).",
+            "",
+        ]
+        run = [
+            *run_lines(self.command, utc=True, software=f"OAR {self.env.get('OAR_VERSION', '?')}"),
+            f"- Each measure repeated {self.reps} time(s), median shown; raw, oar-rest, oar-ssh interleaved",
+            f"- Wall time of this run: {self.wall:.0f} s",
+        ]
+        return self.report(intro, run)
+
+
+def main_real(args, command_line: str) -> None:
+    bench = RealOarBench(args, command_line)
+    n = args.real_jobs
+    bench.run(
+        [
+            (
+                "End to end on the real OAR",
+                f"A campaign of {n} one-second jobs (`sleep 1`) from `gridsub` to the end of `grid almighty "
+                "--until-done --period 1` (wall time), through oar-rest and through oar-ssh, against the raw drain "
+                f"of the same {n} jobs: one `oarsub --array-param-file` as the OAR user, then `oarstat` polled "
+                "every second until none is left. OAR's span (its own records: the first submission to the last "
+                "end) is shown beside. The ratio is cigri's / the raw drain's (lower is better).",
+                bench.end_to_end,
+            ),
+            (
+                "Status poll on the real OAR",
+                f"One `states()` of the campaign's {n} jobs (ended) through each adapter: what one updator pass "
+                "costs (oar-rest: the login's current jobs, then the ended ones by id; oar-ssh: one `oarstat -f -J` "
+                "through ssh).",
+                bench.polling,
+            ),
+        ]
+    )
+
+
 def main() -> None:
     parser = arguments(__doc__, repeats=5)
     parser.add_argument("--jobs", type=int, default=500, help="jobs of the dispatch batch (500)")
     parser.add_argument("--poll", type=int, nargs=2, default=(10, 1000), metavar=("FEW", "MANY"))
     parser.add_argument("--flavours", default="2.5,3", help="API flavours, comma separated (2.5,3)")
     parser.add_argument("--as-is", action="store_true", help="keep the test server's artefacts (slow)")
+    parser.add_argument("--real", action="store_true", help="the real OAR of scripts/oar-local.sh (own section)")
+    parser.add_argument("--real-jobs", type=int, default=200, help="--real: jobs of each campaign (200)")
+    parser.add_argument("--real-repeats", type=int, default=1, help="--real: repeats of each measure (1)")
     args = parser.parse_args()
+    if args.real:
+        main_real(args, command(SCRIPT, parser, args))
+        return
     if not 1 < args.jobs <= 1000 or not 0 < args.poll[0] < args.poll[1] <= 1000:
         parser.error("1 < jobs ≤ 1000 and 0 < FEW < MANY ≤ 1000 (the server's array limit)")
     _Handler.disable_nagle_algorithm = not args.as_is  # this process only: tests/oar is left as it is

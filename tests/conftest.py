@@ -20,6 +20,7 @@ from cigri.clock import RealClock
 from cigri.cycle import Cycle
 from cigri.store import Store
 
+from .oar_local import oar_dir, real_oar  # noqa: F401 (fixtures for the tests that need the real OAR)
 from .slurm import shared_dir, slurm  # noqa: F401 (fixtures for the tests that need the real Slurm)
 
 PYTHON = sys.executable
@@ -39,15 +40,17 @@ else:
 
 
 CLUSTER_HOME = Path("~cigritest").expanduser()  # the cluster user of scripts/slurm-local.sh
+OAR_HOME = Path("~oartest").expanduser()  # the OAR user of scripts/oar-local.sh
 
 
 def watched_leftovers() -> set[Path]:
     """What a test could leave behind: cigri's, OAR's and Slurm's files in /tmp (``slurm-N.out`` is sbatch's
-    default output), anything in the cluster user's home. Not the
+    default output), anything in the cluster users' homes (Slurm's and the real OAR's). Not the
     sockets of ssh masters that outlive their test by ControlPersist: they go with their process."""
     found = {path for pattern in ("cigri*", "OAR.*", "slurm-*.out") for path in Path("/tmp").glob(pattern)}
-    if CLUSTER_HOME.is_dir():
-        found |= set(CLUSTER_HOME.rglob("*"))
+    for home in (CLUSTER_HOME, OAR_HOME):
+        if home.is_dir():
+            found |= set(home.rglob("*"))
     return {path for path in found if not path.is_socket()}
 
 
@@ -86,9 +89,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("slurm") or "slurm" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("slurm"))
+        elif item.get_closest_marker("oar") or "real_oar" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("oar"))  # the real OAR's one node, as Slurm's
 
 
 SLURM_TIMEOUT = 300  # seconds: the real Slurm's tests wait on its scheduler, and on each other (one node, a lock)
+OAR_TIMEOUT = 300  # the real OAR's: 8-10 s a job from submission to its end, walltime kills checked every ~30 s
 # the tests that take half a minute or more alone (Slurm checks walltimes every 30 s; the soaks kill an almighty a
 # hundred times): on a loaded box, several times that
 LONG_TESTS = {
@@ -108,6 +114,8 @@ def pytest_itemcollected(item):
     seconds = LONG_TESTS.get(getattr(item, "originalname", item.name))
     if seconds is None and (item.get_closest_marker("slurm") or "slurm" in getattr(item, "fixturenames", ())):
         seconds = SLURM_TIMEOUT
+    if seconds is None and (item.get_closest_marker("oar") or "real_oar" in getattr(item, "fixturenames", ())):
+        seconds = OAR_TIMEOUT
     if seconds is not None:
         item.add_marker(pytest.mark.timeout(seconds))
 

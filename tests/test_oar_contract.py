@@ -29,6 +29,11 @@ def states(oar: OarState) -> dict[int, str]:
     return {job["id"]: job["state"] for job in oar.jobs()}
 
 
+# the events of a running job that OAR 2.5.9 kills (oardel alone; after BESTEFFORT_KILL); a waiting job deleted
+# gets FRAG_JOB_REQUEST alone
+RUNNING_KILL = ["FRAG_JOB_REQUEST", "SEND_KILL_JOB", "SWITCH_INTO_ERROR_STATE"]
+
+
 def event_types(job: dict) -> list[str]:
     return [event["type"] for event in job["events"]]
 
@@ -121,7 +126,9 @@ def test_a_job_past_its_walltime_is_killed(oar: OarState):
     [job_id] = oar.submit("alice", "/bin/run", "core=1,walltime=0:0:30", params=["long 100"])
     oar.advance(40)
     job = oar.job(job_id)
-    assert (job["state"], job["exit_code"], event_types(job)) == ("Error", None, ["WALLTIME"])
+    # as the real OAR 2.5.9 records a walltime kill
+    kill = ["FRAG_JOB_REQUEST", "WALLTIME", "SEND_KILL_JOB", "SWITCH_INTO_ERROR_STATE"]
+    assert (job["state"], job["exit_code"], event_types(job)) == ("Error", None, kill)
     assert job["walltime"] == 30
 
 
@@ -139,7 +146,8 @@ def test_a_normal_job_kills_best_effort_jobs_for_their_cores(oar: OarState):
     oar.advance(0)
     killed = [j for j in oar.jobs() if j["state"] == "Error"]
     assert [j["id"] for j in killed] == [be[2], be[3]]  # the youngest ones
-    assert all(event_types(j) == ["BESTEFFORT_KILL"] for j in killed)
+    # as the real OAR 2.5.9 records a best-effort kill
+    assert all(event_types(j) == ["BESTEFFORT_KILL", *RUNNING_KILL] for j in killed)
     assert oar.job(normal)["state"] == "Launching"
 
 
@@ -149,14 +157,14 @@ def test_besteffort_kill_on_demand(oar: OarState):
         oar.besteffort_kill(be)  # still Waiting
     oar.advance(2)
     oar.besteffort_kill(be)
-    assert (oar.job(be)["state"], event_types(oar.job(be))) == ("Error", ["BESTEFFORT_KILL"])
+    assert (oar.job(be)["state"], event_types(oar.job(be))) == ("Error", ["BESTEFFORT_KILL", *RUNNING_KILL])
 
 
 def test_delete_frags_the_job(oar: OarState):
     first, second = oar.submit("alice", "/bin/run", params=["a 100", "b 100"])
     oar.advance(2)
     assert "REGISTERED" in oar.delete(first)
-    assert (oar.job(first)["state"], event_types(oar.job(first))) == ("Error", ["FRAG_JOB_REQUEST"])
+    assert (oar.job(first)["state"], event_types(oar.job(first))) == ("Error", RUNNING_KILL)  # it was running
     oar.advance(200)
     assert "already" in oar.delete(second)
     assert oar.job(second)["state"] == "Terminated"
@@ -184,6 +192,15 @@ def test_outputs_are_kept_and_written_in_the_launching_directory(oar: OarState, 
     stderr = oar.read_file(f"{tmp_path}/OAR.{job_id}.stderr")
     assert stderr.splitlines() == ["stderr of fails", "fails exited with status 3"]
     assert (tmp_path / f"OAR.{job_id}.stdout").read_text() == "stdout of fails\n"
+
+
+def test_a_named_jobs_outputs_carry_its_name(oar: OarState, tmp_path: Path):
+    """As the real OAR 2.5.9 names them: OAR.<name>.<id>.stdout when the job has a name."""
+    [job_id] = oar.submit("alice", "/bin/run", directory=str(tmp_path), params=["x 1 0"], name="cigri.k.1")
+    assert (oar.job(job_id)["stdout_file"], oar.job(job_id)["stderr_file"]) == (
+        f"OAR.cigri.k.1.{job_id}.stdout",
+        f"OAR.cigri.k.1.{job_id}.stderr",
+    )
 
 
 def test_a_job_naming_no_directory_runs_in_the_contract_home_not_the_machine_one(oar: OarState, tmp_path: Path):
@@ -247,6 +264,8 @@ def test_job_details_have_the_documented_keys(client: httpx.Client, oar: OarStat
     documented = fixture("oar25-jobs-details.json")
     assert set(listing) == set(documented)
     assert set(documented["items"][0]) <= set(listing["items"][0])
+    # as the real OAR 2.5.9 lists them: array_index null in the listing (GET jobs/<id> gives it)
+    assert [item["array_index"] for item in listing["items"]] == [None, None]
     short = client.get("/jobs", params={"state": "Terminated"}).json()
     assert set(short["items"][0]) == set(fixture("oar25-jobs.json")["items"][0])
     assert client.get("/jobs/999").status_code == 404
@@ -339,7 +358,7 @@ def test_oar3_endpoints_answer_as_documented(client3: httpx.Client, oar: OarStat
     assert client3.get("/jobs/2").json()["exit_code"] == 256
     deleted = client3.delete("/jobs/3").json()
     assert set(deleted) == set(fixture("oar3-delete-job.json"))
-    assert event_types(oar.job(3)) == ["FRAG_JOB_REQUEST"]
+    assert event_types(oar.job(3)) == RUNNING_KILL  # it was running
     assert client3.get("/resources", params={"detailed": "true"}).json()["total"] == 4
     stress = client3.get("/stress_factor").json()
     assert set(stress) == set(fixture("oar3-stress-factor.json"))
@@ -418,8 +437,9 @@ def test_holds_and_resumptions_through_both_apis_and_the_commands(oar, api, clie
         "Hold request registered",
         f"[{ids[0]}] Hold request was sent to the OAR server.",
     )
-    refused = client.post(f"/jobs/{ids[0]}/holds/new")
-    assert refused.status_code == 500 and "Oarhold error" in refused.text
+    refused = client.post(f"/jobs/{ids[0]}/holds/new")  # as OAR 2.5.9's oarapi refuses: 400, "Oar error"
+    assert (refused.status_code, refused.json()["title"]) == (400, "Oar error")
+    assert "Oar command exited with status 256" in refused.json()["message"]
     assert client.post(f"/jobs/{ids[0]}", json={"method": "resume"}).json()["status"] == "Resume request registered"
     assert client3.post(f"/jobs/{ids[1]}/hold/new").json()["exit_status"] == 0
     assert client3.post(f"/jobs/{ids[1]}/hold/new").json()["exit_status"] == 1  # HTTP 200 all the same

@@ -12,19 +12,24 @@ file (0600, ``<batch key>.env`` in cigri's folder on the cluster) that the comma
 Remote ids are OAR job ids, mapped to specs by their ``array_index`` (spec *i* is index *i*): never by
 matching param text, which CiGri does and gets wrong when one param prefixes another (``a``/``a1``).
 
-States (:func:`translate`): Waiting, Hold, toLaunch, Launching ... are PENDING; Running, Finishing,
-Suspended, Resuming are RUNNING; Terminated is EXITED with the exit status read from OAR's wait status;
+States (:func:`translate`): Waiting, Hold, toError, toAckReservation are PENDING; toLaunch, Launching
+(OAR gave the job its cores and starts it: an ``oardel`` then races with the start, and the real OAR 2.5.9
+ran such jobs to their end: they are no queued jobs to take back), Running, Finishing, Suspended, Resuming
+are RUNNING; Terminated is EXITED with the exit status read from OAR's wait status;
 Error depends on the job's events:
 
-- BESTEFFORT_KILL, WALLTIME, EXTERMINATE*, FRAG_JOB_REQUEST: KILLED (cigri resubmits the job), the last
-  such event giving the cause (:func:`kill_cause`): preempted, walltime, admin and admin (oardel);
+- BESTEFFORT_KILL, WALLTIME, EXTERMINATE*, FRAG_JOB_REQUEST: KILLED (cigri resubmits the job), the cause
+  (:func:`kill_cause`) given by the first of BESTEFFORT_KILL (preempted), WALLTIME, EXTERMINATE* (admin), else
+  FRAG_JOB_REQUEST (oardel: admin). OAR 2.5.9 records FRAG_JOB_REQUEST with every kill, before WALLTIME and
+  after BESTEFFORT_KILL: it says a kill was asked for, not why;
 - RESUBMIT_JOB_AUTOMATICALLY: OAR resubmitted the job itself under a new id. The adapters follow it:
   the old id keeps being the job's remote id in cigri, and is reported with the state of the newest job
   of the chain (PENDING, RUNNING, EXITED...), found by one more bulk query per hop, only when there are
   such jobs (see :func:`statuses`); cancel and tail act on the newest job too, and the reason says
   "resubmitted by OAR as job N";
 - WORKING_DIRECTORY: EXITED without exit status, with the reason "working directory ..." (an event the
-  user sees and fixes);
+  user sees and fixes); OUTPUT_FILES (OAR could not create the job's stdout and stderr files in its folder)
+  likewise, with the reason "output files ...";
 - any other Error: EXITED with OAR's exit status when it is not 0, else without one and the events as
   the reason (an event for the user, never a success).
 
@@ -48,10 +53,10 @@ from .reading import epoch, whole
 STATES: dict[str, RemoteState] = {
     "Waiting": RemoteState.PENDING,
     "Hold": RemoteState.PENDING,
-    "toLaunch": RemoteState.PENDING,
+    "toLaunch": RemoteState.RUNNING,  # its cores given: being started (see the module's docstring)
     "toError": RemoteState.PENDING,  # on its way to Error: its events are not final yet
     "toAckReservation": RemoteState.PENDING,
-    "Launching": RemoteState.PENDING,
+    "Launching": RemoteState.RUNNING,
     "Running": RemoteState.RUNNING,
     "Finishing": RemoteState.RUNNING,
     "Suspended": RemoteState.RUNNING,
@@ -59,9 +64,9 @@ STATES: dict[str, RemoteState] = {
     "Terminated": RemoteState.EXITED,
     "Error": RemoteState.EXITED,  # refined by the job's events, see translate()
 }
-# OAR events after which the job was ended by OAR itself: cigri runs it again
-KILL_EVENTS = ("BESTEFFORT_KILL", "WALLTIME", "EXTERMINATE", "FRAG_JOB_REQUEST")
-# why OAR killed a job, from its kill event (EXTERMINATE_JOB and the like by their prefix)
+# the OAR events after which the job was ended by OAR itself (cigri runs it again), and why OAR killed it, from
+# its kill events (EXTERMINATE_JOB and the like by their prefix), in this order of
+# precedence: FRAG_JOB_REQUEST comes with every kill, alone only when the job was deleted (oardel)
 CAUSES: dict[str, KillCause] = {
     "BESTEFFORT_KILL": KillCause.PREEMPTED,
     "WALLTIME": KillCause.WALLTIME,
@@ -70,6 +75,7 @@ CAUSES: dict[str, KillCause] = {
 }
 RESUBMIT_EVENT = "RESUBMIT_JOB_AUTOMATICALLY"
 WORKDIR_EVENT = "WORKING_DIRECTORY"
+OUTPUT_EVENT = "OUTPUT_FILES"  # OAR 2.5.9: "Cannot create .stdout and .stderr files in <folder> on the node <n>"
 # the states of the jobs OAR lists when asked for all of them (the default lists only current jobs)
 ALL_STATES = tuple(STATES)
 FOLLOW_HOPS = 5  # resubmissions of resubmissions followed at most
@@ -82,7 +88,7 @@ class OarJob:
 
     id: str
     array_id: str
-    array_index: int
+    array_index: int | None  # None where the record leaves it out (OAR 2.5's API lists it null)
     name: str
     state: str
     raw_exit: int | None
@@ -147,7 +153,7 @@ def job_of(item: dict, key: str | None = None) -> OarJob | None:
     return OarJob(
         id=str(job_id),
         array_id=str(_int(_pick(item, "array_id", "arrayId")) or job_id),
-        array_index=_int(_pick(item, "array_index", "arrayIndex")) or 1,
+        array_index=_int(_pick(item, "array_index", "arrayIndex")),
         name=str(_pick(item, "name", "job_name") or ""),
         state=str(_pick(item, "state") or ""),
         raw_exit=_int(_pick(item, "exit_code", "exitCode")),
@@ -210,27 +216,38 @@ def translate(job: OarJob) -> tuple[RemoteState, int | None, str]:
     if job.state != "Error":
         return remote, None, ""
     kinds = job.event_types
-    killed = [kind for kind in kinds if kind.startswith(KILL_EVENTS)]
-    if killed:
-        return RemoteState.KILLED, None, f"killed by OAR ({killed[-1]})"
+    if (event := kill_event(job)) is not None:
+        return RemoteState.KILLED, None, f"killed by OAR ({event})"
     for kind, description in job.events:
         if kind.startswith(WORKDIR_EVENT):
             return RemoteState.EXITED, None, f"working directory problem: {description or kind}"
+        if kind.startswith(OUTPUT_EVENT):
+            return RemoteState.EXITED, None, f"output files problem: {description or kind}"
     code = exit_status(job.raw_exit)
     if code:
         return RemoteState.EXITED, code, ""
     return RemoteState.EXITED, None, f"OAR error ({', '.join(kinds) or 'no event recorded'})"
 
 
+def kill_event(job: OarJob) -> str | None:
+    """The event that says why OAR killed the job, by the precedence of :data:`CAUSES`; None when it was not
+    killed."""
+    for word in CAUSES:
+        event = next((kind for kind in job.event_types if kind.startswith(word)), None)
+        if event is not None:
+            return event
+    return None
+
+
 def kill_cause(job: OarJob) -> KillCause | None:
-    """Why OAR killed the job: the cause of its last kill event (see :data:`CAUSES`); None when OAR did
-    not kill it (it is not in Error, or no kill event is recorded)."""
+    """Why OAR killed the job (see :data:`CAUSES`); None when OAR did not kill it (it is not in Error, or no
+    kill event is recorded)."""
     if job.state != "Error":
         return None
-    killed = [kind for kind in job.event_types if kind.startswith(KILL_EVENTS)]
-    if not killed:
+    event = kill_event(job)
+    if event is None:
         return None
-    return next((cause for word, cause in CAUSES.items() if killed[-1].startswith(word)), KillCause.OTHER)
+    return next(cause for word, cause in CAUSES.items() if event.startswith(word))
 
 
 def checkpoint_request(spec: JobSpec) -> tuple[int, int] | None:
@@ -271,12 +288,11 @@ def statuses(
 
 
 def tally(jobs: Iterable[OarJob], ours: Callable[[OarJob], bool]) -> tuple[int, int, int]:
-    """(busy slots, of which cigri's, cigri's jobs queued) of current jobs; a job being launched holds
-    its cores already, though it is PENDING to the cycle."""
+    """(busy slots, of which cigri's, cigri's jobs queued) of current jobs (a job being launched holds its
+    cores already: it is RUNNING)."""
     busy = grid_used = queued = 0
     for job in jobs:
-        holding = translate(job)[0] == RemoteState.RUNNING or job.state in ("toLaunch", "Launching")
-        if holding:
+        if translate(job)[0] == RemoteState.RUNNING:
             busy += job.slots
             grid_used += job.slots if ours(job) else 0
         elif translate(job)[0] == RemoteState.PENDING and ours(job):
@@ -299,8 +315,8 @@ def check_settings(settings: dict, path: str) -> None:
 
 def shell_path(text: str, home: str) -> str:
     """A path as one shell word: ``{HOME}`` and a leading ``~`` become ``home``. With home ``$HOME``
-    (REST, where cigri does not know it) it stays ``"$HOME"``, outside the quotes, for the job's shell
-    (or OAR's API, which replaces ``$HOME`` in commands) to expand."""
+    (REST, where cigri does not know it) it stays ``"$HOME"``, outside the quotes, for the job's shell to
+    expand (oar-rest escapes it from the shell OAR 2.5's API runs oarsub in: see ``oar_rest.oarapi_word``)."""
     if home != "$HOME":
         return shlex.quote(expand_home(text, home))
     parts = expand_home(text, "\0").split("\0")
@@ -366,9 +382,18 @@ def array_command(specs: Sequence[JobSpec], home: str, env_file: str | None = No
     return command, "\n".join(param_line(spec) for spec in specs) + "\n"
 
 
+def index_of(job: OarJob) -> int:
+    """A job's index in its array. OAR 2.5's API lists ``array_index`` as null (``GET jobs/details``): there
+    the index comes from the ids, OAR 2.5 giving an array's jobs consecutive ids in index order, the first
+    being the array's id (an array submission is atomic: OAR::IO::add_micheline_job). A plain job is index 1."""
+    if job.array_index is not None:
+        return job.array_index
+    return int(job.id) - int(job.array_id) + 1
+
+
 def ids_by_index(jobs: Iterable[OarJob], array_id: str, count: int) -> list[str] | None:
     """The ids of array ``array_id``'s jobs, in array-index order 1..count; None if one is missing."""
-    by_index = {job.array_index: job.id for job in jobs if job.array_id == array_id}
+    by_index = {index_of(job): job.id for job in jobs if job.array_id == array_id}
     if any(index not in by_index for index in range(1, count + 1)):
         return None
     return [by_index[index] for index in range(1, count + 1)]

@@ -25,6 +25,7 @@ free slot and its queue depth drops to 0 until it calms down; its jobs are still
 from __future__ import annotations
 
 import getpass
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
@@ -45,6 +46,7 @@ from .oar import (
     cigri_job,
     environment_file,
     ids_by_index,
+    index_of,
     job_of,
     output_path,
     shell_path,
@@ -71,6 +73,36 @@ def read_token(path: str) -> str:
     if not token or any(c.isspace() for c in token):
         raise ConfigError(f"token_file {path} holds no token (the token alone on one line)")
     return token
+
+
+_BACKSLASHED = re.compile(r"(\\*)([^\\]|$)", re.S)  # a run of backslashes and the character after it
+
+
+def oarapi_word(text: str, live: str = "") -> str:
+    """``text`` as OAR 2.5's API (oarapi.pl, POST jobs) must be sent it for oarsub to receive it unchanged.
+
+    oarapi puts each value between double quotes in an ``oarsub`` command line, puts that in ``bash -c "..."``
+    and runs it through a shell: it escapes double quotes for both shells, but ``$`` and backquotes for the
+    outer one only, so the bash that runs oarsub (as the user, from the home) expands ``$NAME``, ``$(...)`` and
+    backquotes at submission time; and each shell takes a backslash from a pair. So: a run of backslashes
+    before a double quote stays, before ``$`` or a backquote it is doubled and escapes it, before anything else
+    it is quadrupled. oarapi also puts the home for the first ``/~/`` of a command: that one is kept out of its
+    reach by an empty expansion (``$@``: that bash has no arguments). ``live``: a word (``$HOME``) left for
+    that bash to expand."""
+    if live:
+        return live.join(oarapi_word(part) for part in text.split(live))
+    if text.endswith("\\"):  # it would escape the closing quote oarapi puts after it
+        raise SubmitError(f"OAR's API cannot take a value ending with a backslash: {text[-40:]!r}")
+
+    def escaped(match: re.Match) -> str:
+        backslashes, char = len(match.group(1)), match.group(2)
+        if char == '"':
+            return "\\" * backslashes + char
+        if char in ("$", "`"):
+            return "\\" * (2 * backslashes + 1) + char
+        return "\\" * (4 * backslashes) + char
+
+    return _BACKSLASHED.sub(escaped, text).replace("/~/", "/$@~/")
 
 
 def error_text(response: httpx.Response) -> str:
@@ -105,8 +137,8 @@ class OarRest:
         Option(
             "home",
             str,
-            "the login's home directory on the cluster, for {HOME} and ~ in exec_directory (default: left to "
-            "OAR's API, which puts the home for $HOME)",
+            "the login's home directory on the cluster, for {HOME} and ~ in exec_directory (default: $HOME, which "
+            "OAR 2.5's API expands in the job's directory, and the job's shell in its command)",
         ),
         Option("page_size", int, "records asked per page of a listing (default 500)", minimum=1),
         *OAR_OPTIONS,
@@ -268,9 +300,13 @@ class OarRest:
                 return items
         raise TransportError(f"{self.name}: OAR's API listing {path} does not end after {MAX_PAGES} pages")
 
-    def _details(self, **filters) -> list[OarJob]:
-        """Job records with their details, one paginated query. Filters: ids, array, user, states."""
-        path, params = ("jobs/details", {}) if self.flavour == "2.5" else ("jobs", {"details": "1"})
+    def _details(self, detailed: bool = True, **filters) -> list[OarJob]:
+        """Job records with their details (``detailed``; else the short listing: id, name, state...), one
+        paginated query. Filters: ids, array, user, states."""
+        if self.flavour == "2.5":
+            path, params = ("jobs/details" if detailed else "jobs"), {}
+        else:
+            path, params = "jobs", {"details": "1"} if detailed else {}
         if filters.get("ids"):
             if self.flavour == "2.5":
                 params["ids"] = ":".join(filters["ids"])
@@ -424,6 +460,8 @@ class OarRest:
             payload["type"] = ["besteffort"]
         if (checkpoint := checkpoint_request(spec)) is not None:
             payload["checkpoint"], payload["signal"] = checkpoint
+        if self.flavour == "2.5":  # oarapi hands every value to a shell (OAR 3's API runs no shell)
+            payload = {key: self._oarapi_value(key, value) for key, value in payload.items()}
         answer = self._json("POST", "jobs", payload=payload, submitting=True) or {}
         array_id = str(answer.get("id") or "")
         if whole(array_id) is None:
@@ -434,15 +472,27 @@ class OarRest:
             raise TransportError(f"{self.name}: OAR does not list every job of array {array_id} yet")
         return ids
 
+    @staticmethod
+    def _oarapi_value(key: str, value: object) -> object:
+        """A submission's field as OAR 2.5's API must get it (:func:`oarapi_word`): the directory keeps ``$HOME``
+        for the API's shell to expand; the param file goes to a file, not through the shell."""
+        if key == "param_file" or isinstance(value, int):
+            return value
+        if isinstance(value, list):
+            return [oarapi_word(str(item)) for item in value]
+        return oarapi_word(str(value), live="$HOME" if key == "directory" else "")
+
     def find_batch(self, batch_key: str) -> list[str] | None:
         # ended jobs too: a batch whose answer was lost may have run to its end before this pass (only a
-        # batch a killed pass left is looked for, so reading the login's whole history here is rare)
-        arrays = {job.array_id for job in self._details(user=self.login, states=ALL_STATES) if job.name == batch_key}
-        if not arrays:
+        # batch a killed pass left is looked for, so reading the login's whole history here is rare). In the
+        # short listing: OAR 2.5.9's detailed one costs ~30 ms a job. It gives no array id: the first job of
+        # an array has the array's id, the smallest of its jobs (see index_of)
+        named = [job.id for job in self._details(False, user=self.login, states=ALL_STATES) if job.name == batch_key]
+        if not named:
             return None
-        array_id = min(arrays, key=int)  # the first submission, should there be two
+        array_id = min(named, key=int)  # the first submission, should there be two
         jobs = [job for job in self._details(array=array_id, states=ALL_STATES) if job.array_id == array_id]
-        return ids_by_index(jobs, array_id, max(job.array_index for job in jobs)) if jobs else None
+        return ids_by_index(jobs, array_id, max(index_of(job) for job in jobs)) if jobs else None
 
     def states(self, remote_ids: Sequence[str]) -> dict[str, RemoteStatus]:
         out, self._followed = statuses(remote_ids, self._jobs)
@@ -466,9 +516,10 @@ class OarRest:
 
     def _hold_or_resume(self, verb: str, remote_ids: Sequence[str]) -> None:
         """``POST jobs/<id>/holds/new`` or ``resumptions/new`` per job (both flavours; the job OAR resubmitted
-        one as, when it did). OAR 2.5 refuses with an HTTP error (oarapi answers 500 when the command fails),
-        OAR 3 with a non-zero exit_status: one listing of the refused jobs then tells which were truly refused
-        (and meets an outage as one)."""
+        one as, when it did). OAR 2.5 refuses with an HTTP error (2.5.9's oarapi: 400 "Oar error" when the
+        command fails), OAR 3 with a non-zero exit_status: one listing of the refused jobs then tells which were
+        truly refused (and meets an outage as one). OAR takes the request, then changes the state: a job is in
+        Hold, or Waiting again, a moment after the answer."""
         resource = "holds" if verb == "hold" else "resumptions"
         failed: dict[str, str] = {}
         for job_id in dict.fromkeys(self._followed.get(rid, rid) for rid in remote_ids):

@@ -17,11 +17,14 @@ exits with EXIT (default 0). Facts from OAR's documentation and from CiGri's use
 - a job that ran to its end is ``Terminated`` whatever its exit status; ``exit_code`` is the wait(2) status of
   its command (exit 1 -> 256): CiGri reads ``exit_code >> 8`` of Terminated jobs;
 - a job killed for a normal job's cores is ``Error`` with event ``BESTEFFORT_KILL``; past its walltime,
-  ``Error`` with ``WALLTIME``; deleted by ``oardel`` or the API, ``Error`` with ``FRAG_JOB_REQUEST``; a missing
+  ``Error`` with ``WALLTIME``; deleted by ``oardel`` or the API, ``Error`` with ``FRAG_JOB_REQUEST`` (which the
+  real 2.5.9 also records after BESTEFFORT_KILL and before WALLTIME, then SEND_KILL_JOB and
+  SWITCH_INTO_ERROR_STATE for a running job: see ``_kill``); a missing
   working directory, ``Error`` with ``WORKING_DIRECTORY``; resubmitted by OAR, ``Error`` with
   ``RESUBMIT_JOB_AUTOMATICALLY`` whose description holds ``(new id = N)``. Killed jobs keep ``exit_code`` null;
 - without a walltime, a job gets OAR's default of 2 hours (``walltime: 7200`` in the documented examples);
-- stdout and stderr are ``OAR.<id>.stdout`` / ``OAR.<id>.stderr`` in the launching directory, which is the
+- stdout and stderr are ``OAR.<id>.stdout`` / ``OAR.<id>.stderr`` (``OAR.<name>.<id>.stdout`` for a named job,
+  as the real 2.5.9 writes them) in the launching directory, which is the
   owner's home when the job names none. The contract's users' homes are ``homes/<user>`` beside its state file
   (written only when that folder exists), never the machine's real homes: tests leave nothing in them.
 """
@@ -376,8 +379,8 @@ class OarState:
                 stop_time=0,
                 submission_time=int(data["now"]),
                 resubmit_job_id=job_id,
-                stdout_file=f"OAR.{data['next_id']}.stdout",
-                stderr_file=f"OAR.{data['next_id']}.stderr",
+                stdout_file=output_file(new["name"], data["next_id"], "stdout"),
+                stderr_file=output_file(new["name"], data["next_id"], "stderr"),
             )
             new["_sim"]["run_start"] = None
             data["next_id"] += 1
@@ -438,6 +441,12 @@ def _new_cluster(cores: int, nodes: int, properties: dict[str, str], launch_dela
     }
 
 
+def output_file(name: str | None, job_id: int, stream: str) -> str:
+    """OAR's name of a job's stdout or stderr file: ``OAR.<id>.<stream>``, ``OAR.<name>.<id>.<stream>`` for a
+    named job (OAR 2.5.9's default ``OAR.%jobname%.%jobid%``)."""
+    return f"OAR.{name}.{job_id}.{stream}" if name else f"OAR.{job_id}.{stream}"
+
+
 def _new_job(data: dict, *, params: str | None, cores: int, walltime: int, wanted: str, **fields) -> dict:
     owner, command, types, name = fields["owner"], fields["command"], fields["types"], fields["name"]
     directory = fields["directory"]
@@ -470,8 +479,8 @@ def _new_job(data: dict, *, params: str | None, cores: int, walltime: int, wante
         "stop_time": 0,
         "scheduled_start": None,
         "launching_directory": directory or f"{data['homes']}/{owner}",
-        "stdout_file": f"OAR.{job_id}.stdout",
-        "stderr_file": f"OAR.{job_id}.stderr",
+        "stdout_file": output_file(name, job_id, "stdout"),
+        "stderr_file": output_file(name, job_id, "stderr"),
         "resubmit_job_id": 0,
         "message": "",
         "initial_request": fields["initial_request"],
@@ -588,9 +597,26 @@ def _finish(data: dict, job: dict) -> None:
 
 
 def _kill(data: dict, job: dict, kind: str, description: str) -> None:
+    """The job ends in Error, with its events as the real OAR 2.5.9 records them: a kill of a running job is
+    asked for (FRAG_JOB_REQUEST, after BESTEFFORT_KILL, before WALLTIME), sent (SEND_KILL_JOB) and done
+    (SWITCH_INTO_ERROR_STATE); a waiting job deleted gets FRAG_JOB_REQUEST alone."""
     ran = job["state"] in HOLDING_CORES
     job.update(state=ERROR, stop_time=int(data["now"]))
-    _add_event(data, job, kind, description)
+    frag = (f"User {job['owner']} requested to frag the job {job['id']}",)
+    sent = f"[Leon] Send the kill signal to oarexec on localhost for job {job['id']}"
+    done = f"[bipbip {job['id']}] Ask to change the job state"
+    if kind == "WALLTIME":
+        events = [("FRAG_JOB_REQUEST", *frag), (kind, description)]
+    elif kind == "FRAG_JOB_REQUEST":
+        events = [(kind, description)]
+    elif kind == "BESTEFFORT_KILL":
+        events = [(kind, description), ("FRAG_JOB_REQUEST", *frag)]
+    else:
+        events = [(kind, description)]
+    if ran and kind != "RESUBMIT_JOB_AUTOMATICALLY":
+        events += [("SEND_KILL_JOB", sent), ("SWITCH_INTO_ERROR_STATE", done)]
+    for event_kind, text in events:
+        _add_event(data, job, event_kind, text)
     if ran:
         _write_outputs(data, job)
 

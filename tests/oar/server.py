@@ -6,11 +6,13 @@ OAR 2.5 (``flavour="2.5"``, docs/source/user/api.rst of oar-team/oar)::
     GET  jobs[/details][?state=&array=&ids=a:b:c&user=]   collection (queued jobs only without a filter)
     GET  jobs/<id>[/details]                one job, with its events
     POST jobs                               {resource|resources, command, param_file, type, name, directory,
-                                            workdir, property, project} -> {id, cmd_output, links}, 201
+                                            workdir, property, project} -> {id, cmd_output, links}, 201; every
+                                            value but the param file goes through the shells of oarapi.pl's
+                                            oarsub command line (see ``through_oarapi``), as on the real OAR
     DELETE jobs/<id>, POST jobs/<id>/deletions/new, POST jobs/<id> {"method": "delete"}
     POST jobs/<id>/holds/new, POST jobs/<id>/resumptions/new, POST jobs/<id> {"method": "hold"|"resume"}
-                                            {id, cmd_output, status}; a refusal is HTTP 500 (oarapi's answer
-                                            when the command it runs fails)
+                                            {id, cmd_output, status}; a refusal is HTTP 400 titled "Oar error"
+                                            (the real 2.5.9's answer when the command it runs fails)
     GET  media/<path>[?tail=N]              a job's stdout/stderr file ("~" is the user's home)
     POST media[/force]/<path>               upload (application/octet-stream), making the missing folders; 403
                                             if the file exists and ``force`` is not given -> 201
@@ -46,6 +48,9 @@ Faults for the adapters' tests: ``fail_next(status, count)``, ``hang_next(count)
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
 import sys
 import threading
 from email import policy
@@ -59,11 +64,56 @@ FLAVOURS = ("2.5", "3")
 AUTHS = ("ident", "bearer")
 
 
+OARSUB_STUB = "printf '%s\\0'"  # stands for oarsub in oarapi's command line: prints the words oarsub would get
+
+
+def _oarapi_quoted(value: str) -> str:
+    """oarapi.pl's escaping of double quotes (``s/(\\*)"/$1$1\\"/g``): the backslashes before one doubled."""
+    return re.sub(r'(\\*)"', lambda m: m.group(1) * 2 + '\\"', value)
+
+
+def through_oarapi(fields: dict, home: str) -> dict:
+    """The fields of a submission as oarsub gets them from OAR 2.5's API (oarapi.pl, POST jobs, as the real
+    2.5.9 runs it): each value but the param file between double quotes on an ``oarsub`` command line, the
+    home put for the command's first ``/~/``, that line in ``bash -c "cd HOME && ..."``, ``$`` and backquotes
+    escaped for the outer shell only, the whole run by ``/bin/sh``. Here oarsub is a printer of its words, run
+    with ``home`` as $HOME: the user's shell expands what the real one would (and runs what it would)."""
+    line = OARSUB_STUB + " "
+    command = ""
+    for key, value in fields.items():
+        if key == "param_file":
+            continue
+        if key == "command":
+            command = f' "{_oarapi_quoted(str(value))}"'.replace("/~/", f"{home}/", 1)
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            text = _oarapi_quoted(str(item))
+            line += f" --{key}" + (f'="{text}"' if text != "" else "")
+    line = _oarapi_quoted(line + command)
+    outer = f'bash --noprofile --norc -c "cd {home if os.path.isdir(home) else "/"} && {line}"'
+    outer = re.sub(r"(\\*)([`$])", lambda m: m.group(1) * 2 + "\\" + m.group(2), outer)
+    ran = subprocess.run(["/bin/sh", "-c", outer], capture_output=True, env={**os.environ, "HOME": home}, check=False)
+    if ran.returncode:
+        raise _HttpError(400, f"Oarsub command exited with status {ran.returncode}: {ran.stderr.decode()[:200]}")
+    words = ran.stdout.decode().split("\0")[:-1]
+    received: dict = {"param_file": fields["param_file"]} if "param_file" in fields else {}
+    if command:
+        received["command"] = words.pop()
+    for word in words:
+        key, _, value = word.removeprefix("--").partition("=")
+        if isinstance(fields.get(key), list):
+            received.setdefault(key, []).append(value)
+        else:
+            received[key] = int(value) if isinstance(fields.get(key), int) else value
+    return received
+
+
 class _HttpError(Exception):
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None, title: str = ""):
         super().__init__(message)
         self.status = status
         self.headers = headers or {}
+        self.title = title
 
 
 class OarServer:
@@ -203,7 +253,10 @@ class OarServer:
                 ids=_split(query, "ids", ":"),
                 owner=_first(query, "user"),
             )
-            items = [self._job(j, now, detailed) if detailed else self._short_job(j, now) for j in jobs]
+            # OAR 2.5.9's listing leaves array_index null (GET jobs/<id> gives it)
+            items = [
+                {**self._job(j, now, True), "array_index": None} if detailed else self._short_job(j, now) for j in jobs
+            ]
             return _json(200, self._collection(items, query, "/" + "/".join(parts), now))
         if parts[:1] == ["jobs"] and len(parts) >= 2 and parts[1].isdigit():
             job_id = int(parts[1])
@@ -220,8 +273,13 @@ class OarServer:
                 holding = request.startswith("hold")
                 try:
                     output = self._hold_or_resume(job_id, holding)
-                except _HttpError as exc:  # oarapi: the command it ran failed
-                    raise _HttpError(500, f"{'Oarhold' if holding else 'Oarresume'} error: {exc}") from exc
+                except _HttpError as exc:  # oarapi (2.5.9): the command it ran failed, a 400 "Oar error"
+                    command = "oarhold" if holding else "oarresume"
+                    raise _HttpError(
+                        400,
+                        f"Oar command exited with status 256: {exc}. (Command was: oardodo {command}  {job_id}).",
+                        title="Oar error",
+                    ) from exc
                 status = f"{'Hold' if holding else 'Resume'} request registered"
                 return _json(200, {"api_timestamp": now, "cmd_output": output, "id": job_id, "status": status})
             if deleting:
@@ -366,6 +424,8 @@ class OarServer:
         if len(body) > self.max_body_bytes:
             raise _HttpError(413, f"Request Entity Too Large: {len(body)} bytes over {self.max_body_bytes}")
         fields = _body(body)
+        if self.flavour == "2.5":
+            fields = through_oarapi(fields, self.state.home(user))
         command = fields.get("command")
         if not command:
             raise _HttpError(400 if self.flavour == "2.5" else 422, "a command is required")
@@ -534,7 +594,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _error_body(self, exc: _HttpError) -> dict:
         if self.oar.flavour == "3":
             return {"detail": str(exc)}
-        return {"title": f"ERROR {exc.status} - {exc}", "message": str(exc), "code": exc.status}
+        return {"title": exc.title or f"ERROR {exc.status} - {exc}", "message": str(exc), "code": exc.status}
 
 
 # GET /version as each flavour answers it (OAR 2.5's oarapi, OAR 3's FastAPI frontend)
