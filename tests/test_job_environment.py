@@ -21,6 +21,7 @@ from cigri.model import JobSpec
 from cigri.store import Store
 
 from .conftest import write_jdl
+from .oar.server import through_oarapi
 from .test_cli_errors import refuse
 from .test_oar_adapters import mocked, record
 
@@ -143,6 +144,8 @@ def test_an_oar_job_gets_the_map_and_its_cigri_variables(tmp_path):
     assert mocked(tmp_path, oar_api).submit("cigri.x.7.b.1", specs) == ["101", "102"]
     (payload,) = sent
     assert "hello" not in payload["command"]
+    home.mkdir(exist_ok=True)
+    payload = through_oarapi(payload, str(home))  # what oarsub gets once OAR 2.5's API ran it through its shells
     nodes = tmp_path / "nodes"
     nodes.write_text("node1\n")
     for line in payload["param_file"].splitlines():
