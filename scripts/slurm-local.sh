@@ -42,55 +42,8 @@ die() {  # $1 one-line message, $2 optional log file whose tail helps
 }
 
 # --- process bookkeeping ---------------------------------------------------------------------------------------
-# "pid starttime" of a live process. Zombies count as dead: kill -0 succeeds on them and PID 1 here reaps slowly.
-# The start time (field 22 of /proc/PID/stat) guards against a recycled PID.
-proc_id() {
-  local st f
-  st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-  read -ra f <<<"${st##*) }"        # drop "pid (comm) "; comm may contain spaces; f[0] is field 3 (state)
-  [[ ${f[0]} != Z ]] || return 1
-  echo "$1 ${f[19]}"
-}
-alive() {  # $1 daemon: is the process we recorded still that same live process?
-  local rec; rec=$(cat "$RUN/owned.$1" 2>/dev/null) || return 1
-  [[ $(proc_id "${rec%% *}") == "$rec" ]]
-}
-own() {  # $1 daemon, $2 pid: record a process this script started
-  local id; id=$(proc_id "$2") || { tail_log "$1"; log "$1 (pid $2) died right after its start"; return 1; }
-  echo "$id" >"$RUN/owned.$1"
-  log "started $1 (pid $2)"
-}
-wait_until() {  # command polled until it succeeds (0) or DEADLINE seconds pass (1)
-  local end=$((SECONDS + DEADLINE))
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < end)) || return 1
-    sleep 0.2
-  done
-}
-wait_check() {  # $1 daemon: poll its check until it passes (0) or DEADLINE seconds pass (1); WHY: its last failure
-  local end=$((SECONDS + DEADLINE))
-  until WHY=$(check_"$1"); do
-    ((SECONDS < end)) || return 1
-    sleep 0.2
-  done
-}
-pidfile_ok() { local p; p=$(cat "$1" 2>/dev/null) && [[ $p =~ ^[0-9]+$ ]] && proc_id "$p" >/dev/null; }
-own_from_pidfile() {  # $1 daemon, $2 pid file written by the (self-daemonizing) daemon
-  wait_until pidfile_ok "$2" || { tail_log "$1"; log "$1 wrote no pid file $2 within ${DEADLINE}s"; return 1; }
-  own "$1" "$(cat "$2")"
-}
-stop_one() {
-  local pid end=$((SECONDS + 15))
-  if alive "$1"; then
-    read -r pid _ <"$RUN/owned.$1"
-    # SIGCONT too: a stopped process (SIGSTOP, a debugger) would hold the TERM until it runs again.
-    kill -TERM "$pid" 2>/dev/null || true; kill -CONT "$pid" 2>/dev/null || true
-    while alive "$1" && ((SECONDS < end)); do sleep 0.1; done
-    if alive "$1"; then log "$1 ignored SIGTERM, killing"; kill -KILL "$pid" 2>/dev/null || true; fi
-    log "stopped $1 (pid $pid)"
-  fi
-  rm -f "$RUN/owned.$1"
-}
+# shellcheck source=scripts/daemons.sh
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/daemons.sh"  # proc_id, own, ensure, stop_one...
 log_of() { case $1 in munged) echo /var/log/munge/munged.log ;; *) echo "$LOG/$1.log" ;; esac; }
 tail_log() {  # $1 daemon: the end of its log, to stderr, for a failure's cause
   local f; f=$(log_of "$1")
@@ -316,32 +269,10 @@ start_sshd() {
 mend_slurmrestd() { [[ $1 == *rejected* ]] && write_env force; }
 
 declare -A STATE=()   # daemon -> ok | restarted | failed, for this run
+# shellcheck disable=SC2034  # read by ensure (scripts/daemons.sh)
 declare -A NEEDS=([slurmctld]=munged [slurmd]=slurmctld [slurmrestd]=slurmctld)
 FAILED=()             # one "service: why" per service not brought back
-fail() { STATE[$1]=failed; FAILED+=("$1: $2"); }
 
-ensure() {  # $1 daemon: check it by using it; restart it if ours and failing, start it if gone
-  local d=$1 why pid dep=${NEEDS[$1]:-} how=started
-  if [[ -n $dep && ${STATE[$dep]:-} == failed ]]; then fail "$d" "not checked: $dep is down"; return 0; fi
-  # A daemon whose dependency has just come back may need a moment (slurmd re-registers ~4 s after slurmctld).
-  if [[ -n $dep && ${STATE[$dep]:-} == restarted ]] && daemon_pid "$d" >/dev/null; then wait_check "$d" || true; fi
-  if why=$(check_"$d"); then STATE[$d]=ok; return 0; fi
-  if declare -F "mend_$d" >/dev/null && "mend_$d" "$why" && why=$(check_"$d"); then STATE[$d]=ok; return 0; fi
-  if alive "$d"; then
-    read -r pid _ <"$RUN/owned.$d"
-    log "$d (pid $pid) fails its check ($why): restarting it"
-    stop_one "$d"; how=restarted
-  elif pid=$(daemon_pid "$d"); then
-    fail "$d" "$why; pid $pid was not started by this script: mend or stop it, then start again"; return 0
-  fi
-  STATE[$d]=restarted
-  "start_$d" || { fail "$d" "did not start (see $(log_of "$d"))"; return 0; }
-  if ! wait_check "$d"; then
-    alive "$d" || WHY+=", and it has exited"
-    tail_log "$d"; fail "$d" "$WHY, ${DEADLINE}s after it was $how (see $(log_of "$d"))"
-  fi
-  return 0
-}
 
 write_env() {  # [force]: new tokens even if the current ones look fine. Non-zero if slurmctld gave none.
   # Keep tokens across re-runs (start "changes nothing") while they are well within their 24 h and the key is unchanged.

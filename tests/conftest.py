@@ -20,6 +20,7 @@ from cigri.clock import RealClock
 from cigri.cycle import Cycle
 from cigri.store import Store
 
+from .needs import unavailable
 from .oar_local import oar_dir, real_oar  # noqa: F401 (fixtures for the tests that need the real OAR)
 from .slurm import shared_dir, slurm  # noqa: F401 (fixtures for the tests that need the real Slurm)
 
@@ -125,9 +126,7 @@ def require_root(why: str) -> None:
     real-system test is not a pass); elsewhere they are skipped, saying why."""
     if os.geteuid() != 0:
         message = f"{why} needs root"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        unavailable(message)
 
 
 def wait_for(condition, timeout: float = 20.0, interval: float = 0.02):

@@ -6,7 +6,6 @@ command that starts it."""
 from __future__ import annotations
 
 import fcntl
-import os
 import shutil
 import subprocess
 import tempfile
@@ -14,6 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from .needs import unavailable
 
 ENV_FILE = Path("/run/slurm/ci.env")
 START = "scripts/slurm-local.sh start"
@@ -32,9 +33,7 @@ def slurm_env() -> dict[str, str]:
             problem = "slurmrestd does not answer the test user's token"
     if problem:
         message = f"Slurm is not running ({problem}): run {START}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        unavailable(message)
     return env
 
 
