@@ -14,6 +14,7 @@ from .cycle_cmds import STAGE_COMMANDS, almighty
 from .doctor_cmds import doctor
 from .notify_cmds import gridnotify
 from .policy_cmds import policy
+from .serve_cmds import serve
 from .sim_cmds import simulate
 
 
@@ -46,6 +47,7 @@ for command in (
     policy,
     admin,
     doctor,
+    serve,
     completion,
 ):
     grid.add_command(command)

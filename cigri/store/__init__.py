@@ -24,6 +24,7 @@ queries live in mixins, one module an aggregate, each owning its SQL:
 - :mod:`.integrity`: the reads of ``grid admin check``
 - :mod:`.files`: input files, the jobs using them, the clusters' caches; gathered outputs
 - :mod:`.picking`: the reads of the job pickers and of on-demand work
+- :mod:`.service`: ``grid serve``'s pages of jobs and events, and a campaign's new name
 - :mod:`.migrations`: the schema; :mod:`._sql`: helpers shared by the mixins (``CHUNK``, ``_chunks``, ``_marks``)
 """
 
@@ -53,6 +54,7 @@ from .jobs import Jobs
 from .notifications import Notifications
 from .picking import Picking
 from .replicas import Replicas
+from .service import Service
 from .settings import Settings
 from .usage import Usage
 
@@ -80,6 +82,7 @@ class Store(
     Integrity,
     Files,
     Picking,
+    Service,
 ):
     def __init__(
         self, path: str | os.PathLike, *, clock_now=None, readonly: bool = False, trust_owner: str | None = None
