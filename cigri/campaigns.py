@@ -155,7 +155,8 @@ def submit(
             store.open_event(
                 EventClass.CAMPAIGN, EventCode.SUBMIT_ERROR, why, clock.now(), cluster=cluster, campaign_id=campaign_id
             )
-        count = store.add_jobs(campaign_id, job_blocks(jdl))
+        with store.campaign_names() as names:
+            count = store.add_jobs(campaign_id, job_blocks(jdl, names))
         admit(store, store.campaign(campaign_id))  # before reading input files: a refusal reads none
         if jdl.input_files:
             staging.register(store, campaign_id, jdl.data_source, jdl.input_files)
@@ -203,7 +204,8 @@ def _append(store: Store, campaign: Campaign, jdl: Jdl) -> int:
     record = campaign.jdl
     with store.transaction():
         last = store.last_job_id(campaign.id)
-        count = store.add_jobs(campaign.id, job_blocks(jdl, store.job_names(campaign.id)))
+        with store.campaign_names(campaign.id) as names:
+            count = store.add_jobs(campaign.id, job_blocks(jdl, names))
         if count and campaign.state == CampaignState.TERMINATED:
             _reopen(store, campaign.id)
         admit(store, campaign)

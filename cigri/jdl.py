@@ -65,10 +65,11 @@ import os
 import posixpath
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
+from typing import NamedTuple, Protocol
 
 import yaml
 
@@ -154,10 +155,11 @@ _WHOLE = re.compile(r"\s*(-?[0-9]{1,18})\s*")
 _QUOTING = re.compile(r"[\"'\\]")
 _FIRST_WORD = re.compile(r"[ \t\r\n]*([^ \t\r\n]+)")
 _WORDS = re.compile(r"[^ \t\r\n]+")
-# a block whose names one regular expression can take: no quote nor backslash (no shell-like parsing needed)
-# and no \r (CRLF files take the line by line way)
-_PLAIN = re.compile(r"[^\"'\\\r\0]*")
-_NAMES = re.compile(r"^[ \t]*([^ \t\n]+)", re.MULTILINE)  # the first word of each line that has one
+# a block checked as a whole (job_blocks) has none of these: quotes and backslashes need the shell-like split, a
+# CR takes the line by line way, a NUL is an error, and the other ASCII blanks but space, tab and newline (and
+# the non-ASCII ones, _ODD_BLANK) would split words where str.split does and the shell-like split does not
+_NOT_PLAIN = ("'", '"', "\\", "\r", "\0", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
+_ODD_BLANK = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 _NOT_NAMES = frozenset((".", ".."))  # a job's name names a folder (check_job_name): these name others
 
 
@@ -605,31 +607,81 @@ def split_params(line: str, where: str) -> list[str]:
 JOB_BLOCK = 16_384  # param lines checked and inserted together
 
 
-def job_blocks(jdl: Jdl, taken: set[str] | None = None, size: int = JOB_BLOCK) -> Iterator[list[tuple[str, str]]]:
-    """The campaign's jobs, (name, param line) pairs in blocks, checking that names are file names
-    (:func:`check_job_name`) and unique (also against ``taken``). This runs once per job of a million-job
-    campaign, so a block whose text is plain (no quotes, no CR) is checked as a whole by C code (a regular
-    expression, set operations), and any other block line by line, which also finds the line an error is
-    about. Every name enters here: gridsub, gridsub -c and a work_generator's answer."""
-    seen = taken if taken is not None else set()
+class JobNames(Protocol):
+    """The job names a campaign holds, against which :func:`job_blocks` checks each block's: a set for a dry
+    run's or a test's jobs (:class:`NameSet`), a table of the state for a submission's
+    (:meth:`cigri.store.Store.campaign_names`), so that memory stays flat however many jobs a campaign has."""
+
+    def add(self, names: list[str]) -> bool:
+        """Hold ``names`` if none is held already and none repeats among them (True); else hold none of them."""
+        ...
+
+    def taken(self, names: list[str]) -> set[str]:
+        """Those of ``names`` held already."""
+        ...
+
+
+class NameSet:
+    """:class:`JobNames` in memory."""
+
+    def __init__(self, names: Iterable[str] = ()):
+        self._names = set(names)
+
+    def add(self, names: list[str]) -> bool:
+        new = set(names)
+        if len(new) != len(names) or not self._names.isdisjoint(new):
+            return False
+        self._names |= new
+        return True
+
+    def taken(self, names: list[str]) -> set[str]:
+        return self._names.intersection(names)
+
+
+class JobBlock(NamedTuple):
+    """Jobs in a row: their names and their param lines, side by side (the store binds the two lists)."""
+
+    names: list[str]
+    lines: list[str]
+
+
+def job_blocks(jdl: Jdl, names: JobNames | None = None, size: int = JOB_BLOCK) -> Iterator[JobBlock]:
+    """The campaign's jobs in blocks, checking that names are file names (:func:`check_job_name`) and unique
+    in the campaign (held by ``names``, a new :class:`NameSet` by default). This runs once per job of a
+    million-job campaign, so a block whose text is plain (:func:`_plain_block`) is checked as a whole by C
+    code, and any other block line by line, which also finds the line an error is about. Every name enters
+    here: gridsub, gridsub -c and a work_generator's answer."""
+    held = names if names is not None else NameSet()
     from_file = jdl.params is None and jdl.nb_jobs is None
     for first, lines in jdl.param_blocks(size):
-        text = "".join(lines) if from_file else "\n".join(lines)
-        if _PLAIN.fullmatch(text):
-            kept = [line for line in text.split("\n") if line and not line.isspace()] if from_file else lines
-            names = _NAMES.findall(text)
-            unique = set(names)
-            if len(names) == len(kept) == len(unique) and seen.isdisjoint(unique) and _file_names(names, unique):
-                seen |= unique
-                yield list(zip(names, kept, strict=True))
-                continue
-        yield list(_checked_lines(jdl, first, lines, seen, from_file))
+        block = _plain_block(lines, from_file)
+        if block is not None and held.add(block.names):
+            yield block
+        else:
+            yield _checked_block(jdl, first, lines, held, from_file)
 
 
-def _file_names(names: list[str], unique: set[str]) -> bool:
-    """Whether a block's names are all file names (:func:`check_job_name`), by C code: names from the fast
-    path's regular expression are never empty."""
-    return unique.isdisjoint(_NOT_NAMES) and "/" not in "".join(names)
+def _plain_block(lines: list[str], from_file: bool) -> JobBlock | None:
+    """The block's jobs when its text needs no shell-like parsing and splits on spaces and tabs alone, its
+    names all file names; None when it must go line by line (which finds the line at fault, if one is)."""
+    text = "".join(lines) if from_file else "\n".join(lines)
+    if any(char in text for char in _NOT_PLAIN):
+        return None
+    if not text.isascii() and (not from_file or _ODD_BLANK.search(text)):  # params: ASCII holds no lone surrogate
+        return None
+    if from_file:
+        kept = [line for line in text.split("\n") if line and not line.isspace()]
+    elif text.count("\n") == len(lines) - 1:  # no param line holding a newline
+        kept = lines
+    else:
+        return None
+    try:
+        names = [line.split(None, 1)[0] for line in kept]
+    except IndexError:  # a blank param line (a param_file's are skipped above): an error, line by line
+        return None
+    if "/" in "".join(names) or not _NOT_NAMES.isdisjoint(names):
+        return None
+    return JobBlock(names, kept)
 
 
 def check_job_name(name: str, where: str) -> None:
@@ -648,30 +700,49 @@ def check_job_name(name: str, where: str) -> None:
     raise JdlError(where, f"job name {name!r} {problem}: a job's name names its folder of outputs (no /, not . nor ..)")
 
 
-def _checked_lines(jdl: Jdl, first: int, lines: list[str], seen: set[str], from_file: bool):
-    """A block line by line: the shell-like split where quotes need it, and errors naming their line."""
+def _checked_block(jdl: Jdl, first: int, lines: list[str], held: JobNames, from_file: bool) -> JobBlock:
+    """A block line by line: the shell-like split where quotes need it, and the first error in the lines'
+    order, a name the campaign held before the block included."""
     quoting, first_word = _QUOTING.search, _FIRST_WORD.match
-    for number, line in enumerate(lines, first):
-        if from_file:
-            line = line.rstrip("\r\n")
-            if not line or line.isspace():
-                continue
-        else:
-            _check_text(line, jdl.where(number))
-        _no_nul(line, jdl.where(number))
-        match = None if quoting(line) else first_word(line)
-        name = match.group(1) if match else split_params(line, jdl.where(number))[0]
-        check_job_name(name, jdl.where(number))
-        if name in seen:
-            raise JdlError(jdl.where(number), f"job name {name!r} is used twice in the campaign")
-        seen.add(name)
-        yield name, line
+    names: list[str] = []
+    kept: list[str] = []
+    numbers: list[int] = []
+    mine: set[str] = set()  # the block's names (a block's worth of memory)
+    error = None
+    try:
+        for number, line in enumerate(lines, first):
+            if from_file:
+                line = line.rstrip("\r\n")
+                if not line or line.isspace():
+                    continue
+            else:
+                _check_text(line, jdl.where(number))
+            _no_nul(line, jdl.where(number))
+            match = None if quoting(line) else first_word(line)
+            name = match.group(1) if match else split_params(line, jdl.where(number))[0]
+            check_job_name(name, jdl.where(number))
+            if name in mine:
+                raise JdlError(jdl.where(number), f"job name {name!r} is used twice in the campaign")
+            mine.add(name)
+            names.append(name)
+            kept.append(line)
+            numbers.append(number)
+    except JdlError as exc:
+        error = exc
+    if error is not None or not held.add(names):
+        taken = held.taken(names)
+        for name, number in zip(names, numbers, strict=True):
+            if name in taken:
+                raise JdlError(jdl.where(number), f"job name {name!r} is used twice in the campaign")
+        if error is not None:
+            raise error
+    return JobBlock(names, kept)
 
 
-def jobs_of(jdl: Jdl, taken: set[str] | None = None) -> Iterator[tuple[str, str]]:
+def jobs_of(jdl: Jdl, names: JobNames | None = None) -> Iterator[tuple[str, str]]:
     """(name, param line) of each job, one by one (see :func:`job_blocks`)."""
-    for block in job_blocks(jdl, taken):
-        yield from block
+    for block in job_blocks(jdl, names):
+        yield from zip(block.names, block.lines, strict=True)
 
 
 def _lower_keys(data: dict, path: str) -> dict:

@@ -25,7 +25,7 @@ def new_store() -> tuple[Store, int]:
         for name in ("a", "b"):
             store.add_cluster(name, "local", {}, 0.0)
         campaign_id = store.create_campaign("c", "u", CampaignType.DEFAULT, {}, {"a": {}, "b": {}}, 0.0)
-        store.add_jobs(campaign_id, [[(f"j{i}", f"p{i}") for i in range(JOBS)]])
+        store.add_jobs(campaign_id, [([f"j{i}" for i in range(JOBS)], [f"p{i}" for i in range(JOBS)])])
         ids = [job.id for job in store.jobs(campaign_id)]
         files = [DataFile(f"f{n}", 10, "0" * 64) for n in range(3)]
         uses = [(job_id, f"f{(i + k) % 3}") for i, job_id in enumerate(ids) for k in (0, 1)]

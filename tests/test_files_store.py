@@ -13,7 +13,7 @@ def _campaign(store: Store, uses: dict[str, list[str]]) -> tuple[int, list[int]]
     """A campaign whose jobs j0, j1, ... use the files named in ``uses[job name]``."""
     with store.transaction():
         cid = store.create_campaign("c", "u", CampaignType.DEFAULT, {}, {"local": {}}, 0.0)
-        store.add_jobs(cid, [[(name, name) for name in uses]])
+        store.add_jobs(cid, [(list(uses), list(uses))])
         ids = [job.id for job in store.jobs(cid)]
         store.add_files(cid, [A, B, C], [(i, key) for i, keys in zip(ids, uses.values(), strict=True) for key in keys])
     return cid, ids

@@ -174,7 +174,7 @@ def _reference_jobs(lines: list[str], where) -> list[tuple[str, str]] | str:
 
 def _blocks_or_error(parsed, size: int) -> list[tuple[str, str]] | str:
     try:
-        return [job for block in jdl.job_blocks(parsed, size=size) for job in block]
+        return [job for block in jdl.job_blocks(parsed, size=size) for job in zip(*block, strict=True)]
     except JdlError as exc:
         return str(exc)
 

@@ -43,7 +43,7 @@ def test_a_failed_transaction_writes_nothing(tmp_path):
     try:
         with store.transaction():
             cid = store.create_campaign("c", "u", CampaignType.DEFAULT, {}, {"local": {}}, 0.0)
-            store.add_jobs(cid, [[("a", "a")]])
+            store.add_jobs(cid, [(["a"], ["a"])])
             raise RuntimeError("interrupted")
     except RuntimeError:
         pass
@@ -59,7 +59,7 @@ def test_counts_always_match_the_jobs(moves):
     store = Store(":memory:")
     with store.transaction():
         cid = store.create_campaign("c", "u", CampaignType.DEFAULT, {}, {"local": {}}, 0.0)
-        store.add_jobs(cid, [[(f"j{i}", f"j{i}") for i in range(20)]])
+        store.add_jobs(cid, [([f"j{i}" for i in range(20)],) * 2])
     ids = [row["id"] for row in store.db["jobs"].rows_where(order_by="id", select="id")]
     with store.transaction():
         for index, state in moves:

@@ -92,7 +92,8 @@ def gridsub(jdl_file, file_opt, json_text, kind, details, dry_run, campaign, job
         extra = _extra_jobs(jobs_file, jobs_json)
         if dry_run:
             ops.check_owner(a.store.campaign(campaign), ops.current_user())
-            count = sum(1 for _ in jdl_mod.jobs_of(extra, a.store.job_names(campaign)))
+            with a.store.campaign_names(campaign) as names:
+                count = sum(len(block.names) for block in jdl_mod.job_blocks(extra, names))
             click.echo(f"would add {counted(count, 'job')} to campaign {campaign}")
             return
         count = ops.add_jobs(a.store, campaign, extra)

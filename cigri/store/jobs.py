@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
-from itertools import chain
 
 from ..errors import NotFound
 from ..model import Job, JobState
@@ -22,6 +22,44 @@ ROWS_PER_INSERT = 4096
 def _insert_rows_sql(n: int) -> str:
     """INSERT of ``n`` jobs of one campaign: ?1 is the campaign, then a name and a param line per row."""
     return "INSERT INTO jobs (campaign_id, name, params, state) VALUES " + ", ".join(["(?1, ?, ?, 'to_launch')"] * n)
+
+
+@lru_cache(maxsize=8)
+def _insert_names_sql(n: int) -> str:
+    return f"INSERT INTO temp.{NAMES_TABLE} (name) VALUES " + ", ".join(["(?)"] * n)
+
+
+NAMES_TABLE = "campaign_job_names"  # the temporary table of Jobs.campaign_names
+
+
+class CampaignNames:
+    """A campaign's job names (:class:`cigri.jdl.JobNames`) in :data:`NAMES_TABLE`, its primary key finding
+    a name used twice."""
+
+    def __init__(self, conn: sqlite3.Connection, per_statement: int):
+        self.conn = conn
+        self.per_statement = per_statement
+
+    def add(self, names: Sequence[str]) -> bool:
+        if not names:
+            return True
+        self.conn.execute("SAVEPOINT campaign_names")  # a block of names goes in whole, or not at all
+        try:
+            for chunk in _chunks(names, self.per_statement):
+                self.conn.execute(_insert_names_sql(len(chunk)), chunk)
+        except sqlite3.IntegrityError:
+            self.conn.execute("ROLLBACK TO campaign_names")
+            return False
+        finally:
+            self.conn.execute("RELEASE campaign_names")
+        return True
+
+    def taken(self, names: Sequence[str]) -> set[str]:
+        held: set[str] = set()
+        for chunk in _chunks(names):
+            sql = f"SELECT name FROM temp.{NAMES_TABLE} WHERE name IN ({_marks(len(chunk))})"
+            held.update(row[0] for row in self.conn.execute(sql, chunk))
+        return held
 
 
 class Jobs(JobStates):
@@ -72,27 +110,30 @@ class Jobs(JobStates):
 
     # -- submission
 
-    def add_jobs(self, campaign_id: int, blocks: Iterable[list[tuple[str, str]]]) -> int:
-        """Insert blocks of ``(name, params)`` pairs as to_launch jobs; return how many.
+    def add_jobs(self, campaign_id: int, blocks: Iterable[tuple[Sequence[str], Sequence[str]]]) -> int:
+        """Insert blocks of jobs, each a list of names and the list of their param lines, as to_launch jobs;
+        return how many.
 
         Thousands of rows go in per statement (``VALUES (...), (...), ...``): SQLite binds them in one call,
         less than half the cost of ``executemany`` binding them one by one."""
         total = 0
         per_statement = self._rows_per_insert()
         floor = self._above_floor("jobs")  # after a purge: the first job takes it, the others follow it
-        for block in blocks:
-            if floor is not None and block:
-                name, params = block[0]
+        for names, lines in blocks:
+            if floor is not None and names:
                 self.conn.execute(
                     "INSERT INTO jobs (id, campaign_id, name, params, state) VALUES (?, ?, ?, ?, 'to_launch')",
-                    (floor, campaign_id, name, params),
+                    (floor, campaign_id, names[0], lines[0]),
                 )
                 total += 1
-                block, floor = block[1:], None
-            for start in range(0, len(block), per_statement):
-                rows = block[start : start + per_statement]
-                self.conn.execute(_insert_rows_sql(len(rows)), [campaign_id, *chain.from_iterable(rows)])
-            total += len(block)
+                names, lines, floor = names[1:], lines[1:], None
+            for start in range(0, len(names), per_statement):
+                count = min(per_statement, len(names) - start)
+                values = [campaign_id] * (2 * count + 1)  # ?1 the campaign, then a name and a line per job
+                values[1::2] = names[start : start + count]
+                values[2::2] = lines[start : start + count]
+                self.conn.execute(_insert_rows_sql(count), values)
+            total += len(names)
         self.conn.execute(COUNT_JOBS, (campaign_id, "to_launch", total))
         self.conn.execute("UPDATE campaigns SET nb_jobs = nb_jobs + ? WHERE id = ?", (total, campaign_id))
         return total
@@ -101,6 +142,22 @@ class Jobs(JobStates):
         """Rows per multi-row INSERT: two parameters a row, within the library's parameter limit."""
         limit = self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         return max(1, min(ROWS_PER_INSERT, (limit - 1) // 2))
+
+    @contextmanager
+    def campaign_names(self, campaign_id: int | None = None) -> Iterator[CampaignNames]:
+        """The job names of a campaign (of none: a new one), as :func:`cigri.jdl.job_blocks` checks new ones
+        against them, in a temporary table dropped on exit: SQLite finds a name used twice, and this process's
+        memory stays flat however many jobs the campaign has (a set of a million names took 90 MB)."""
+        self.conn.execute(f"CREATE TEMP TABLE {NAMES_TABLE} (name TEXT PRIMARY KEY) WITHOUT ROWID")
+        try:
+            if campaign_id is not None:
+                self.conn.execute(
+                    f"INSERT OR IGNORE INTO temp.{NAMES_TABLE} SELECT name FROM jobs WHERE campaign_id = ?",
+                    (campaign_id,),
+                )
+            yield CampaignNames(self.conn, self._rows_per_insert())
+        finally:
+            self.conn.execute(f"DROP TABLE temp.{NAMES_TABLE}")
 
     # -- the metascheduler's picks
 
