@@ -26,6 +26,7 @@ from click.testing import CliRunner
 from cigri.cli import grid
 
 from .conftest import PYTHON, Grid, require_root
+from .second_user import requests_as_nobody
 
 ROOT_HEADER = {"X-CIGRI-USER": "root"}
 
@@ -358,38 +359,6 @@ def socket_folder():
         shutil.rmtree(folder)
 
 
-def as_nobody_over(sock: Path, calls: list[tuple[str, str, dict]]) -> list[tuple[int, dict]]:
-    """(status, body) of each (method, path, headers) call made over the socket by ``nobody``, in a forked
-    child whose rights are dropped."""
-    nobody = pwd.getpwnam("nobody")
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        code = 99
-        try:
-            os.close(read)
-            os.setgroups([])
-            os.setgid(nobody.pw_gid)
-            os.setuid(nobody.pw_uid)
-            out = []
-            with httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://cigri") as client:
-                for method, path, headers in calls:
-                    answer = client.request(method, path, headers=headers)
-                    out.append((answer.status_code, answer.json()))
-            os.write(write, json.dumps(out).encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write)
-    chunks = []
-    while chunk := os.read(read, 65536):
-        chunks.append(chunk)
-    os.close(read)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    return [tuple(item) for item in json.loads(b"".join(chunks))]
-
-
 def test_the_socket_names_its_peer_and_another_user_is_refused(state, tmp_path, job_script):
     require_root("a second user's rights")
     with socket_folder() as folder:
@@ -401,11 +370,11 @@ def test_the_socket_names_its_peer_and_another_user_is_refused(state, tmp_path, 
                 cid = posted.json()["id"]
                 assert posted.json()["user"] == "root"
             before = snapshot(state)
-            answers = as_nobody_over(
+            answers = requests_as_nobody(
                 sock,
                 [
                     ("DELETE", f"/campaigns/{cid}", {}),
-                    ("DELETE", f"/campaigns/{cid}", ROOT_HEADER),
+                    ("DELETE", f"/campaigns/{cid}", {"headers": ROOT_HEADER}),
                     ("PUT", f"/campaigns/{cid}?state=paused", {}),
                     ("DELETE", f"/campaigns/{cid}/events", {}),
                     ("GET", f"/campaigns/{cid}/jdl", {}),

@@ -6,6 +6,7 @@ logged, or kept in the saved JDL or the events: each place is tried with a real 
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
@@ -26,6 +27,7 @@ from cigri.secrets import mask, mask_text
 from cigri.store import Store
 
 from .conftest import require_root, write_jdl
+from .second_user import as_user
 
 SECRET = "Zq7-very-secret-4Kx"
 
@@ -103,25 +105,15 @@ def give_to_nobody(folder: Path) -> None:
 def as_nobody(args: list[str]) -> tuple[int, str]:
     """(exit code, stderr) of ``grid ARGS`` run as nobody in a forked child."""
     CliRunner().invoke(grid, ["--help"])  # the imports a command needs, done while they can be read
-    nobody = pwd.getpwnam("nobody")
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        code = 99
-        try:
-            os.close(read)
-            os.setgroups([])
-            os.setgid(nobody.pw_gid)
-            os.setuid(nobody.pw_uid)
-            result = CliRunner().invoke(grid, args)
-            code = result.exit_code
-            os.write(write, (result.stderr or repr(result.exception)).encode())
-        finally:
-            os._exit(code)
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        stderr = pipe.read()
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), stderr
+
+    def work() -> bytes:
+        result = CliRunner().invoke(grid, args)
+        return json.dumps([result.exit_code, result.stderr or repr(result.exception)]).encode()
+
+    code, out = as_user(work)
+    assert code == 0, out
+    exit_code, stderr = json.loads(out)
+    return exit_code, stderr
 
 
 def test_lists_show_every_campaign_of_the_state(cli, state, tmp_path, job_script, monkeypatch):

@@ -29,6 +29,32 @@ class App:
         self.layers = None  # the configuration file's and the environment's keys, once the store is open
         self.verbose = 0
         self.clock = RealClock()
+        self.server: str | None = None  # --server / $CIGRI_SERVER: the commands ask grid serve, not the state file
+
+    @cached_property
+    def source(self):
+        """What gridsub, gridstat, griddel, gridevents, gridclusters and gridnotify ask: the state file
+        (:class:`cigri.views.Local`), or the service named by ``--server`` (:class:`cigri.client.Remote`)."""
+        if self.server is None:
+            from ..views import Local
+
+            return Local(self.store, self.clock)
+        local = [name for name, given in (("--state", self.state_path), ("--config", self.config_path)) if given]
+        if self.trust_owner is not None:
+            local.append("--trust-owner")
+        if local:
+            raise click.UsageError(f"{local[0]} names this machine's state, --server a service: give one of them")
+        from .. import client
+
+        connection = client.connect(self.server)
+        click.get_current_context().find_root().call_on_close(connection.close)
+        return client.Remote(connection)
+
+    def through_service(self, what: str) -> None:
+        """Refuse ``what`` (an option, or a command) when the commands speak to a service: it works on the state
+        file only."""
+        if self.server is not None:
+            raise click.UsageError(f"{what} works on the state file, not through --server {self.server}")
 
     @cached_property
     def bare_store(self):
@@ -167,6 +193,33 @@ def flow_option(command):
         default=None,
         help="Flow strategy sizing every cluster's queue for this run, with its configured options "
         "(default: the configured ones, see grid config).",
+    )(command)
+
+
+def _set_server(ctx: click.Context, param: click.Parameter, value):
+    if value:  # an empty $CIGRI_SERVER is none
+        from ..client import check_server
+
+        try:
+            check_server(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), ctx, param) from None
+        ctx.find_root().ensure_object(App).server = value
+    return value
+
+
+def server_option(command):
+    """``--server``: the commands CiGri's users run (gridsub, gridstat, griddel, gridevents, gridclusters,
+    gridnotify) ask a ``grid serve`` service instead of opening the state file."""
+    return click.option(
+        "--server",
+        metavar="URL|unix:PATH",
+        envvar="CIGRI_SERVER",
+        expose_value=False,
+        callback=_set_server,
+        is_eager=True,
+        help="Ask the grid serve service at this URL (behind its proxy) or Unix socket, not the state file "
+        "[env CIGRI_SERVER].",
     )(command)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -11,23 +12,23 @@ import click
 from .. import campaigns as ops
 from .. import jdl as jdl_mod
 from .. import staging
-from ..errors import CigriError, JdlError, NotFound
-from ..model import CampaignState, EventCode, JobState
-from ..prediction import Spread
+from ..errors import CigriError, JdlError
+from ..model import CampaignState, EventCode
 from ..wording import counted
 from . import output
-from .app import ID, GridCommand, app, common
+from .app import ID, GridCommand, app, common, server_option
 from .completion import campaign_ids, cluster_names
 
 
-def _jdl_from_options(file: str | None, json_text: str | None, test: bool | None) -> jdl_mod.Jdl:
+def _jdl_from_options(file: str | None, json_text: str | None, test: bool | None) -> tuple[jdl_mod.Jdl, Path]:
+    """The JDL and its folder (``{JDL_DIR}``, a relative param_file's)."""
     if file and json_text:
         raise click.UsageError("give a JDL file or -j JSON, not both")
     if json_text:
-        return jdl_mod.parse(jdl_mod.load_text(json_text, "-j JSON"), test=test)
+        return jdl_mod.parse(jdl_mod.load_text(json_text, "-j JSON"), test=test), Path.cwd()
     if not file:
         raise click.UsageError("no JDL given: gridsub FILE (or -f FILE, or -j JSON)")
-    return jdl_mod.load(file, test=test)
+    return jdl_mod.load(file, test=test), Path(file).resolve().parent
 
 
 def _extra_jobs(jobs_file: str | None, jobs_json: str | None) -> jdl_mod.Jdl:
@@ -66,6 +67,7 @@ def _extra_jobs(jobs_file: str | None, jobs_json: str | None) -> jdl_mod.Jdl:
 )
 @click.option("-F", "--jobs-file", type=click.Path(dir_okay=False), help="With -c: a file of param lines.")
 @click.option("-J", "--jobs-json", help="With -c: a JSON array of param lines.")
+@server_option
 @common
 def gridsub(jdl_file, file_opt, json_text, kind, details, dry_run, campaign, jobs_file, jobs_json):
     """Submit a campaign described by a JDL file (YAML or CiGri's JSON).
@@ -75,6 +77,11 @@ def gridsub(jdl_file, file_opt, json_text, kind, details, dry_run, campaign, job
     know is left out, with a warning (as CiGri does). Jobs added with -c to a terminated
     campaign put it back in treatment, its epilogues to run again after them.
 
+    With --server (or CIGRI_SERVER), the campaign goes to a grid serve service: the JDL,
+    its param_file and -F's file are read here and sent as params, {JDL_DIR} is this
+    machine's folder; -n (which reads the state) is refused, and so is, by the service,
+    what would make its host read or write files (data_source, output_destination...).
+
     \b
     Example:
         gridsub jdl-examples/sweep.yaml
@@ -82,10 +89,13 @@ def gridsub(jdl_file, file_opt, json_text, kind, details, dry_run, campaign, job
         gridsub -n jdl-examples/sweep.yaml      # prints every job, submits nothing
         gridsub -d -f jdl-examples/cigri/example.json   # and prints the campaign's JSON
         gridsub -c 3 -F more_params.txt
+        gridsub --server unix:/run/cigri/api.sock jdl-examples/sweep.yaml
     """
     a = app()
     if details and dry_run:
         raise click.UsageError("-d prints what was submitted, -n submits nothing: give one of them")
+    if dry_run:
+        a.through_service("gridsub -n")
     if campaign is not None:
         if jdl_file or file_opt or json_text or kind:
             raise click.UsageError("-c adds the jobs of -F or -J to a campaign: give no JDL (nor -t) with it")
@@ -96,25 +106,25 @@ def gridsub(jdl_file, file_opt, json_text, kind, details, dry_run, campaign, job
                 count = sum(len(block.names) for block in jdl_mod.job_blocks(extra, names))
             click.echo(f"would add {counted(count, 'job')} to campaign {campaign}")
             return
-        count = ops.add_jobs(a.store, campaign, extra)
+        count = a.source.add_jobs(campaign, extra)
         click.echo(f"{counted(count, 'job')} added to campaign {campaign}")
         if details:
-            output.emit_json(_details(a.store, campaign))
+            output.emit_json(a.source.submitted(campaign))
         return
     if jobs_file or jobs_json:
         raise click.UsageError("-F and -J add jobs to a campaign: give -c CAMPAIGN too")
     test = None if kind is None else kind == "test"
     # read before the state is opened: a bad JDL writes nothing
-    jdl = _jdl_from_options(jdl_file or file_opt, json_text, test)
-    jdl, warnings = ops.known_clusters(a.store, jdl)
+    jdl, folder = _jdl_from_options(jdl_file or file_opt, json_text, test)
     if dry_run:
+        jdl, warnings = ops.known_clusters(a.store, jdl)
         _dry_run(a, jdl, warnings)
         return
-    campaign_id, count = ops.submit(a.store, jdl, a.clock)
+    campaign_id, count, warnings = a.source.submit(jdl, test, folder)
     _warn(warnings)  # once submitted: a refused campaign's error is its one line
     click.echo("Campaign successfully submitted")
     if details:
-        output.emit_json(_details(a.store, campaign_id))
+        output.emit_json(a.source.submitted(campaign_id))
     click.echo(f"CAMPAIGN_ID={campaign_id}")
     if count and sys.stderr.isatty():
         click.echo(f"{counted(count, 'job')}; they start at the next almighty pass (grid almighty)", err=True)
@@ -153,61 +163,19 @@ def _dry_run(a, jdl: jdl_mod.Jdl, warnings: list[str]) -> None:
     click.echo("nothing submitted (--dry-run)")
 
 
-def _details(store, campaign_id: int) -> dict:
-    """The campaign as gridsub -d prints it (CiGri's API answered a submission with the campaign's JSON)."""
-    campaign = store.campaign(campaign_id)
-    return {
-        "id": campaign.id,
-        "name": campaign.name,
-        "user": campaign.user,
-        "type": campaign.type.value,
-        "state": campaign.state.value,
-        "submitted_at": campaign.submitted_at,
-        "jobs": store.campaign_jobs(campaign_id),
-        "jdl": campaign.jdl,
-    }
-
-
-def _progress(counts: dict, campaign_type) -> tuple[int, int]:
-    done = counts[JobState.TERMINATED]
-    total = sum(counts.values()) - counts[JobState.SKIPPED]
-    return done, total
-
-
-def _campaign_row(store, campaign, events: dict) -> dict:
-    counts = store.counts(campaign.id)
-    done, total = _progress(counts, campaign.type)
-    open_events = events.get(campaign.id, 0)
-    return {
-        "id": campaign.id,
-        "name": campaign.name,
-        "user": campaign.user,
-        "type": campaign.type.value,
-        "submitted_at": campaign.submitted_at,
-        "state": campaign.state.value,
-        "done": done,
-        "total": total,
-        "failed": counts[JobState.EVENT],
-        "running": counts[JobState.RUNNING],
-        "waiting": counts[JobState.TO_LAUNCH] + counts[JobState.LAUNCHING] + counts[JobState.SUBMITTED],
-        "open_events": open_events,
-    }
-
-
 def _pct(done: int, total: int) -> str:
     return f"{done}/{total} ({100 * done // total if total else 100}%)"
 
 
-def _per_hour(rate: float | None) -> float | None:
-    return None if rate is None else rate * 3600
+def _jobs_per_hour(per_hour: float | None) -> str | None:
+    return None if per_hour is None else f"{per_hour:.1f} jobs/h"
 
 
-def _jobs_per_hour(rate: float | None) -> str | None:
-    return None if rate is None else f"{rate * 3600:.1f} jobs/h"
-
-
-def _mean_std(spread: Spread) -> str | None:
-    return f"{output.duration(spread.mean)} ± {output.duration(spread.std)}" if spread.n else None
+def _mean_std(figures: dict) -> str | None:
+    """Job duration, mean ± std, of Spritz's figures (:func:`cigri.views.spritz`)."""
+    if not figures["ended"]:
+        return None
+    return f"{output.duration(figures['average_duration'])} ± {output.duration(figures['stddev_duration'])}"
 
 
 def _end(eta: float | None, low: float | None, high: float | None) -> str | None:
@@ -218,101 +186,51 @@ def _end(eta: float | None, low: float | None, high: float | None) -> str | None
 
 
 def _estimate(shown: dict) -> tuple[float | None, float | None, float | None]:
-    """The estimated end and its interval, as :func:`_spritz` shows them."""
+    """The estimated end and its interval, as :func:`cigri.views.spritz` gives them."""
     return shown["estimated_end"], shown["estimated_end_low"], shown["estimated_end_high"]
 
 
-def _spritz(figures: dict, blocked: bool = False) -> dict:
-    """Spritz's figures (of a campaign, or of its jobs on one cluster) as gridstat --json shows them; no
-    estimated end for a blocked campaign (it ends when its user, or a cluster's return, unblocks it)."""
-    spread = Spread.kept(figures)
-    if blocked:
-        figures = {**figures, "eta": None, "eta_low": None, "eta_high": None}
-    return {
-        "throughput_per_hour": _per_hour(figures.get("rate")),
-        "average_duration": spread.mean,
-        "stddev_duration": spread.std,
-        "ended": spread.n,
-        "left": figures.get("left"),
-        "estimated_end": figures.get("eta"),
-        "estimated_end_low": figures.get("eta_low"),
-        "estimated_end_high": figures.get("eta_high"),
-    }
-
-
-def _show_campaign(store, campaign_id: int, headerless: bool, as_json: bool) -> None:
-    campaign = store.campaign(campaign_id)
-    row = _campaign_row(store, campaign, store.open_event_counts())
-    stats = store.stats(campaign_id)
-    spread = Spread.kept(stats)
-    running = campaign.state == CampaignState.IN_TREATMENT
-    blocked = ops.blocked_reason(store, campaign)
-    clusters = store.campaign_clusters(campaign_id)
-    spritz = store.cluster_stats(campaign_id)
-    per_cluster = []
-    for name, info in clusters.items():
-        active = store.active_count(name)
-        mine = store.active_by_campaign(name).get(campaign_id, 0)
-        per_cluster.append(
-            {
-                "cluster": name,
-                "launched": info["launched"],
-                "active": mine,
-                "prologue": info["prologue_state"],
-                "epilogue": info["epilogue_state"],
-                "cluster_active": sum(active.values()),
-                **_spritz(spritz.get(name, {}), bool(blocked)),
-            }
-        )
-    data = {
-        **row,
-        "held": store.held_count(campaign_id),
-        "waste": store.waste(campaign_id),  # copies killed: their jobs ran again while their cluster was away
-        **_spritz(stats, bool(blocked)),
-        "ended_at": campaign.ended_at,
-        "clusters": per_cluster,
-        "blocked": blocked,
-        "forecasts": store.forecasts(campaign_id),  # Spritz's history, thinned as it ages
-    }
+def _show_campaign(source, campaign_id: int, headerless: bool, as_json: bool) -> None:
+    data = source.summary(campaign_id)
     if as_json:
         output.emit_json(data)
         return
+    running = data["state"] == CampaignState.IN_TREATMENT.value
+    blocked = data["blocked"]
+    state = output.campaign_state(CampaignState(data["state"])) + (f" (blocked: {blocked})" if blocked else "")
     output.pairs(
         [
-            ("Campaign", f"{campaign.id} {campaign.name}"),
-            ("User", campaign.user),
-            ("Type", campaign.type.value),
-            ("State", output.campaign_state(campaign.state) + (f" (blocked: {blocked})" if blocked else "")),
-            ("Submitted", output.when(campaign.submitted_at)),
-            ("Progress", _pct(row["done"], row["total"])),
-            ("Running / waiting / failed", f"{row['running']} / {row['waiting']} / {row['failed']}"),
+            ("Campaign", f"{data['id']} {data['name']}"),
+            ("User", data["user"]),
+            ("Type", data["type"]),
+            ("State", state),
+            ("Submitted", output.when(data["submitted_at"])),
+            ("Progress", _pct(data["done"], data["total"])),
+            ("Running / waiting / failed", f"{data['running']} / {data['waiting']} / {data['failed']}"),
             ("Held on their clusters", data["held"]),
             ("Copies killed after running elsewhere", data["waste"]),
-            ("Open events", row["open_events"]),
-            ("Job duration (mean ± std)", _mean_std(spread)),
-            ("Throughput", _jobs_per_hour(stats["rate"]) if running else None),
-            ("Jobs left", stats["left"] if running else None),
+            ("Open events", data["open_events"]),
+            ("Job duration (mean ± std)", _mean_std(data)),
+            ("Throughput", _jobs_per_hour(data["throughput_per_hour"]) if running else None),
+            ("Jobs left", data["left"] if running else None),
             ("Estimated end", _end(*_estimate(data)) if running else None),
-            ("Ended", output.when(campaign.ended_at) if campaign.ended_at else None),
+            ("Ended", output.when(data["ended_at"]) if data["ended_at"] else None),
         ]
     )
-    rows = []
-    for c in per_cluster:
-        figures = spritz.get(c["cluster"], {})
-        there = Spread.kept(figures)
-        rows.append(
-            [
-                c["cluster"],
-                c["launched"],
-                c["active"],
-                _jobs_per_hour(figures.get("rate")) if running else None,
-                _mean_std(there),
-                figures.get("left") if running else None,
-                _end(*_estimate(c)) if running else None,
-                c["prologue"],
-                c["epilogue"],
-            ]
-        )
+    rows = [
+        [
+            c["cluster"],
+            c["launched"],
+            c["active"],
+            _jobs_per_hour(c["throughput_per_hour"]) if running else None,
+            _mean_std(c),
+            c["left"] if running else None,
+            _end(*_estimate(c)) if running else None,
+            c["prologue"],
+            c["epilogue"],
+        ]
+        for c in data["clusters"]
+    ]
     output.table(
         ["Cluster", "Jobs sent", "Active", "Throughput", "Duration", "Left", "Estimated end", "Prologue", "Epilogue"],
         rows,
@@ -320,14 +238,9 @@ def _show_campaign(store, campaign_id: int, headerless: bool, as_json: bool) -> 
     )
 
 
-def _show_eta(store, user: str | None, headerless: bool, as_json: bool) -> None:
+def _show_eta(source, user: str | None, headerless: bool, as_json: bool) -> None:
     """Running campaigns by estimated end (the soonest first; those without an estimate last)."""
-    events = store.open_event_counts()
-    rows = []
-    for campaign in store.campaigns(user=user, states=[CampaignState.IN_TREATMENT]):
-        row = _campaign_row(store, campaign, events)
-        blocked = ops.blocked_reason(store, campaign) is not None
-        rows.append({**row, **_spritz(store.stats(campaign.id), blocked)})
+    rows = source.eta_rows(user)
     rows.sort(key=lambda r: (r["estimated_end"] is None, r["estimated_end"] or 0, r["id"]))
     if as_json:
         output.emit_json(rows)
@@ -340,7 +253,7 @@ def _show_eta(store, user: str | None, headerless: bool, as_json: bool) -> None:
                 r["name"],
                 r["user"],
                 _pct(r["done"], r["total"]),
-                _jobs_per_hour(None if r["throughput_per_hour"] is None else r["throughput_per_hour"] / 3600),
+                _jobs_per_hour(r["throughput_per_hour"]),
                 r["left"],
                 output.when(r["estimated_end"]),
                 f"{output.when(r['estimated_end_low'])} - {output.when(r['estimated_end_high'])}"
@@ -353,44 +266,19 @@ def _show_eta(store, user: str | None, headerless: bool, as_json: bool) -> None:
     )
 
 
-def _show_job(store, job_id: int, stream: str | None, as_json: bool) -> None:
-    from ..adapters import AdapterContext, adapter_for
-
-    job = store.job(job_id)
-    ops.check_owner(store.campaign(job.campaign_id), ops.current_user())
+def _show_job(source, job_id: int, stream: str | None, as_json: bool) -> None:
     if stream:
-        if not job.cluster or not job.remote_id:
-            raise CigriError(f"job {job_id} has not run yet: no {stream}")
-        cluster = store.cluster_of_outputs(job.cluster)  # a removed cluster's jobs keep their outputs
-        adapter = adapter_for(cluster, AdapterContext(store.directory, app().clock))
-        click.echo(adapter.tail(job.remote_id, stream, 0), nl=False)
+        click.echo(source.output(job_id, stream), nl=False)
         return
-    data = {
-        "id": job.id,
-        "campaign_id": job.campaign_id,
-        "name": job.name,
-        "params": job.params,
-        "state": job.state.value,
-        "cluster": job.cluster,
-        "remote_id": job.remote_id,
-        "exit_code": job.exit_code,
-        "submitted_at": job.submitted_at,
-        "started_at": job.started_at,
-        "ended_at": job.ended_at,
-        "resubmits": job.resubmits,
-        "preemptions": job.preemptions,
-        "resumes": job.resumes,
-        "checkpoint_cluster": job.checkpoint_cluster,
-        "held": store.is_held(job.id),
-    }
+    data = source.job(job_id)
     if as_json:
         output.emit_json(data)
         return
     output.pairs([(k, output.when(v) if k.endswith("_at") else v) for k, v in data.items()])
 
 
-def _show_rm_details(store, job_id: int, headerless: bool, as_json: bool) -> None:
-    record = ops.rm_details(store, job_id, app().clock)
+def _show_rm_details(source, job_id: int, headerless: bool, as_json: bool) -> None:
+    record = source.rm_details(job_id)
     if as_json:
         output.emit_json(record)
         return
@@ -398,36 +286,22 @@ def _show_rm_details(store, job_id: int, headerless: bool, as_json: bool) -> Non
     output.table(["Field", "Value"], rows, headers=not headerless)
 
 
-def _job_row(job) -> dict:
-    return {
-        "id": job.id,
-        "campaign_id": job.campaign_id,
-        "remote_id": job.remote_id,
-        "state": job.state.value,
-        "cluster": job.cluster,
-        "name": job.name,
-        "params": job.params,
-        "exit_code": job.exit_code,
-    }
-
-
-def _show_jobs(store, campaign: int | None, user: str | None, headerless: bool, as_json: bool) -> None:
+def _show_jobs(source, campaign: int | None, user: str | None, headerless: bool, as_json: bool) -> None:
     """gridstat -f: one line per job (CiGri's job_id,remote_id,state,cluster,name,params), under a header."""
     if campaign is not None:
-        store.campaign(campaign)
-    ids = [campaign] if campaign is not None else [c.id for c in store.campaigns(user=user)]
+        source.check_campaign(campaign)
+    rows = source.job_rows([campaign] if campaign is not None else source.campaign_ids(user))
     if as_json:  # streamed: a campaign may have millions of jobs
         click.echo("[", nl=False)
         first = True
-        for cid in ids:
-            for job in store.jobs(cid):
-                click.echo(("" if first else ",") + "\n" + json.dumps(_job_row(job)), nl=False)
-                first = False
+        for row in rows:
+            click.echo(("" if first else ",") + "\n" + json.dumps(row), nl=False)
+            first = False
         click.echo("\n]")
         return
     output.table(
         ["Job", "Remote", "State", "Cluster", "Name", "Params"],
-        ([j.id, j.remote_id, j.state.value, j.cluster, j.name, j.params] for cid in ids for j in store.jobs(cid)),
+        ([r["id"], r["remote_id"], r["state"], r["cluster"], r["name"], r["params"]] for r in rows),
         headers=not headerless,
     )
 
@@ -458,6 +332,7 @@ def _show_jobs(store, campaign: int | None, user: str | None, headerless: bool, 
 @click.option(
     "--output", "output_file", type=click.Path(dir_okay=False), help="With --plot: draw into this PNG (matplotlib)."
 )
+@server_option
 @common
 def gridstat(
     campaign_arg,
@@ -502,6 +377,9 @@ def gridstat(
     values of environment variables whose names say they are secrets (token, secret, passw, passphrase,
     credential, apikey, jwt anywhere; a part pass, pwd, key or keys).
 
+    With --server (or CIGRI_SERVER) it asks a grid serve service, and shows the same;
+    --plot, which reads the state's history, is refused there.
+
     \b
     Example:
         gridstat
@@ -513,8 +391,9 @@ def gridstat(
         gridstat -j 42 -C
         gridstat -c 3 -J
         gridstat -c 3 --plot --output progress.png
+        gridstat --server https://grid.example.org/cigri -c 3
     """
-    store = app().store
+    a = app()
     campaign = campaign if campaign is not None else campaign_arg
     as_json = as_json or pretty
     if rm_details:
@@ -522,12 +401,13 @@ def gridstat(
             raise CigriError("-C goes with -j JOB: the resource manager's own record of that job")
         if show_out or show_err or full or show_events or eta or show_jdl or plot or output_file:
             raise CigriError("-j JOB -C shows the resource manager's record alone: give no other view with it")
-        _show_rm_details(store, job, headerless, as_json)
+        _show_rm_details(a.source, job, headerless, as_json)
         return
     if plot or output_file:
         if not plot or campaign is None or job is not None or full or show_events or eta or show_jdl or as_json:
             raise CigriError("--plot draws one campaign: give -c CAMPAIGN (and --output FILE.png), nothing else")
-        _plot(store, campaign, output_file)
+        a.through_service("gridstat --plot")
+        _plot(a.store, campaign, output_file)
         return
     if (show_out or show_err) and job is None:
         raise CigriError("-O and -E go with -j JOB")
@@ -536,32 +416,29 @@ def gridstat(
     if show_events:
         if campaign is None or job is not None or full or eta or show_jdl:
             raise click.UsageError("-e lists one campaign's events: give -c CAMPAIGN, and no -j, -f, -J or --eta")
-        store.campaign(campaign)
-        _list_events(store, campaign, None, show_all, None, False, headerless, as_json)
+        a.source.check_campaign(campaign)
+        _list_events(a.source, campaign, None, show_all, None, False, headerless, as_json)
         return
     if show_jdl:
         if campaign is None or job is not None or full or eta:
             raise CigriError("-J shows one campaign's JDL: give -c CAMPAIGN, and no -j, -f or --eta")
-        owned = store.campaign(campaign)
-        ops.check_owner(owned, ops.current_user())
-        output.emit_json(owned.jdl)
+        output.emit_json(a.source.jdl(campaign))
         return
     if eta:
         if job is not None or full or campaign is not None:
             raise CigriError("--eta lists every running campaign: give no -c, -j or -f with it")
-        _show_eta(store, user, headerless, as_json)
+        _show_eta(a.source, user, headerless, as_json)
         return
     if job is not None:
-        _show_job(store, job, "stdout" if show_out else "stderr" if show_err else None, as_json)
+        _show_job(a.source, job, "stdout" if show_out else "stderr" if show_err else None, as_json)
         return
     if full:
-        _show_jobs(store, campaign, user, headerless, as_json)
+        _show_jobs(a.source, campaign, user, headerless, as_json)
         return
     if campaign is not None:
-        _show_campaign(store, campaign, headerless, as_json)
+        _show_campaign(a.source, campaign, headerless, as_json)
         return
-    events = store.open_event_counts()
-    rows = [_campaign_row(store, c, events) for c in store.campaigns(user=user)]
+    rows = a.source.campaign_rows(user)
     if as_json:
         output.emit_json(rows)
         return
@@ -619,6 +496,7 @@ def _comma_ids(ctx: click.Context, param: click.Parameter, value: str | None) ->
     is_flag=True,
     help="Forget ended (terminated or cancelled) campaigns: their jobs, events and the outputs kept here.",
 )
+@server_option
 @common
 def griddel(ids, campaigns, pause, resume, job, purge):
     """Cancel campaigns (running jobs are killed, the rest dropped), or pause / resume them.
@@ -633,6 +511,9 @@ def griddel(ids, campaigns, pause, resume, job, purge):
     stdout and stderr the local clusters kept of their jobs are deleted. Files on
     remote clusters (exec_directory, Slurm's or OAR's outputs) stay where they are.
 
+    With --server (or CIGRI_SERVER) it asks a grid serve service: each campaign is
+    then a request of its own (those before a refused one are changed).
+
     \b
     Example:
         griddel 3
@@ -641,6 +522,7 @@ def griddel(ids, campaigns, pause, resume, job, purge):
         griddel -r 3
         griddel -j 42
         griddel --purge 3 4
+        griddel --server unix:/run/cigri/api.sock -p 3
     """
     a = app()
     if sum((pause, resume, purge)) > 1:
@@ -648,27 +530,29 @@ def griddel(ids, campaigns, pause, resume, job, purge):
     if job is not None:
         if ids or campaigns or pause or resume or purge:
             raise CigriError("-j cancels one job: give no campaign ids, -p, -r or --purge with it")
-        click.echo(f"job {job}: {ops.cancel_job(a.store, job)}")
+        click.echo(f"job {job}: {a.source.cancel_job(job)}")
         return
     targets = [*ids, *campaigns]
     if not targets:
         raise CigriError("which campaign? griddel ID [ID ...] or -c ID,ID")
     if purge:
-        ops.purge(a.store, targets).remove()  # committed: the rows are gone, now their files
+        a.source.purge(targets)
         for campaign_id in targets:
             click.echo(f"campaign {campaign_id} purged")
         return
     done = []
-    with a.store.transaction():  # all the campaigns change, or none (griddel 1 2 with 2 already over)
+    source = a.source
+    # all the campaigns change, or none (griddel 1 2 with 2 already over); through a service, one request each
+    with a.store.transaction() if a.server is None else contextlib.nullcontext():
         for campaign_id in targets:
             if pause:
-                ops.pause(a.store, campaign_id)
+                source.pause(campaign_id)
                 done.append(f"campaign {campaign_id} paused")
             elif resume:
-                ops.resume(a.store, campaign_id, clock=a.clock)
+                source.resume(campaign_id)
                 done.append(f"campaign {campaign_id} resumed")
             else:
-                to_kill = ops.cancel(a.store, campaign_id, a.clock)
+                to_kill = source.cancel(campaign_id)
                 killed = f"; {counted(to_kill, 'job')} will be killed" if to_kill else ""
                 done.append(f"campaign {campaign_id} cancelled{killed}")
     for line in done:
@@ -695,34 +579,9 @@ def _refuse_combinations(options: dict[str, bool], rules: list[tuple[str, list[s
                 raise CigriError(f"{option} and {clash[0]} exclude each other: {why}")
 
 
-def _list_events(store, campaign, event_id, show_all, code, global_only, headerless, as_json) -> None:
+def _list_events(source, campaign, event_id, show_all, code, global_only, headerless, as_json) -> None:
     """The events table of gridevents (and of gridstat -c ID -e): open ones, or all with their closing."""
-    events = store.events(
-        campaign_id=campaign,
-        event_id=event_id,
-        open_only=not show_all and event_id is None,
-        code=code,
-        global_only=global_only,
-    )
-    if event_id is not None and not events:
-        raise NotFound(f"no event {event_id}")
-    rows = [
-        {
-            "id": e.id,
-            "class": e.cls.value,
-            "code": e.code.value,
-            "state": e.state.value,
-            "cluster": e.cluster,
-            "campaign_id": e.campaign_id,
-            "job_id": e.job_id,
-            "parent_id": e.parent_id,
-            "created_at": e.created_at,
-            "closed_at": e.closed_at,
-            "closed_by": e.closed_by,
-            "message": e.message,
-        }
-        for e in events
-    ]
+    rows = source.events(campaign, event_id, show_all, code, global_only)
     if as_json:
         output.emit_json(rows)
         return
@@ -779,6 +638,7 @@ def _list_events(store, campaign, event_id, show_all, code, global_only, headerl
     metavar="JOB",
     help="Admin: a manual event on this terminated job (its result is bad): it waits on it as a failed one.",
 )
+@server_option
 @common
 def gridevents(
     event_id,
@@ -814,6 +674,9 @@ def gridevents(
     failed one does, its campaign, if over, is in treatment again, and its owner
     runs it again with -f -r.
 
+    With --server (or CIGRI_SERVER) it asks a grid serve service; the admin's options
+    (--blacklist-cluster, --unblacklist, --mark-job-event) work on the state file only.
+
     \b
     Example:
         gridevents -c 3
@@ -824,6 +687,7 @@ def gridevents(
         gridevents --blacklist-cluster luke --reason "disk full"
         gridevents --unblacklist luke
         gridevents --mark-job-event 42 --reason "empty output"
+        CIGRI_SERVER=unix:/run/cigri/api.sock gridevents -c 3 -f -r
     """
     a = app()
     given = {
@@ -863,6 +727,9 @@ def gridevents(
         raise CigriError("--reason goes with --blacklist-cluster NAME or --mark-job-event JOB")
     if resubmit and not fix:
         raise CigriError("-r goes with -f (fix and resubmit)")
+    for option in ("--blacklist-cluster", "--unblacklist", "--mark-job-event"):
+        if given[option]:
+            a.through_service(f"gridevents {option} (the admin's)")
     if blacklist_cluster is not None:
         event = ops.blacklist_cluster(a.store, blacklist_cluster, reason or "", a.clock)
         click.echo(f"cluster {blacklist_cluster} blacklisted (event {event}): no new jobs go there")
@@ -878,10 +745,10 @@ def gridevents(
         click.echo(f"cluster {unblacklist}: blacklist lifted (event {event} closed)")
         return
     if fix:
-        result = ops.fix_events(a.store, a.clock, campaign_id=campaign, event_id=event_id, code=code, resubmit=resubmit)
-        fixed = counted(result.closed, "event") + " fixed"
-        click.echo(fixed + (f", {counted(result.resubmitted, 'job')} resubmitted" if resubmit else ""))
+        closed, resubmitted = a.source.fix_events(campaign, event_id, code, resubmit)
+        fixed = counted(closed, "event") + " fixed"
+        click.echo(fixed + (f", {counted(resubmitted, 'job')} resubmitted" if resubmit else ""))
         return
     if campaign is not None:
-        a.store.campaign(campaign)
-    _list_events(a.store, campaign, event_id, show_all, code, global_only, headerless, as_json)
+        a.source.check_campaign(campaign)
+    _list_events(a.source, campaign, event_id, show_all, code, global_only, headerless, as_json)

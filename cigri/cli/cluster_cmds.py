@@ -8,7 +8,7 @@ from .. import clusters as ops
 from ..adapters import registry
 from ..secrets import mask
 from . import output
-from .app import GridGroup, app, common
+from .app import GridGroup, app, common, server_option
 from .completion import cluster_names
 
 
@@ -37,71 +37,28 @@ def _given(options: dict) -> dict:
 BAR_WIDTH = 40
 
 
-def _state(store, name: str) -> str:
-    """A cluster's state as recorded, for the views that ask nothing (-u, -b): BLACKLISTED (by the admin),
-    PROBLEM (an open cluster event: it does not answer) or ok. The list and -i ask the cluster too
-    (:attr:`cigri.clusters.ClusterUsage.state`)."""
-    if store.blacklist(None, name) is not None:
-        return "BLACKLISTED"
-    return "PROBLEM" if store.open_cluster_event(name) else "ok"
-
-
-def _info(store, clock, name: str, as_json: bool) -> None:
+def _info(source, name: str, as_json: bool) -> None:
     """gridclusters -i NAME: the adapter, the settings (secrets masked), the state and problem as the list
     shows them (the cluster asked now), and the open events."""
-    cluster = store.cluster(name)
-    (asked,) = ops.usage(store, clock, [name])
-    events = [e for e in store.events() if e.cluster == name]
-    data = {
-        "name": cluster.name,
-        "adapter": cluster.adapter,
-        "state": asked.state,
-        "problem": asked.problem,
-        "settings": mask(cluster.config),
-        "events": [
-            {"id": e.id, "code": e.code.value, "campaign_id": e.campaign_id, "message": e.message} for e in events
-        ],
-    }
+    data = source.cluster_info(name)
     if as_json:
         output.emit_json(data)
         return
     output.pairs(
         [
-            ("Cluster", cluster.name),
-            ("Adapter", cluster.adapter),
+            ("Cluster", data["name"]),
+            ("Adapter", data["adapter"]),
             ("State", data["state"]),
             ("Problem", data["problem"] or None),
             *[(f"  {key}", value) for key, value in sorted(data["settings"].items())],
-            ("Open events", len(events)),
+            ("Open events", len(data["events"])),
         ]
     )
-    if events:
+    if data["events"]:
         output.table(
             ["Event", "Code", "Campaign", "Message"],
             [[e["id"], e["code"], e["campaign_id"], e["message"]] for e in data["events"]],
         )
-
-
-def _usage_rows(store) -> list[dict]:
-    """Each cluster's last recorded capacity: max slots (down ones included), used, used by the grid,
-    unavailable (those its RM reported down, drained or failing; all of them while the cluster is
-    blacklisted or does not answer, as CiGri counts a down cluster's resources)."""
-    recorded = store.recorded_usage()
-    rows = []
-    for cluster in store.clusters():
-        capacity, at = recorded.get(cluster.name, (None, None))
-        down = _state(store, cluster.name) != "ok"
-        rows.append(
-            {
-                "cluster": cluster.name,
-                "max": capacity.total + capacity.down if capacity else None,
-                "used": capacity.used if capacity else None,
-                "used_by_grid": capacity.grid_used if capacity else None,
-                "unavailable": (capacity.total + capacity.down if down else capacity.down) if capacity else None,
-                "recorded_at": at,
-            }
-        )
-    return rows
 
 
 def _bar(row: dict) -> str:
@@ -119,8 +76,8 @@ def _bar(row: dict) -> str:
     return "[" + "#" * grid + "+" * others + "." * (BAR_WIDTH - grid - others - down) + "x" * down + "]"
 
 
-def _show_usage(store, bars: bool, headerless: bool, as_json: bool) -> None:
-    rows = _usage_rows(store)
+def _show_usage(source, bars: bool, headerless: bool, as_json: bool) -> None:
+    rows = source.usage_rows()
     if as_json:
         output.emit_json(rows)
         return
@@ -163,6 +120,7 @@ def _show_usage(store, bars: bool, headerless: bool, as_json: bool) -> None:
 @click.option("-b", "--bars", is_flag=True, help="The same usage as bars.")
 @click.option("-H", "--headerless", is_flag=True, help="No header line.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@server_option
 @common
 @click.pass_context
 def gridclusters(ctx, info, usage, bars, headerless, as_json):
@@ -190,10 +148,14 @@ def gridclusters(ctx, info, usage, bars, headerless, as_json):
     answer. -i shows one cluster, asking it as the list does: the same state and
     problem.
 
+    With --server (or CIGRI_SERVER) the list, -i, -u and -b ask a grid serve service
+    (which asks its clusters); add, set and remove work on the state file only.
+
     \b
     Example:
         gridclusters
         gridclusters -i local
+        gridclusters --server unix:/run/cigri/api.sock -u
         gridclusters -u
         gridclusters -b
         gridclusters add big --adapter local --slots 8
@@ -202,6 +164,7 @@ def gridclusters(ctx, info, usage, bars, headerless, as_json):
         gridclusters remove big
     """
     if ctx.invoked_subcommand is not None:
+        app().through_service(f"gridclusters {ctx.invoked_subcommand}")
         if info or usage or bars or headerless or as_json:
             raise click.UsageError(
                 f"-i, -u, -b, -H and --json list clusters: give them without {ctx.invoked_subcommand}"
@@ -211,30 +174,14 @@ def gridclusters(ctx, info, usage, bars, headerless, as_json):
         raise click.UsageError("-i, -u and -b exclude each other")
     if headerless and as_json:
         raise click.UsageError("-H drops a table's header: not with --json")
-    a = app()
+    source = app().source
     if info is not None:
-        _info(a.store, a.clock, info, as_json)
+        _info(source, info, as_json)
         return
     if usage or bars:
-        _show_usage(a.store, bars, headerless, as_json)
+        _show_usage(source, bars, headerless, as_json)
         return
-    rows = []
-    for u in ops.usage(a.store, a.clock):
-        cap = u.capacity
-        rows.append(
-            {
-                "name": u.name,
-                "adapter": u.adapter,
-                "reachable": u.reachable,
-                "slots": cap.total if cap else None,
-                "used": cap.used if cap else None,
-                "used_by_grid": cap.grid_used if cap else None,
-                "queued_by_grid": cap.queued if cap else None,
-                "best_effort": u.best_effort,
-                "problem": u.problem,
-                "state": u.state,
-            }
-        )
+    rows = source.cluster_rows()
     if as_json:
         output.emit_json(rows)
         return

@@ -5,10 +5,9 @@ from __future__ import annotations
 import click
 
 from .. import notify
-from ..campaigns import current_user
 from ..errors import CigriError, NotFound
 from . import output
-from .app import GridCommand, app, common
+from .app import GridCommand, app, common, server_option
 
 
 @click.command("gridnotify", cls=GridCommand)
@@ -25,6 +24,7 @@ from .app import GridCommand, app, common
 @click.option("-l", "--list", "listing", is_flag=True, help="List your subscriptions.")
 @click.option("-u", "--unsubscribe", is_flag=True, help="Unsubscribe -m/-w's target, or all of yours without.")
 @click.option("--json", "as_json", is_flag=True, help="With -l: JSON output.")
+@server_option
 @common
 def gridnotify(address, url, severity, listing, unsubscribe, as_json):
     """Be told by mail or webhook when your campaigns end, and of events and
@@ -43,22 +43,25 @@ def gridnotify(address, url, severity, listing, unsubscribe, as_json):
     notification is sent once; a failing server is tried again at the next
     passes (notify.attempts times in all).
 
+    With --server (or CIGRI_SERVER) the subscriptions are kept by a grid serve
+    service, as the user it knows you by.
+
     \b
     Example:
         gridnotify -m alice@example.org -s high
         gridnotify -w https://chat.example.org/hooks/abc -s medium
         gridnotify -l
         gridnotify -u -m alice@example.org
+        gridnotify --server unix:/run/cigri/api.sock -l
     """
-    a = app()
-    user = current_user()
+    source = app().source
     if address and url:
         raise CigriError("give -m ADDRESS or -w URL, not both")
     kind, target = (notify.MAIL, address) if address else (notify.WEBHOOK, url) if url else (None, None)
     if listing:
         if target or unsubscribe:
             raise CigriError("-l lists: give it alone")
-        rows = a.store.subscriptions(user)
+        rows = source.subscriptions()
         if as_json:
             output.emit_json(rows)
             return
@@ -67,13 +70,12 @@ def gridnotify(address, url, severity, listing, unsubscribe, as_json):
         )
         return
     if unsubscribe:
-        with a.store.transaction():
-            removed = a.store.unsubscribe(user, kind, target)
-        if not removed:
-            raise NotFound(f"no subscription of {user}" + (f" for {target}" if target else ""))
+        removed = source.unsubscribe(kind, target)
+        if not removed:  # the service knows who you are by your socket or your proxy: say yours
+            raise NotFound("no subscription of yours" + (f" for {target}" if target else ""))
         click.echo(f"{removed} subscription{'s' if removed > 1 else ''} removed")
         return
     if target is None:
         raise CigriError("nothing to do: give -m ADDRESS, -w URL, -l or -u (see gridnotify --help)")
-    new = notify.subscribe(a.store, user, kind, target, severity, a.clock)
+    new = source.subscribe(kind, target, severity)
     click.echo(f"{target} {'subscribed' if new else 'now'} from severity {severity} ({kind})")

@@ -21,11 +21,11 @@ from starlette.routing import Route, Router
 
 from .. import campaigns as ops
 from .. import jdl as jdl_mod
-from .. import notify
+from .. import notify, views
 from ..adapters import AdapterContext, adapter_for
 from ..clock import Clock, RealClock
 from ..errors import CigriError, JdlError, NotFound, PermissionDenied
-from ..model import Campaign, CampaignState, Event, Job, JobState
+from ..model import Campaign, CampaignState, Event, EventCode, Job, JobState
 from ..secrets import mask
 from ..store import Store
 from .http import Answer, BadRequest, Call, Handler, Resource, error, flag, json_body, link, whole
@@ -55,6 +55,15 @@ class Service:
             store = self._local.store = self.open_store()
         return store
 
+    def remembered(self, key: tuple, build: Callable[[], Answer]) -> Answer:
+        """``build()``, or what it gave this thread for the same ``key`` the last time (one kept per thread,
+        with its JSON once encoded): a portal polling a list the state has not changed since is not read and
+        encoded the same thousand rows again."""
+        kept = getattr(self._local, "kept", None)
+        if kept is None or kept[0] != key:
+            kept = self._local.kept = (key, build())
+        return kept[1]
+
     def run(self, handler: Handler, user: str | None, path: Mapping, query: Mapping, body: bytes) -> Answer:
         return handler(Call(self.store(), user, dict(path), query, body), self)
 
@@ -72,25 +81,23 @@ def _campaign_links(cid: int) -> list[dict]:
     ]
 
 
-def campaign_view(store: Store, campaign: Campaign, open_events: int | None = None) -> dict:
-    """A campaign as CiGri's API shows one in a list, with cigri's job counts."""
-    counts = store.counts(campaign.id)
+def campaign_view(
+    store: Store, campaign: Campaign, open_events: int | None = None, counts: Mapping[JobState, int] | None = None
+) -> dict:
+    """A campaign as gridstat lists it (:func:`cigri.views.campaign_row`) with CiGri's API's names."""
     if open_events is None:
         open_events = store.event_page(campaign.id, True, 0, 0)[0]
+    row = views.campaign_row(store, campaign, open_events, counts)
     return {
-        "id": campaign.id,
-        "name": campaign.name,
-        "user": campaign.user,
-        "type": campaign.type.value,
-        "state": campaign.state.value,
+        **row,
         "has_events": open_events > 0,
         "submission_time": campaign.submitted_at,
         "ended_at": campaign.ended_at,
         "total_jobs": campaign.nb_jobs,
-        "finished_jobs": counts[JobState.TERMINATED],
-        "failed_jobs": counts[JobState.EVENT],
-        "running_jobs": counts[JobState.RUNNING],
-        "waiting_jobs": counts[JobState.TO_LAUNCH] + counts[JobState.LAUNCHING] + counts[JobState.SUBMITTED],
+        "finished_jobs": row["done"],
+        "failed_jobs": row["failed"],
+        "running_jobs": row["running"],
+        "waiting_jobs": row["waiting"],
         "links": _campaign_links(campaign.id),
     }
 
@@ -118,30 +125,16 @@ def campaign_details(store: Store, campaign: Campaign) -> dict:
 
 
 def job_view(job: Job) -> dict:
-    return {
-        "id": job.id,
-        "campaign_id": job.campaign_id,
-        "name": job.name,
-        "parameters": job.params,
-        "state": job.state.value,
-        "cluster": job.cluster,
-        "remote_id": job.remote_id,
-        "exit_code": job.exit_code,
-        "href": f"/campaigns/{job.campaign_id}/jobs/{job.id}",
-    }
+    """A job as gridstat -f lists it (:func:`cigri.views.job_row`), its params also by CiGri's name."""
+    return {**views.job_row(job), "parameters": job.params, "href": f"/campaigns/{job.campaign_id}/jobs/{job.id}"}
 
 
 def job_details(store: Store, job: Job) -> dict:
+    """A job as gridstat -j shows it (:func:`cigri.views.job_record`)."""
     return {
-        **job_view(job),
-        "submitted_at": job.submitted_at,
-        "started_at": job.started_at,
-        "ended_at": job.ended_at,
-        "resubmits": job.resubmits,
-        "preemptions": job.preemptions,
-        "resumes": job.resumes,
-        "checkpoint_cluster": job.checkpoint_cluster,
-        "held": store.is_held(job.id),
+        **views.job_record(store, job),
+        "parameters": job.params,
+        "href": f"/campaigns/{job.campaign_id}/jobs/{job.id}",
         "links": [
             link("self", f"/jobs/{job.id}"),
             link("parent", f"/campaigns/{job.campaign_id}/jobs"),
@@ -152,26 +145,20 @@ def job_details(store: Store, job: Job) -> dict:
 
 
 def event_view(event: Event) -> dict:
+    """An event as gridevents lists it (:func:`cigri.views.event_record`), with CiGri's API's names."""
     return {
-        "id": event.id,
-        "class": event.cls.value,
-        "code": event.code.value,
-        "state": event.state.value,
-        "cluster": event.cluster,
-        "campaign_id": event.campaign_id,
-        "job_id": event.job_id,
+        **views.event_record(event),
         "parent": event.parent_id,
         "date_open": event.created_at,
         "date_closed": event.closed_at,
-        "closed_by": event.closed_by,
-        "message": event.message,
         "links": [link("self", f"/events/{event.id}")]
         + ([link("parent", f"/campaigns/{event.campaign_id}/events")] if event.campaign_id is not None else []),
     }
 
 
-def accepted(message: str, *links: dict) -> Answer:
-    return Answer({"status": 202, "title": "Accepted", "message": message, "links": list(links)}, 202)
+def accepted(message: str, *links: dict, **figures: Any) -> Answer:
+    """202, and what was done in ``figures`` (the commands print them)."""
+    return Answer({"status": 202, "title": "Accepted", "message": message, **figures, "links": list(links)}, 202)
 
 
 # -- who may
@@ -228,11 +215,19 @@ def _cluster_state(store: Store, name: str) -> str:
 
 
 def clusters(call: Call, service: Service) -> Answer:
+    """The clusters, each with its last recorded ``usage`` (gridclusters -u); ``ask``: each asked now, as
+    gridclusters lists them (:func:`cigri.views.cluster_rows`)."""
+    usage = {row["cluster"]: row for row in views.usage_rows(call.store)}
+    asked = (
+        {row["name"]: row for row in views.cluster_rows(call.store, service.clock)} if flag(call.query, "ask") else {}
+    )
     items = [
         {
+            **asked.get(cluster.name, {}),
             "id": cluster.name,
             "name": cluster.name,
             "adapter": cluster.adapter,
+            "usage": usage[cluster.name],
             "links": [link("self", f"/clusters/{cluster.name}"), link("parent", "/clusters")],
         }
         for cluster in call.store.clusters()
@@ -242,9 +237,13 @@ def clusters(call: Call, service: Service) -> Answer:
 
 def cluster(call: Call, service: Service) -> Answer:
     """A cluster as gridclusters -i shows it (its settings' secrets masked), from what the last pass recorded:
-    the API does not ask the cluster."""
+    the API does not ask the cluster, but with ``ask`` (then its state and problem are the cluster's answer,
+    and its open events are listed, :func:`cigri.views.cluster_info`)."""
     store = call.store
     found = store.cluster(call.path["name"])
+    if flag(call.query, "ask"):
+        info = views.cluster_info(store, service.clock, found.name)
+        return Answer({**info, "id": found.name, "links": [link("self", f"/clusters/{found.name}")]})
     reading = store.recorded_usage().get(found.name)
     return Answer(
         {
@@ -262,15 +261,20 @@ def cluster(call: Call, service: Service) -> Answer:
 
 def campaigns(call: Call, service: Service) -> Answer:
     """The running campaigns (in treatment or paused), as CiGri's API lists them; ``all``: every one;
-    ``user``: one user's."""
+    ``user``: one user's. Read again only once the state changed (:meth:`Service.remembered`)."""
     store = call.store
     states = None if flag(call.query, "all") else UNFINISHED
-    events = store.open_event_counts()
-    items = [
-        campaign_view(store, c, events.get(c.id, 0))
-        for c in store.campaigns(user=call.query.get("user"), states=states)
-    ]
-    return Answer({"items": items, "total": len(items), "links": [link("self", "/campaigns"), link("parent", "/")]})
+    user = call.query.get("user")
+
+    def build() -> Answer:
+        events = store.open_event_counts()
+        listed = store.campaigns(user=user, states=states)
+        counts = store.counts_of([c.id for c in listed])
+        items = [campaign_view(store, c, events.get(c.id, 0), counts[c.id]) for c in listed]
+        links = [link("self", "/campaigns"), link("parent", "/")]
+        return Answer({"items": items, "total": len(items), "links": links})
+
+    return service.remembered(("campaigns", states, user, *store.version()), build)
 
 
 def submit(call: Call, service: Service) -> Answer:
@@ -331,10 +335,10 @@ def update(call: Call, service: Service) -> Answer:
             f"a campaign's name and state change ({'not ' + ', '.join(unknown) if unknown else 'none given'})"
         )
     name = fields.get("name")
-    if name is not None and (not isinstance(name, str) or not name.strip() or "\x00" in name):
+    if "name" in fields and (not isinstance(name, str) or not name.strip() or "\x00" in name):
         raise BadRequest("name: expected a non-empty text")
     state = fields.get("state")
-    if state is not None and state not in ("paused", "in_treatment"):
+    if "state" in fields and state not in ("paused", "in_treatment"):
         raise BadRequest(f"state: expected paused or in_treatment, got {state!r}")
     with store.transaction():
         if name is not None:
@@ -366,7 +370,19 @@ def delete_campaign(call: Call, service: Service) -> Answer:
     else:
         killed = ops.cancel(store, found.id, service.clock, user=call.user)
         done = "cancelled" + (f"; {killed} job(s) will be killed" if killed else "")
+        return accepted(f"Campaign {found.id} {done}", link("self", f"/campaigns/{found.id}"), killed=killed)
     return accepted(f"Campaign {found.id} {done}", link("self", f"/campaigns/{found.id}"))
+
+
+def campaign_stats(call: Call, service: Service) -> Answer:
+    """GET /campaigns/<id>/stats: Spritz's figures, for the campaign and each of its clusters, its held jobs,
+    why it is blocked and its forecast history, as gridstat -c shows them (:func:`cigri.views.campaign_summary`;
+    anyone's, as gridstat -c)."""
+    found = call.store.campaign(_id(call, "id", "campaign"))
+    summary = views.campaign_summary(call.store, found)
+    return Answer(
+        {**summary, "links": [link("self", f"/campaigns/{found.id}/stats"), link("parent", f"/campaigns/{found.id}")]}
+    )
 
 
 def campaign_jdl(call: Call, service: Service) -> Answer:
@@ -382,19 +398,37 @@ def campaign_jdl(call: Call, service: Service) -> Answer:
 
 def jobs(call: Call, service: Service) -> Answer:
     """A page of a campaign's jobs (``limit`` 100, ``offset`` 0), read in SQL (gridstat -f shows them to
-    anyone)."""
+    anyone). ``after=JOB_ID`` pages by key instead: the jobs whose id is above it, as cheap at the end of a
+    campaign of millions as at its start (its ``offset`` is then null). The ``next`` link of a page asked by
+    ``offset`` goes on by offset, as CiGri's; that of any other page by ``after``."""
     store = call.store
     found = store.campaign(_id(call, "id", "campaign"))
     limit = whole(call.query, "limit", 100, 1, MAX_LIMIT)
+    if "after" in call.query and "offset" in call.query:
+        raise BadRequest("after and offset exclude each other: page by one of them")
+    after = whole(call.query, "after", 0, 0, SQLITE_MAX_INT) if "after" in call.query else None
     offset = whole(call.query, "offset", 0, 0, SQLITE_MAX_INT)
-    items = [job_view(job) for job in store.job_page(found.id, limit, offset)]
+    page = store.job_page(found.id, limit + 1, offset, after)  # one more: is there a next page?
+    items = [job_view(job) for job in page[:limit]]
     base = f"/campaigns/{found.id}/jobs"
     links = [link("self", base), link("parent", f"/campaigns/{found.id}")]
-    if offset + limit < found.nb_jobs:
-        links.append(link("next", f"{base}?limit={limit}&offset={offset + limit}"))
-    if offset:
-        links.append(link("prev", f"{base}?limit={limit}&offset={max(0, offset - limit)}"))
-    return Answer({"items": items, "total": found.nb_jobs, "offset": offset, "limit": limit, "links": links})
+    if "offset" in call.query:
+        if offset + limit < found.nb_jobs:
+            links.append(link("next", f"{base}?limit={limit}&offset={offset + limit}"))
+        if offset:
+            links.append(link("prev", f"{base}?limit={limit}&offset={max(0, offset - limit)}"))
+    elif len(page) > limit:
+        links.append(link("next", f"{base}?limit={limit}&after={page[limit - 1].id}"))
+    return Answer(
+        {
+            "items": items,
+            "total": found.nb_jobs,
+            "offset": None if after is not None else offset,
+            "after": after,
+            "limit": limit,
+            "links": links,
+        }
+    )
 
 
 def add_jobs(call: Call, service: Service) -> Answer:
@@ -404,8 +438,8 @@ def add_jobs(call: Call, service: Service) -> Answer:
     if not isinstance(lines, list) or not lines or not all(isinstance(line, str) for line in lines):
         raise BadRequest("the body must be a non-empty JSON array of param lines")
     extra = jdl_mod.Jdl(name="", clusters={}, params=tuple(lines))
-    ops.add_jobs(call.store, cid, extra, user=signed_in(call))
-    return Answer(campaign_view(call.store, call.store.campaign(cid)), 201, f"/campaigns/{cid}")
+    added = ops.add_jobs(call.store, cid, extra, user=signed_in(call))
+    return Answer({**campaign_view(call.store, call.store.campaign(cid)), "added": added}, 201, f"/campaigns/{cid}")
 
 
 def campaign_job(call: Call, service: Service) -> Answer:
@@ -433,15 +467,51 @@ def campaign_events(call: Call, service: Service) -> Answer:
 
 
 def fix_campaign_events(call: Call, service: Service) -> Answer:
-    """DELETE /campaigns/<id>/events: fix them (``?resubmit``: their failed jobs run again), gridevents -c -f."""
+    """DELETE /campaigns/<id>/events: fix them (``?resubmit``: their failed jobs run again; ``code``: those of
+    one code), gridevents -c -f."""
     cid = _id(call, "id", "campaign")
     result = ops.fix_events(
-        call.store, service.clock, campaign_id=cid, resubmit=flag(call.query, "resubmit"), user=signed_in(call)
+        call.store,
+        service.clock,
+        campaign_id=cid,
+        code=_event_code(call.query),
+        resubmit=flag(call.query, "resubmit"),
+        user=signed_in(call),
     )
     return accepted(
         f"Campaign {cid}: {result.closed} event(s) closed, {result.resubmitted} job(s) resubmitted",
         link("self", f"/campaigns/{cid}/events"),
+        closed=result.closed,
+        resubmitted=result.resubmitted,
     )
+
+
+def _event_code(query: Mapping[str, str]) -> EventCode | None:
+    text = query.get("code")
+    if text is None:
+        return None
+    try:
+        return EventCode(text.upper())
+    except ValueError:
+        raise BadRequest(f"code: no event code {text!r} (valid: {', '.join(c.value for c in EventCode)})") from None
+
+
+def events(call: Call, service: Service) -> Answer:
+    """GET /events: events as gridevents lists them, oldest first: the open ones (``all``: closed ones too), of
+    one campaign (``campaign``), of one code (``code``), or the global ones (``global``: the clusters' and the
+    admin's blacklists)."""
+    query = call.query
+    campaign_id = whole(query, "campaign", 0, 1, SQLITE_MAX_INT) if "campaign" in query else None
+    if campaign_id is not None:
+        call.store.campaign(campaign_id)
+    found = call.store.events(
+        campaign_id=campaign_id,
+        open_only=not flag(query, "all"),
+        code=_event_code(query),
+        global_only=flag(query, "global"),
+    )
+    items = [event_view(event) for event in found]
+    return Answer({"items": items, "total": len(items), "links": [link("self", "/events"), link("parent", "/")]})
 
 
 def event(call: Call, service: Service) -> Answer:
@@ -460,6 +530,8 @@ def fix_event(call: Call, service: Service) -> Answer:
     return accepted(
         f"Event {eid} closed ({result.closed} in all, {result.resubmitted} job(s) resubmitted)",
         link("self", f"/events/{eid}"),
+        closed=result.closed,
+        resubmitted=result.resubmitted,
     )
 
 
@@ -489,7 +561,16 @@ def _output(stream: str) -> Handler:
 def cancel_job(call: Call, service: Service) -> Answer:
     found = owned_job(call)
     what = ops.cancel_job(call.store, found.id, user=call.user)
-    return accepted(f"Job {found.id} {what}", link("self", f"/jobs/{found.id}"))
+    return accepted(f"Job {found.id} {what}", link("self", f"/jobs/{found.id}"), result=what)
+
+
+def rm_details(call: Call, service: Service) -> Answer:
+    """GET /jobs/<id>/rm: the job as its resource manager says it, read now (gridstat -j -C; its owner's)."""
+    found = owned_job(call)
+    record = ops.rm_details(call.store, found.id, service.clock, user=call.user)
+    return Answer(
+        {"record": record, "links": [link("self", f"/jobs/{found.id}/rm"), link("parent", f"/jobs/{found.id}")]}
+    )
 
 
 NOTIFY_KINDS = {"mail": notify.MAIL, "webhook": notify.WEBHOOK}
@@ -517,12 +598,13 @@ def subscribe(call: Call, service: Service) -> Answer:
     severity = given.get("severity", "medium")
     if not isinstance(severity, str):
         raise BadRequest("severity: expected low, medium or high")
-    notify.subscribe(call.store, user, kind, given["identity"], severity, service.clock)
+    new = notify.subscribe(call.store, user, kind, given["identity"], severity, service.clock)
     return Answer(
         {
             "status": 201,
             "title": "Created",
-            "message": "New subscription created",
+            "message": "New subscription created" if new else "Subscription changed",
+            "new": new,
             "links": [link("parent", "/notifications")],
         },
         201,
@@ -539,7 +621,7 @@ def unsubscribe(call: Call, service: Service) -> Answer:
         removed = call.store.unsubscribe(user, kind, target)
     if not removed:
         raise NotFound(f"no {call.path['kind']} subscription of {user}" + (f" for {target}" if target else ""))
-    return accepted(f"{removed} subscription(s) removed", link("parent", "/notifications"))
+    return accepted(f"{removed} subscription(s) removed", link("parent", "/notifications"), removed=removed)
 
 
 def _usage_row(name: str, capacity, at: float) -> dict:
@@ -591,9 +673,11 @@ def routes(service: Service) -> list[tuple[str, dict[str, Handler]]]:
         ("/campaigns", {"GET": campaigns, "POST": submit}),
         ("/campaigns/{id:int}", {"GET": campaign, "PUT": update, "DELETE": delete_campaign}),
         ("/campaigns/{id:int}/jdl", {"GET": campaign_jdl}),
+        ("/campaigns/{id:int}/stats", {"GET": campaign_stats}),
         ("/campaigns/{id:int}/jobs", {"GET": jobs, "POST": add_jobs}),
         ("/campaigns/{id:int}/jobs/{job_id:int}", {"GET": campaign_job}),
         ("/campaigns/{id:int}/events", {"GET": campaign_events, "DELETE": fix_campaign_events}),
+        ("/events", {"GET": events}),
         ("/events/{id:int}", {"GET": event, "DELETE": fix_event}),
         ("/notifications", {"GET": notifications}),
         ("/notifications/{kind}", {"POST": subscribe, "DELETE": unsubscribe}),
@@ -601,17 +685,21 @@ def routes(service: Service) -> list[tuple[str, dict[str, Handler]]]:
         ("/jobs/{id:int}", {"GET": job, "DELETE": cancel_job}),
         ("/jobs/{id:int}/stdout", {"GET": _output("stdout")}),
         ("/jobs/{id:int}/stderr", {"GET": _output("stderr")}),
+        ("/jobs/{id:int}/rm", {"GET": rm_details}),
     ]
 
 
 def create_app(open_store: Callable[[], Store], identity: Identity, clock: Clock | None = None) -> Any:
     """The ASGI application: CiGri's routes over stores made by ``open_store`` (one per worker thread)."""
+    from .dashboard import routes as dashboard_routes  # the dashboard calls this module's handlers
+
     service = Service(open_store, identity, clock)
     router = Router(
         routes=[
             Route(path, Resource(path, service, **handlers).handle, methods=METHODS)
             for path, handlers in routes(service)
-        ],
+        ]
+        + dashboard_routes(service),
         redirect_slashes=False,
         default=_not_found,
     )

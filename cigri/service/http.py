@@ -9,6 +9,8 @@ status codes.
 - Errors are ``{"message": one line, "links": ...}``, with the code CiGri documents: 404 (no such thing),
   403 (not yours, not authenticated, refused by an admission rule), 400 (anything else cigri refuses); a
   state file that fails is a 500. Messages are masked (:mod:`cigri.secrets`) as the CLI masks its lines.
+  An error of cigri's tree names its class in ``X-CIGRI-ERROR`` (``JdlError``, ``NotFound``...), so that a
+  command speaking to the service (:mod:`cigri.client`) exits with the code it would have on the state file.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import json
 import logging
 import sqlite3
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -67,6 +69,8 @@ class Answer:
     data: dict
     status: int = 200
     location: str | None = None
+    # its JSON text by ?pretty, once made: an answer kept for several requests is encoded once
+    encoded: dict[bool, bytes] = field(default_factory=dict, compare=False, repr=False)
 
 
 Handler = Callable[[Call, Any], Answer]  # (the call, the service) -> the answer
@@ -88,19 +92,39 @@ def one_line(text: str) -> str:
     return " ".join(mask_text(text).split())
 
 
-def render(data: dict, status: int, query: Mapping[str, str], allow: str | None, location: str | None = None):
+def render(
+    data: dict,
+    status: int,
+    query: Mapping[str, str],
+    allow: str | None,
+    location: str | None = None,
+    encoded: dict[bool, bytes] | None = None,
+):
     pretty = "pretty" in query and query["pretty"].lower() != "false"
-    text = json.dumps(data, indent=2 if pretty else None, ensure_ascii=False).translate(_ESCAPES) + "\n"
+    body = None if encoded is None else encoded.get(pretty)
+    if body is None:
+        text = json.dumps(data, indent=2 if pretty else None, ensure_ascii=False).translate(_ESCAPES) + "\n"
+        body = text.encode()
+        if encoded is not None:
+            encoded[pretty] = body
     headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
     if allow:
         headers["Allow"] = allow
     if location:
         headers["Location"] = location
-    return Response(text.encode(), status_code=status, headers=headers, media_type="application/json")
+    return Response(body, status_code=status, headers=headers, media_type="application/json")
 
 
-def error(status: int, message: str, query: Mapping[str, str], allow: str | None = None) -> Response:
-    return render({"message": one_line(message), "links": [link("parent", "/")]}, status, query, allow)
+ERROR_HEADER = "X-CIGRI-ERROR"
+
+
+def error(
+    status: int, message: str, query: Mapping[str, str], allow: str | None = None, kind: str | None = None
+) -> Response:
+    response = render({"message": one_line(message), "links": [link("parent", "/")]}, status, query, allow)
+    if kind:
+        response.headers[ERROR_HEADER] = kind
+    return response
 
 
 class Resource:
@@ -131,10 +155,12 @@ class Resource:
             status = status_of(exc)
             if status == 500:
                 log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-                message = f"state file: {exc}" if isinstance(exc, sqlite3.Error) else "internal error (see the log)"
-                return error(500, message, query, self.allow)
-            return error(status, str(exc), query, self.allow)
-        return render(answer.data, answer.status, query, self.allow, answer.location)
+                if isinstance(exc, sqlite3.Error):
+                    return error(500, f"state file: {exc}", query, self.allow, "StoreError")
+                return error(500, "internal error (see the log)", query, self.allow)
+            kind = type(exc).__name__ if isinstance(exc, CigriError) and not isinstance(exc, HttpError) else None
+            return error(status, str(exc), query, self.allow, kind)
+        return render(answer.data, answer.status, query, self.allow, answer.location, answer.encoded)
 
 
 async def _body(request: Request) -> bytes:
@@ -158,6 +184,8 @@ def json_body(call: Call, what: str) -> Any:
         raise BadRequest(f"{what}: the body is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise BadRequest(f"{what}: the body is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    except RecursionError:  # the decoder's depth is Python's: a client's [[[[... must not be a 500
+        raise BadRequest(f"{what}: the body nests lists or objects too deeply") from None
 
 
 def whole(query: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
