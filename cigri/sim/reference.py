@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from bisect import bisect_right, insort
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 
 
@@ -111,7 +111,8 @@ class _Cluster:
         self.usable = sum(1 for lane in self.lanes if lane.starts)  # lanes ever up
         self.heap = [(lane.free_at, lane.number) for lane in self.lanes if lane.starts]
         heapq.heapify(self.heap)
-        self.holes: dict[int, list[tuple[float, float, int]]] = {}  # length's power of 2 -> (from, to, lane)
+        self.holes: dict[int, list[tuple[float, float, int]]] = {}  # length's class -> (from, to, lane)
+        self.classes: list[int] = []  # the keys of holes, in order
         self.shortest = 0.0  # a hole shorter than this takes no job that is left
 
     def _top(self) -> tuple[float, int] | None:
@@ -120,52 +121,68 @@ class _Cluster:
         return self.heap[0] if self.heap else None
 
     def best(self, release: float, duration: float, cores: int) -> tuple[float, float, list[int]]:
-        """(end, start, lanes) of the earliest end of a job here, and the lanes it would take."""
+        """(end, start, lanes) of the earliest end of a job here, and the lanes it would take: on the lane that
+        frees first, or in a hole that ends it as soon or sooner."""
         if cores > self.usable:
             return math.inf, math.inf, []
         length = duration / self.capacity.speed
         earliest = release + self.capacity.delay
         if cores > 1:
             return self._together(earliest, length, cores)
-        best = self._in_a_hole(earliest, length)
+        on_a_lane = self._on_a_lane(earliest, length)
+        in_a_hole = self._in_a_hole(earliest, length, on_a_lane[0])
+        return in_a_hole if in_a_hole[0] <= on_a_lane[0] else on_a_lane
+
+    def _on_a_lane(self, earliest: float, length: float) -> tuple[float, float, list[int]]:
+        """The lane, after its last job, where the job ends first (lanes in the heap by when they free)."""
+        best = (math.inf, math.inf, [])
         popped = []
         while (top := self._top()) is not None:
             free_at, number = top
             if free_at + length >= best[0]:
                 break  # no later lane ends sooner
             lane = self.lanes[number]
-            if lane.ends_before(free_at, length):  # its time left before a drop becomes a hole for shorter jobs
+            ready = free_at if free_at > earliest else earliest
+            # its up time left is too short for the job from when it could start: a hole for shorter or older
+            # jobs, and the lane waits for its next up time (once, not at each job while it is down)
+            if lane.ends_before(free_at, ready + length - free_at):
                 heapq.heappop(self.heap)
                 self._skip_to_next_interval(lane)
                 continue
-            popped.append(heapq.heappop(self.heap))
-            start = lane.fit(max(free_at, earliest), length)
+            start = lane.fit(ready, length)
             if start + length < best[0]:
                 best = (start + length, start, [number])
-            if start <= max(free_at, earliest):
+            if start <= ready:
                 break  # this lane starts it as soon as it is free: no later lane does better
+            popped.append(heapq.heappop(self.heap))  # set aside while the next lanes are looked at
         for entry in popped:
             heapq.heappush(self.heap, entry)
         return best
 
-    def _in_a_hole(self, earliest: float, length: float) -> tuple[float, float, list[int]]:
-        """The hole where the job ends first. Holes are kept by their length's power of two (shorter ones are
-        not looked at), each class by start: once a hole would start the job no earlier than the best end
-        found, no later one of its class does better."""
-        best = (math.inf, math.inf, [])
-        least = math.frexp(length)[1]
-        for size, holes in self.holes.items():
-            if size < least:
-                continue
-            for low, high, number in holes:
-                begin = max(low, earliest)
-                if begin + length >= best[0]:
+    def _in_a_hole(self, earliest: float, length: float, bound: float) -> tuple[float, float, list[int]]:
+        """The hole where the job ends first, if it ends by ``bound``. Holes are kept by their length's class
+        (a quarter of a power of two: :func:`_length_class`; shorter classes than the job's are not looked
+        at), each class by start, from those that open the class's longest length before ``earliest`` (earlier
+        ones close before it): once a hole would start the job too late to beat the best end found, no later
+        one of its class does better."""
+        best_end, best = bound, (math.inf, math.inf, [])
+        found = False
+        classes = self.classes
+        lanes = self.lanes
+        for k in range(bisect_left(classes, _length_class(length)), len(classes)):
+            key = classes[k]
+            holes = self.holes[key]
+            for i in range(bisect_left(holes, (earliest - 2 ** ((key + 1) / 4),)), len(holes)):
+                low, high, number = holes[i]
+                begin = low if low > earliest else earliest
+                if begin + length > best_end or (found and begin + length == best_end):
                     break
                 if high - begin < length:
                     continue
-                start = self.lanes[number].fit(begin, length)
-                if start + length <= high and start + length < best[0]:
-                    best = (start + length, start, [number])
+                start = lanes[number].fit(begin, length)
+                end = start + length
+                if end <= high and (end < best_end or (not found and end == best_end)):
+                    best_end, best, found = end, (end, start, [number]), True
         return best
 
     def _together(self, earliest: float, length: float, cores: int) -> tuple[float, float, list[int]]:
@@ -209,7 +226,11 @@ class _Cluster:
 
     def _hole(self, low: float, high: float, number: int) -> None:
         if high - low >= self.shortest and high > low:
-            insort(self.holes.setdefault(math.frexp(high - low)[1], []), (low, high, number))
+            key = _length_class(high - low)
+            if key not in self.holes:
+                self.holes[key] = []
+                insort(self.classes, key)
+            insort(self.holes[key], (low, high, number))
 
     def forget_holes(self, before: float, shortest: float) -> None:
         """Forget the holes that end before ``before`` (no job left may start so early) or are shorter than
@@ -221,6 +242,11 @@ class _Cluster:
     def first_free(self) -> float:
         top = self._top()
         return math.inf if top is None else top[0]
+
+
+def _length_class(length: float) -> int:
+    """A length's class: the quarter of a power of two it lies in (a class's holes differ by less than 19 %)."""
+    return math.floor(math.log2(length) * 4) if length > 0 else -(2**62)
 
 
 def schedule(capacities: list[Capacity], jobs: list[Work]) -> list[Placement] | None:
