@@ -461,3 +461,26 @@ def test_a_bad_listen_address_is_one_line(state):
     assert len(result.stderr.splitlines()) == 1 and "HOST:PORT" in result.stderr
     result = CliRunner().invoke(grid, ["--state", str(state), "serve", "--trusted", "not-an-address"])
     assert result.exit_code == 2 and "not-an-address" in result.stderr
+
+
+def test_the_list_of_campaigns_shows_each_change_of_a_campaign_it_already_listed(state, tmp_path, job_script):
+    """GET /campaigns keeps each campaign's encoded row between lists: a rename, jobs that ran, a pause, a
+    new campaign and a purged one show in the next list, and the list is the one ?pretty gives."""
+    ok = {"params": ["a ok", "b ok"]}
+    with serving(state, tmp_path) as served, served.client(headers=ROOT_HEADER) as client:
+        first = client.post("/campaigns", json=jdl(job_script, tmp_path, name="one", **ok)).json()["id"]
+        second = client.post("/campaigns", json=jdl(job_script, tmp_path, name="two", **ok)).json()["id"]
+        listed = client.get("/campaigns").json()["items"]
+        assert [(c["id"], c["name"], c["finished_jobs"]) for c in listed] == [(first, "one", 0), (second, "two", 0)]
+        assert client.put(f"/campaigns/{first}", json={"name": "uno"}).status_code == 202
+        assert [c["name"] for c in client.get("/campaigns").json()["items"]] == ["uno", "two"]
+        Grid(state).until_done()
+        assert client.get("/campaigns").json()["items"] == []
+        listed = client.get("/campaigns?all").json()["items"]
+        assert [(c["state"], c["finished_jobs"]) for c in listed] == [("terminated", 2)] * 2
+        third = client.post("/campaigns", json=jdl(job_script, tmp_path, name="three", **ok)).json()["id"]
+        assert client.delete(f"/campaigns/{third}?hold").status_code == 202
+        assert client.delete(f"/campaigns/{first}?purge").status_code == 202
+        plain, pretty = client.get("/campaigns?all"), client.get("/campaigns?all&pretty")
+        assert [(c["id"], c["state"]) for c in plain.json()["items"]] == [(second, "terminated"), (third, "paused")]
+        assert plain.json() == pretty.json() and plain.text != pretty.text

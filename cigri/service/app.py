@@ -28,7 +28,7 @@ from ..errors import CigriError, JdlError, NotFound, PermissionDenied
 from ..model import Campaign, CampaignState, Event, EventCode, Job, JobState
 from ..secrets import mask
 from ..store import Store
-from .http import Answer, BadRequest, Call, Handler, Resource, error, flag, json_body, link, whole
+from .http import Answer, BadRequest, Call, Handler, Resource, encode, error, flag, is_pretty, json_body, link, whole
 from .identity import Identity
 
 SQLITE_MAX_INT = 2**63 - 1
@@ -48,6 +48,9 @@ class Service:
         self.identity = identity
         self.clock = clock or RealClock()
         self._local = threading.local()
+        # each listed campaign's JSON, kept with what it was made of: a list read again after one campaign
+        # changed encodes that one only (entries are replaced whole: safe to share between worker threads)
+        self.listed: dict[int, tuple[tuple, str]] = {}
 
     def store(self) -> Store:
         store = getattr(self._local, "store", None)
@@ -266,15 +269,35 @@ def campaigns(call: Call, service: Service) -> Answer:
     states = None if flag(call.query, "all") else UNFINISHED
     user = call.query.get("user")
 
+    pretty = is_pretty(call.query)
+    links = [link("self", "/campaigns"), link("parent", "/")]
+
     def build() -> Answer:
         events = store.open_event_counts()
-        listed = store.campaigns(user=user, states=states)
-        counts = store.counts_of([c.id for c in listed])
-        items = [campaign_view(store, c, events.get(c.id, 0), counts[c.id]) for c in listed]
-        links = [link("self", "/campaigns"), link("parent", "/")]
-        return Answer({"items": items, "total": len(items), "links": links})
+        if pretty:
+            listed = store.campaigns(user=user, states=states)
+            counts = store.counts_of([c.id for c in listed])
+            items = [campaign_view(store, c, events.get(c.id, 0), counts[c.id]) for c in listed]
+            return Answer({"items": items, "total": len(items), "links": links})
+        rows = store.campaign_list(user=user, states=states)
+        counts = store.counts_of([row[0] for row in rows])
+        texts = []
+        for row in rows:
+            cid = row[0]
+            made_of = (*row, events.get(cid, 0), *counts[cid].values())
+            kept = service.listed.get(cid)
+            if kept is None or kept[0] != made_of:
+                view = campaign_view(store, store.campaign(cid), events.get(cid, 0), counts[cid])
+                kept = service.listed[cid] = (made_of, encode(view))
+            texts.append(kept[1])
+        if len(service.listed) > 2 * len(rows) + 1000:  # forget the campaigns no list shows any more
+            shown = {row[0] for row in rows}
+            for cid in [cid for cid in service.listed if cid not in shown]:
+                service.listed.pop(cid, None)
+        text = '{"items": [' + ", ".join(texts) + f'], "total": {len(texts)}, "links": ' + encode(links) + "}\n"
+        return Answer({}, encoded={False: text.encode()})
 
-    return service.remembered(("campaigns", states, user, *store.version()), build)
+    return service.remembered(("campaigns", states, user, pretty, *store.version()), build)
 
 
 def submit(call: Call, service: Service) -> Answer:

@@ -92,6 +92,16 @@ def one_line(text: str) -> str:
     return " ".join(mask_text(text).split())
 
 
+def is_pretty(query: Mapping[str, str]) -> bool:
+    return "pretty" in query and query["pretty"].lower() != "false"
+
+
+def encode(data: Any, pretty: bool = False) -> str:
+    """JSON text as the service answers it: ``<``, ``>`` and ``&`` escaped, so that no answer reads as HTML.
+    The parts of a list encoded apart, joined with ", ", give the list's text (not indented)."""
+    return json.dumps(data, indent=2 if pretty else None, ensure_ascii=False).translate(_ESCAPES)
+
+
 def render(
     data: dict,
     status: int,
@@ -100,11 +110,10 @@ def render(
     location: str | None = None,
     encoded: dict[bool, bytes] | None = None,
 ):
-    pretty = "pretty" in query and query["pretty"].lower() != "false"
+    pretty = is_pretty(query)
     body = None if encoded is None else encoded.get(pretty)
     if body is None:
-        text = json.dumps(data, indent=2 if pretty else None, ensure_ascii=False).translate(_ESCAPES) + "\n"
-        body = text.encode()
+        body = (encode(data, pretty) + "\n").encode()
         if encoded is not None:
             encoded[pretty] = body
     headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}

@@ -85,7 +85,10 @@ class Campaigns:
         return self._campaign(row)
 
     def campaigns(self, *, user: str | None = None, states: Sequence[CampaignState] | None = None) -> list[Campaign]:
-        sql = f"SELECT {self._CAMPAIGN_COLUMNS} FROM campaigns"
+        return [self._campaign(row) for row in self._listed(self._CAMPAIGN_COLUMNS, user, states)]
+
+    def _listed(self, columns: str, user: str | None, states: Sequence[CampaignState] | None) -> sqlite3.Cursor:
+        """The ``columns`` of the user's campaigns (None: everyone's) in these states (None: any), by id."""
         where, params = [], []
         if user:
             where.append("user = ?")
@@ -93,9 +96,8 @@ class Campaigns:
         if states:
             where.append(f"state IN ({_marks(len(states))})")
             params.extend(s.value for s in states)
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        return [self._campaign(row) for row in self.conn.execute(sql + " ORDER BY id", params)]
+        condition = f" WHERE {' AND '.join(where)}" if where else ""
+        return self.conn.execute(f"SELECT {columns} FROM campaigns{condition} ORDER BY id", params)
 
     def campaign_ids(self, states: Sequence[CampaignState]) -> list[int]:
         """The ids of the campaigns in these states (no JDL read)."""

@@ -5,9 +5,9 @@ millions of jobs), and a campaign's new name."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 
-from ..model import Event, Job, JobState
+from ..model import CampaignState, Event, Job, JobState
 from ._sql import _chunks, _marks
 
 _STATES = {state.value: state for state in JobState}
@@ -21,6 +21,7 @@ class Service:
     _EVENT_COLUMNS: str
     _job: Callable[[tuple], Job]
     _event: Callable[[tuple], Event]
+    _listed: Callable[..., sqlite3.Cursor]
 
     def job_page(self, campaign_id: int, limit: int, offset: int = 0, after: int | None = None) -> list[Job]:
         """``limit`` jobs of a campaign in id order: from the ``offset``-th, or (keyset paging) those whose id
@@ -54,6 +55,13 @@ class Service:
         it has)."""
         (count,) = self._one("SELECT coalesce(sum(n), 0) FROM job_counts WHERE campaign_id = ?", (campaign_id,))
         return count == high - low + 1
+
+    def campaign_list(
+        self, *, user: str | None = None, states: Sequence[CampaignState] | None = None
+    ) -> list[tuple[int, str, str, str, str, float, float | None, int]]:
+        """(id, name, user, type, state, submitted at, ended at, jobs) of the campaigns :meth:`campaigns` lists,
+        in its order, their JDLs left unread."""
+        return self._listed("id, name, user, type, state, submitted_at, ended_at, nb_jobs", user, states).fetchall()
 
     def counts_of(self, campaign_ids: Collection[int]) -> dict[int, dict[JobState, int]]:
         """The jobs of each of ``campaign_ids`` by state (every state, 0 when none), read at once: a list of a
