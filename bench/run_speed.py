@@ -105,6 +105,9 @@ def main() -> None:
 CPU seconds of `grid simulate` on each scenario, with the code at commit {reference} and with this checkout's,
 each in a child process, {args.repeats} interleaved runs each (medians). "Same figures": every simulated figure
 (jobs done, makespan, completion times, utilization, waste, fairness, queues, estimated ends...) is identical.
+Against a commit older than a deliberate change of scheduling they differ (the runs then do different work: a
+refactor is checked with `--against` a recent commit); since d3bec57 the placement changed (issue 21) and
+each run also computes the offline reference (hundred-k: about 3 CPU s of the figure), which d3bec57 did not.
 Run: {stamp()}.
 
 | scenario | CPU at {reference} | CPU now | ratio | same figures | target | met? |
