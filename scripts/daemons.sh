@@ -2,7 +2,8 @@
 # processes a script started (by pid and start time, never by name), waiting on checks, stopping, and ensure, which
 # checks a daemon by using it and starts or restarts what is its own. The sourcing script defines RUN, DEADLINE,
 # log, tail_log, log_of, daemon_pid, check_<daemon>, start_<daemon>, NEEDS and STATE, optionally mend_<daemon>
-# and stop_signal (TERM when absent).
+# and stop_signal (TERM when absent), die, DAEMONS, ENV_FILE, cmd_start and cmd_stop; it ends with `main WAIT "$@"`
+# (cmd_status and main, the same for both, live here).
 # shellcheck shell=bash disable=SC2004  # STATE is the sourcing script's associative array, not arithmetic
 
 # "pid starttime" of a live process. Zombies count as dead: kill -0 succeeds on them and PID 1 here reaps slowly.
@@ -76,4 +77,33 @@ ensure() {  # $1 daemon: check it by using it; restart it if ours and failing, s
     tail_log "$d"; fail "$d" "$WHY, ${DEADLINE}s after it was $how (see $(log_of "$d"))"
   fi
   return 0
+}
+
+cmd_status() {  # the checks of start, without mending anything
+  local d why who pid bad=0
+  for d in "${DAEMONS[@]}"; do
+    if alive "$d"; then who="pid $(daemon_pid "$d")"
+    elif pid=$(daemon_pid "$d"); then who="pid $pid, not started by this script"
+    else who="no process started by this script"; fi
+    if why=$(check_"$d"); then echo "$d: up ($why; $who)"; else echo "$d: DOWN ($why; $who)"; bad=1; fi
+  done
+  if [[ -s $ENV_FILE ]]; then echo "env: $ENV_FILE"; else echo "env: missing"; bad=1; fi
+  return "$bad"
+}
+
+main() {  # $1 seconds to wait for the lock, then the script's arguments: start|stop|status|env, as root, from /
+  local wait=$1; shift
+  [[ $(id -u) == 0 ]] || die "must run as root"
+  # From /, and so every daemon started: the caller's folder may be a temporary clone deleted after the run.
+  cd /
+  mkdir -p "$RUN"
+  # Two concurrent starts would race on pid files. Daemons are started with 9>&- so they do not inherit the lock.
+  exec 9>"$RUN/.lock"; flock -w "$wait" 9 || die "another $(basename "$0") holds $RUN/.lock"
+  case ${1:-} in
+    start) cmd_start ;;
+    stop) cmd_stop ;;
+    status) cmd_status ;;
+    env) [[ -s $ENV_FILE ]] || die "no $ENV_FILE: run '$0 start'"; cat "$ENV_FILE" ;;
+    *) echo "usage: $0 start|stop|status|env" >&2; exit 2 ;;
+  esac
 }

@@ -349,28 +349,4 @@ cmd_stop() {
   rm -f "$ENV_FILE"    # its presence must not suggest that Slurm is up
 }
 
-cmd_status() {  # the checks of start, without mending anything
-  local d why who pid bad=0
-  for d in "${DAEMONS[@]}"; do
-    if alive "$d"; then who="pid $(daemon_pid "$d")"
-    elif pid=$(daemon_pid "$d"); then who="pid $pid, not started by this script"
-    else who="no process started by this script"; fi
-    if why=$(check_"$d"); then echo "$d: up ($why; $who)"; else echo "$d: DOWN ($why; $who)"; bad=1; fi
-  done
-  if [[ -s $ENV_FILE ]]; then echo "env: $ENV_FILE"; else echo "env: missing"; bad=1; fi
-  return "$bad"
-}
-
-[[ $(id -u) == 0 ]] || die "must run as root"
-# From /, and so every daemon started below: the caller's folder may be a temporary clone deleted after the run.
-cd /
-mkdir -p "$RUN"
-# Two concurrent starts would race on pid files. Daemons are started with 9>&- so they do not inherit the lock.
-exec 9>"$RUN/.lock"; flock -w 120 9 || die "another slurm-local.sh holds $RUN/.lock"
-case ${1:-} in
-  start) cmd_start ;;
-  stop) cmd_stop ;;
-  status) cmd_status ;;
-  env) [[ -s $ENV_FILE ]] || die "no $ENV_FILE: run '$0 start'"; cat "$ENV_FILE" ;;
-  *) echo "usage: $0 start|stop|status|env" >&2; exit 2 ;;
-esac
+main 120 "$@"

@@ -398,29 +398,7 @@ def test_only_the_service_user_runs_jobs_on_its_own_host(state, tmp_path, job_sc
         with serving(state, tmp_path, f"unix:{sock}"):
             before = snapshot(state)
             body = json.dumps(jdl(job_script, tmp_path)).encode()
-            nobody = pwd.getpwnam("nobody")
-            read, write = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                code = 99
-                try:
-                    os.close(read)
-                    os.setgroups([])
-                    os.setgid(nobody.pw_gid)
-                    os.setuid(nobody.pw_uid)
-                    with httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://c") as client:
-                        answer = client.post("/campaigns", content=body)
-                    os.write(write, json.dumps([answer.status_code, answer.json()]).encode())
-                    code = 0
-                finally:
-                    os._exit(code)
-            os.close(write)
-            raw = b""
-            while chunk := os.read(read, 65536):
-                raw += chunk
-            os.close(read)
-            os.waitpid(pid, 0)
-            status, answer = json.loads(raw)
+            [(status, answer)] = requests_as_nobody(sock, [("POST", "/campaigns", {"content": body})])
             assert snapshot(state) == before
     assert status == 403
     assert "local" in answer["message"] and "nobody" in answer["message"]
