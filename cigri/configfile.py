@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from . import config
 from .adapters import adapter_class, validate_cluster, validate_config
 from .clock import Clock
@@ -72,6 +70,8 @@ def path_for(state_dir: Path, given: str | os.PathLike | None, environ: Mapping[
 def read(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """The file's keys and its declared clusters (name -> adapter and options), unchecked values; a
     ConfigError naming the file for bad YAML or an unknown key."""
+    import yaml  # here, as in from_env: a command run without a file or cigri's variables never loads PyYAML
+
     try:
         data = yaml.safe_load(path.read_text())
     except FileNotFoundError:
@@ -126,6 +126,8 @@ def from_env(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
                 continue  # CIGRI_STATE and the like: not configuration keys
         else:
             continue
+        import yaml
+
         try:
             out[key] = (yaml.safe_load(text), var)
         except yaml.YAMLError:

@@ -67,14 +67,16 @@ import re
 import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from itertools import islice
 from pathlib import Path
-from typing import NamedTuple, Protocol
-
-import yaml
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from .errors import JdlError
 from .macros import local_path
+
+if TYPE_CHECKING:
+    import yaml  # imported by the functions reading YAML: a JDL in JSON, or none, never loads PyYAML
 
 GLOBAL_ONLY = (
     "name",
@@ -798,12 +800,20 @@ def _json_mapping(pairs: list[tuple[str, object]]) -> dict:
     return data
 
 
-class _YamlLoader(yaml.SafeLoader):
+@cache
+def _yaml_loader() -> type[yaml.SafeLoader]:
     """PyYAML's safe loader, but its mappings note a key given twice (YAML forbids it). A merge (``<<``) is no
     duplicate: the keys written beside it override it."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("tag:yaml.org,2002:map", _yaml_mapping)
+    return Loader
 
 
-def _yaml_mapping(loader: _YamlLoader, node: yaml.MappingNode):
+def _yaml_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode):
     data = _Mapping()
     yield data
     seen: set = set()
@@ -819,8 +829,6 @@ def _yaml_mapping(loader: _YamlLoader, node: yaml.MappingNode):
             pass
     data.update(loader.construct_mapping(node))
 
-
-_YamlLoader.add_constructor("tag:yaml.org,2002:map", _yaml_mapping)
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _JSON_ESCAPE = re.compile(r"\\(.)", re.S)
@@ -850,13 +858,9 @@ def load_text(text: str, origin: str = "JDL") -> dict:
         if kind == "JSON":
             data = json.loads(ruby_json(text), object_pairs_hook=_json_mapping)
         else:
-            data = yaml.load(text, Loader=_YamlLoader)  # a SafeLoader
+            data = _load_yaml(text, origin)
     except json.JSONDecodeError as exc:
         raise JdlError("", f"{origin} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise JdlError("", f"{origin} is not valid YAML{where}") from exc
     except RecursionError:
         raise JdlError("", f"{origin} nests lists or mappings too deeply") from None
     except ValueError as exc:  # a number of more than 4300 digits, a date that is none (YAML's 2020-02-30)
@@ -864,6 +868,17 @@ def load_text(text: str, origin: str = "JDL") -> dict:
     if not isinstance(data, dict):
         raise JdlError("", f"{origin} must be a mapping of keys to values")
     return data
+
+
+def _load_yaml(text: str, origin: str) -> object:
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_yaml_loader())  # a SafeLoader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        raise JdlError("", f"{origin} is not valid YAML{where}") from exc
 
 
 def _check_text(value: object, path: str) -> None:

@@ -23,12 +23,8 @@ from __future__ import annotations
 
 import logging
 import re
-import smtplib
 from collections.abc import Mapping
-from email.message import EmailMessage
 from typing import Any
-
-import httpx
 
 from . import config
 from .clock import Clock
@@ -150,6 +146,9 @@ def queue(store: Store, clock: Clock) -> int:
 
 def send_mail(settings: Mapping[str, Any], to: str, subject: str, body: str) -> None:
     """One mail through the configured SMTP server (CigriError when none is configured)."""
+    import smtplib
+    from email.message import EmailMessage
+
     server = config.smtp_server(settings)
     if server is None:
         raise CigriError(f"{config.SMTP} is not configured (nor CIGRI_SMTP)")
@@ -164,6 +163,8 @@ def send_mail(settings: Mapping[str, Any], to: str, subject: str, body: str) -> 
 
 def post_webhook(settings: Mapping[str, Any], url: str, note: Mapping[str, Any]) -> None:
     """One JSON POST: ``text`` (subject and body), ``subject``, ``severity``, ``topic``; a 2xx answer is sent."""
+    import httpx
+
     payload = {
         "text": f"{note['subject']}\n{note['body']}",
         "subject": note["subject"],
@@ -178,8 +179,15 @@ def deliver(store: Store, clock: Clock) -> tuple[int, int]:
     """Send what is queued, each notification in its own short transaction; (sent, failed)."""
     settings = store.settings()
     attempts = config.notify_number(settings, "notify.attempts")
+    notes = store.unsent_notifications(attempts)
+    if not notes:
+        return 0, 0
+    import smtplib  # the senders' libraries: a pass with nothing to send loads neither
+
+    import httpx
+
     sent = failed = 0
-    for note in store.unsent_notifications(attempts):
+    for note in notes:
         try:
             if note["kind"] == MAIL:
                 send_mail(settings, note["target"], note["subject"], note["body"])

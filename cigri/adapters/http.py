@@ -11,12 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from ..errors import AdapterError, ConfigError, TransportError
 from . import Option
 from .transport import CONNECT_TIMEOUT
+
+if TYPE_CHECKING:
+    import httpx  # imported where it is used: a command that reaches no REST cluster never loads it
 
 log = logging.getLogger(__name__)
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -25,6 +27,8 @@ INSECURE = Option("insecure", bool, "send the token over plain http:// to anothe
 
 def check_url(cluster: str, url: str, *, secret: bool, insecure: bool) -> str:
     """``url`` if the adapter may use it; ConfigError (one line) if not."""
+    import httpx
+
     if not url.startswith(("http://", "https://")):
         raise ConfigError(f"cluster {cluster!r}: url must start with http:// or https://, not {url!r}")
     if secret and url.startswith("http://") and httpx.URL(url).host not in LOOPBACK and not insecure:
@@ -58,6 +62,8 @@ def read_secret(path: str) -> str:
 
 def client(url: str, timeout: float, transport: httpx.BaseTransport | None, **settings) -> httpx.Client:
     """A client whose every request is bounded: ``timeout`` to read or write, less to connect."""
+    import httpx
+
     bounds = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout))
     return httpx.Client(base_url=url, timeout=bounds, transport=transport, **settings)
 
@@ -68,6 +74,8 @@ def send(
     """One request through the client ``make`` gives; a failure to get an answer is a TransportError
     naming ``service`` (e.g. "slurmrestd") at ``url``, a request no URL can carry (a path built from what
     the cluster answered, holding a control character, a lone surrogate, or far too long) an AdapterError."""
+    import httpx
+
     try:
         return make().request(method, path, **kw)
     except (httpx.InvalidURL, UnicodeEncodeError) as exc:

@@ -28,9 +28,8 @@ import getpass
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
-
-import httpx
 
 from ..errors import AdapterError, ConfigError, JdlError, SubmitError, TransportError
 from ..model import Capacity, Cluster, JobSpec, RemoteStatus
@@ -58,6 +57,9 @@ from .oar import (
 from .reading import listed, one_line, whole
 from .slurm import check_batch
 from .transport import TIMEOUT
+
+if TYPE_CHECKING:
+    import httpx  # cigri.adapters.http imports it when a request is made
 
 FLAVOURS = ("2.5", "3")
 STRESS_LIMIT = 0.8  # CiGri's STRESS_FACTOR: a cluster this stressed gets no new jobs

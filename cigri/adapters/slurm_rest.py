@@ -40,8 +40,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from ..errors import AdapterError, ConfigError, JdlError, SubmitError, TransportError
 from ..model import Capacity, Cluster, JobSpec, RemoteState, RemoteStatus
@@ -67,6 +66,9 @@ from .slurm import (
     translate,
 )
 from .transport import TIMEOUT, CommandRunner, SshRunner, shell
+
+if TYPE_CHECKING:
+    import httpx  # cigri.adapters.http imports it when a request is made
 
 VERSIONS = ("v0.0.39", "v0.0.38", "v0.0.37")  # newest first: the data formats this adapter reads and writes
 

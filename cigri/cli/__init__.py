@@ -2,23 +2,63 @@
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterable, Iterator, Mapping
+
 import click
 
-from .admin_cmds import admin
 from .app import GridGroup, common
-from .campaign_cmds import griddel, gridevents, gridstat, gridsub
-from .cluster_cmds import gridclusters
-from .completion import completion
-from .config_cmds import config
-from .cycle_cmds import STAGE_COMMANDS, almighty
-from .doctor_cmds import doctor
-from .notify_cmds import gridnotify
-from .policy_cmds import policy
-from .serve_cmds import serve
-from .sim_cmds import simulate
+
+# every command, by name: the module defining it (as an attribute of the same name), imported when it is first used
+MODULES = {
+    "gridsub": "campaign_cmds",
+    "gridstat": "campaign_cmds",
+    "griddel": "campaign_cmds",
+    "gridevents": "campaign_cmds",
+    "gridclusters": "cluster_cmds",
+    "gridnotify": "notify_cmds",
+    "almighty": "cycle_cmds",
+    "updator": "cycle_cmds",
+    "spritz": "cycle_cmds",
+    "metasched": "cycle_cmds",
+    "runner": "cycle_cmds",
+    "nikita": "cycle_cmds",
+    "simulate": "sim_cmds",
+    "config": "config_cmds",
+    "policy": "policy_cmds",
+    "admin": "admin_cmds",
+    "doctor": "doctor_cmds",
+    "serve": "serve_cmds",
+    "completion": "completion",
+}
 
 
-@click.group("grid", cls=GridGroup, context_settings={"help_option_names": ["-h", "--help"]})
+class Commands(Mapping[str, click.Command]):
+    """Commands by name, each one's module imported when it is first asked for: a command starts with its own
+    module and what that imports, not every command's."""
+
+    def __init__(self, names: Iterable[str]):
+        self.names = tuple(names)
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self.names:
+            raise KeyError(name)
+        command = getattr(importlib.import_module(f"{__name__}.{MODULES[name]}"), name)
+        # -h is help wherever a command runs: under grid, as its own script, in a completion request. Click caches
+        # a command's help option from the first context it sees, so the names belong to the command, not to a call.
+        command.context_settings.setdefault("help_option_names", ["-h", "--help"])
+        return command
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+@click.group(
+    "grid", cls=GridGroup, commands=Commands(MODULES), context_settings={"help_option_names": ["-h", "--help"]}
+)
 @common
 def grid():
     """cigri: run campaigns of many independent jobs over clusters.
@@ -33,30 +73,14 @@ def grid():
     """
 
 
-for command in (
-    gridsub,
-    gridstat,
-    griddel,
-    gridevents,
-    gridclusters,
-    gridnotify,
-    almighty,
-    *STAGE_COMMANDS,
-    simulate,
-    config,
-    policy,
-    admin,
-    doctor,
-    serve,
-    completion,
-):
-    grid.add_command(command)
+STANDALONE = Commands(("gridsub", "gridstat", "griddel", "gridevents", "gridclusters", "gridnotify"))
 
-STANDALONE = {c.name: c for c in (gridsub, gridstat, griddel, gridevents, gridclusters, gridnotify)}
-for command in STANDALONE.values():
-    # -h is help wherever a command runs: under grid, as its own script, in a completion request. Click caches a
-    # command's help option from the first context it sees, so the names belong to the command, not to a call.
-    command.context_settings.setdefault("help_option_names", ["-h", "--help"])
+
+def __getattr__(name: str) -> click.Command:
+    """``from cigri.cli import gridstat``: the command, its module imported now."""
+    if name in MODULES:
+        return grid.commands[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _standalone(name: str):

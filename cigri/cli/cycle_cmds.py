@@ -245,14 +245,12 @@ def _stage_command(stage: str, doc: str):
     return command
 
 
-STAGE_COMMANDS = [
-    _stage_command("updator", "Collect job states, exit codes and cluster usage; settle finished campaigns."),
-    _stage_command("spritz", "Update each campaign's throughput and estimated end."),
-    _stage_command(
-        "metasched", "Choose which jobs go to which cluster (test campaigns first, then the configured strategy)."
-    ),
-    _stage_command("runner", "Stop the jobs the metascheduler took back, submit those it chose, and due stages."),
-    _stage_command("nikita", "Kill the jobs users cancelled."),
-]
+updator = _stage_command("updator", "Collect job states, exit codes and cluster usage; settle finished campaigns.")
+spritz = _stage_command("spritz", "Update each campaign's throughput and estimated end.")
+metasched = _stage_command(
+    "metasched", "Choose which jobs go to which cluster (test campaigns first, then the configured strategy)."
+)
+runner = _stage_command("runner", "Stop the jobs the metascheduler took back, submit those it chose, and due stages.")
+nikita = _stage_command("nikita", "Kill the jobs users cancelled.")
 
-assert {c.name for c in STAGE_COMMANDS} == set(cycle_mod.STAGES)
+assert {c.name for c in (updator, spritz, metasched, runner, nikita)} == set(cycle_mod.STAGES)
