@@ -86,6 +86,17 @@ def test_long_jobs_keep_off_a_cluster_that_would_likely_kill_them_when_another_w
     assert free_slots(1000.0, risky) == {"risky": 8}, "with no safer cluster, the risky one still serves"
 
 
+def test_jobs_that_ran_long_without_an_end_yet_keep_off_a_cluster_that_would_likely_kill_them():
+    """Before any of its jobs ends, a campaign is judged on how long its running ones have run (a floor of its
+    duration): on the trace, 17,000-s jobs went back to a preempting cluster for hours while none had ended."""
+    risky = ClusterView("risky", 8, 0, slots=8, hazard=1e-3)
+    safe = ClusterView("safe", 2, 0, slots=2)
+    view = CampaignView(1, CampaignType.DEFAULT, "u", 0.0, 20, {"risky": Demand(1, 99), "safe": Demand(1, 99)})
+    assert shunned(view, (risky, safe)) == frozenset(), "nothing known yet"
+    assert shunned(replace(view, ran_for=1000.0), (risky, safe)) == {"risky"}
+    assert shunned(replace(view, ran_for=10.0), (risky, safe)) == frozenset(), "a short floor proves nothing"
+
+
 def test_a_risky_cluster_still_serves_when_waiting_for_the_safe_one_would_cost_more_than_its_kills():
     """Keeping off a cluster that kills pays only when the safe one starts the job soon: behind a queue that
     ends later than the risky run would, restarts included, the risky cluster's free slots are used."""

@@ -113,6 +113,23 @@ def test_the_snapshot_shows_each_campaigns_keys_size_progress_and_estimate():
     assert (campaign.estimate, campaign.confidence) == (20.0, 2)
 
 
+def test_a_campaign_none_of_whose_jobs_ended_shows_how_long_its_running_ones_have_run():
+    """Without an estimate, the longest run so far is a floor of its jobs' duration (issue 21: long jobs keep
+    off clusters that kill them before any of them ends)."""
+    a = FakeRM("a", 2, queue_depth=0)
+    grid = Grid(a)
+    config.set_value(grid.store, "metasched", "probe")
+    cid = submit(grid, 4)
+    grid.at(0)
+    a.start(1, 5.0)
+    a.start(2, 400.0)
+    campaign = probe(grid, 1000).campaign(cid)
+    assert (campaign.estimate, campaign.ran_for, campaign.floor) == (None, 995.0, 995.0)
+    a.end(2, 1100.0)
+    campaign = probe(grid, 1200).campaign(cid)
+    assert (campaign.estimate, campaign.ran_for, campaign.floor) == (700.0, 0.0, 700.0), "an end tells more"
+
+
 def test_a_waiting_job_that_failed_on_a_cluster_counts_there():
     a, b = FakeRM("a", 1), FakeRM("b", 1)
     grid = Grid(a, b)

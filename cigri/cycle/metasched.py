@@ -320,6 +320,7 @@ def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) ->
                 limit = min(limit, settings["max_jobs"] - on_clusters[name])
             demands[name] = Demand(settings["_slots"], max(0, limit), failed.get(name, 0))
     estimates = {}
+    ran_for = 0.0
     if ctx.oracle is not None:
         estimate, confidence = ctx.oracle(campaign.id), 0
     else:
@@ -329,6 +330,9 @@ def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) ->
             there = Spread.kept(figures)
             if there.n:
                 estimates[name] = there.mean
+        if estimate is None and active:
+            since = ctx.store.first_running(campaign.id)
+            ran_for = 0.0 if since is None else max(0.0, ctx.clock.now() - since)
     jdl = campaign.jdl
     return CampaignView(
         campaign.id,
@@ -345,6 +349,7 @@ def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) ->
         confidence=confidence,
         estimates=estimates,
         finalize=jdl.get("finalize", False),
+        ran_for=ran_for,
     )
 
 

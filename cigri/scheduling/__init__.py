@@ -110,6 +110,12 @@ class CampaignView:
     finalize: bool = False  # replicate the last jobs on idle slots of other clusters (the 2009 design's mode)
     # Spritz's mean job duration per cluster, where some of its jobs terminated (seconds; none with an oracle)
     estimates: Mapping[str, float] = field(default_factory=dict)
+    ran_for: float = 0.0  # without an estimate: the longest its running jobs have run yet, a floor of its duration
+
+    @property
+    def floor(self) -> float | None:
+        """Its estimate, else what its longest running job shows its jobs last at least (None: nothing)."""
+        return self.estimate if self.estimate is not None else self.ran_for or None
 
     @property
     def remaining_work(self) -> float | None:
@@ -251,8 +257,9 @@ def shunned(campaign: CampaignView, clusters: Sequence[ClusterView]) -> frozense
     """The clusters the campaign's jobs keep off: those that would likely kill them (a slowdown over
     :data:`RISKY`) while another of its clusters would likely not (:data:`SAFE`) and would start one soon
     enough to end it sooner (its free slots now, else the jobs queued there over its slots, each of the
-    campaign's duration). Short jobs keep none."""
-    estimate = campaign.estimate
+    campaign's duration). Short jobs keep none. A campaign none of whose jobs ended yet is judged on how long
+    its running ones have run: its jobs last at least that."""
+    estimate = campaign.floor
     mine = [c for c in clusters if c.name in campaign.demands]
     if estimate is None or not mine:
         return frozenset()

@@ -178,6 +178,12 @@ class Usage:
                 figures[0] += n
         return {cluster: tuple(v) for cluster, v in out.items()}
 
+    def first_running(self, campaign_id: int) -> float | None:
+        """When the campaign's earliest running job started (None when none runs)."""
+        return self._one(
+            "SELECT min(started_at) FROM jobs WHERE campaign_id = ? AND state = 'running'", (campaign_id,)
+        )[0]
+
     def job_failures(self, campaign_id: int) -> tuple[int, float | None, float | None]:
         """The campaign's failed jobs as its job events tell: (how many ever, the mean seconds its closed ones
         stayed open before a user fixed them, when the latest still open one opened)."""
