@@ -41,6 +41,10 @@ and nothing is written):
   failed (a job that used all its attempts there closes it at once); below, each failed job is an event of
   its own and the campaign goes on there (CiGri's rule, a blacklist at the first error: ``blacklist.errors``
   1);
+- ``resubmit.error_retries``: below that threshold, a job's error (a non-zero exit, not out of memory) runs
+  the job again at once on another of its campaign's clusters, this many times (default 1), before an error
+  of it waits for the user; its EXIT_ERROR event is kept, closed. A campaign with a single cluster, or 0,
+  is CiGri's rule: every error waits for the user;
 - ``checkpoint.exit_code``: the exit status meaning "checkpointed, resume me" for campaigns whose JDL does not
   give ``checkpointing_exit_code`` (default 68);
 - ``spritz``: the predictor of campaigns' ends (default ``window``, see :mod:`cigri.prediction`);
@@ -107,6 +111,8 @@ CHECKPOINT_EXIT = "checkpoint.exit_code"
 # issue 21, item 6: a campaign's job errors close a cluster to it past a threshold, not at the first one
 BLACKLIST_ERRORS = "blacklist.errors"
 BLACKLIST_WINDOW = "blacklist.window"
+# a job error below the blacklist's threshold runs the job again elsewhere, this many times, before the user
+ERROR_RETRIES = "resubmit.error_retries"
 RESUBMIT_DEFAULTS: dict[str, int | float] = {
     MAX_ATTEMPTS: 3,
     MAX_RESUMES: 20,
@@ -115,8 +121,16 @@ RESUBMIT_DEFAULTS: dict[str, int | float] = {
     CHECKPOINT_EXIT: 68,
     BLACKLIST_ERRORS: 3,
     BLACKLIST_WINDOW: 10,
+    ERROR_RETRIES: 1,
 }
-_RESUBMIT_MINIMUM = {MAX_ATTEMPTS: 1, MAX_RESUMES: 1, FAILURE_WINDOW: 10, BLACKLIST_ERRORS: 1, BLACKLIST_WINDOW: 1}
+_RESUBMIT_MINIMUM = {
+    MAX_ATTEMPTS: 1,
+    MAX_RESUMES: 1,
+    FAILURE_WINDOW: 10,
+    BLACKLIST_ERRORS: 1,
+    BLACKLIST_WINDOW: 1,
+    ERROR_RETRIES: 0,
+}
 # ---- issue 14, items 2 and 3 (the user's side): notifications and admission rules ------------------------
 SMTP = "notify.smtp"  # host:port of the SMTP server mails go through (CIGRI_SMTP overrides it)
 NOTIFY_DEFAULTS: dict[str, Any] = {

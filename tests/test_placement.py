@@ -395,6 +395,7 @@ def test_a_sporadic_failure_keeps_the_cluster_open_to_the_campaign_repeated_ones
     closes once ``blacklist.errors`` (3) of the campaign's last ``blacklist.window`` (10) ends there failed."""
     a = FakeRM("a", 2, queue_depth=0)
     grid, cid = Grid.placed(a, jobs=12)
+    config.set_value(grid.store, "resubmit.error_retries", 0)  # every error an open event, as CiGri's
     a.start(1, 1)
     a.start(2, 1)
     a.end(1, 5, exit_code=3)  # one failure: an event for the job, the campaign goes on there
@@ -414,6 +415,52 @@ def test_a_sporadic_failure_keeps_the_cluster_open_to_the_campaign_repeated_ones
     codes = [e.code for e in grid.store.events(campaign_id=cid)]
     assert codes.count(EventCode.EXIT_ERROR) == 4 and EventCode.BLACKLIST in codes, "4 of the last 6 failed"
     assert a.holds(RemoteState.PENDING) == [], "closed to the campaign"
+
+
+def test_a_sporadic_error_runs_the_job_again_at_once_elsewhere_and_its_second_waits_for_the_user():
+    """Issue 21, item 6: below the blacklist's threshold, a job's error runs it again at once on another of
+    its campaign's clusters (``resubmit.error_retries``, 1); its EXIT_ERROR event is kept, closed. A second
+    error of the same job waits for the user, as every error does with ``resubmit.error_retries`` 0 (CiGri's
+    rule) or where the campaign has no other cluster."""
+    a = FakeRM("a", 1, queue_depth=0)
+    b = FakeRM("b", 1, queue_depth=0)
+    grid, cid = Grid.placed(a, b, jobs=4)
+    assert (a.holds(RemoteState.PENDING), b.holds(RemoteState.PENDING)) == ([1], [2])
+    a.start(1, 1)
+    b.start(2, 1)
+    a.end(1, 5, exit_code=3)
+    b.end(2, 5)
+    grid.at(10)
+    assert (grid.job(1).state, grid.job(1).cluster) == (JobState.SUBMITTED, "b"), "again at once, on b"
+    assert a.holds(RemoteState.PENDING) == [3], "a still serves the campaign"
+    [event] = grid.store.events(campaign_id=cid, open_only=False)
+    assert (event.code, event.job_id, event.state.value, event.closed_by) == (
+        EventCode.EXIT_ERROR,
+        1,
+        "closed",
+        "run again at once (resubmit.error_retries)",
+    )
+    b.start(1, 11)
+    b.end(1, 15, exit_code=3)
+    grid.at(20)
+    assert grid.job(1).state == JobState.EVENT, "its second error waits for the user"
+    assert [e.state.value for e in grid.store.events(campaign_id=cid, open_only=False)] == ["closed", "open"]
+    assert [r[0] for r in grid.store.conn.execute("SELECT job_id FROM job_ends")] == [1], "the retried end listed"
+
+    c = FakeRM("c", 1, queue_depth=0)
+    grid, cid = Grid.placed(c, jobs=2)
+    c.start(1, 1)
+    c.end(1, 5, exit_code=3)
+    grid.at(10)
+    assert grid.job(1).state == JobState.EVENT, "no other cluster: the error is the job's"
+
+    a, b = FakeRM("a", 1, queue_depth=0), FakeRM("b", 1, queue_depth=0)
+    grid, cid = Grid.placed(a, b, jobs=4)
+    config.set_value(grid.store, "resubmit.error_retries", 0)
+    a.start(1, 1)
+    a.end(1, 5, exit_code=3)
+    grid.at(10)
+    assert grid.job(1).state == JobState.EVENT, "0: CiGri's rule"
 
 
 def test_cigris_first_error_rule_is_blacklist_errors_1():

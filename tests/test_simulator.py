@@ -289,6 +289,7 @@ NODES = {
     "period": 10,
     "seed": 3,
     "max_time": 40000,
+    "config": {"resubmit.error_retries": 0},  # the failures wait for the simulated user
     "clusters": [
         {
             "name": "mixed",
@@ -515,6 +516,7 @@ def test_a_user_who_asks_little_does_not_make_the_grid_look_unfair():
 def test_the_simulated_user_fixes_failed_jobs_after_its_delay():
     data = scenario(fix_delay=300)
     data["clusters"][1]["failure"] = 0.3
+    data["config"] = {"resubmit.error_retries": 0}  # every failure waits for the user
     simulation = Simulation(parse(data))
     result = simulation.run()
     fixed = [e for e in simulation.store.events(cls=EventClass.JOB, open_only=False) if e.closed_at is not None]

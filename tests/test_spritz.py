@@ -242,6 +242,7 @@ def test_the_clusters_throughputs_add_up_to_the_campaigns_and_their_ends_fit_in_
 def test_a_blocked_campaign_shows_no_estimated_end(tmp_path):
     a = FakeRM("a", 2, queue_depth=0)
     grid = spritz_grid(a, state=tmp_path / "state.db")
+    config.set_value(grid.store, "resubmit.error_retries", 0)  # an error waits for its user
     first = grid.submit(1)
     grid.at(0)
     a.end(1, 10.0, started=0.0, exit_code=1)

@@ -114,6 +114,7 @@ def collect(ctx: Context, cluster: str) -> None:
     held = []  # (campaign, seconds) of each job that ended after holding its slots there
     stopping = ctx.store.stopping(cluster)  # killed: the runner's cancel, its pass died before recording it
     preempted = []
+    memory = set()  # the failed jobs that ran out of memory
     began = False  # did one of cigri's queued jobs start there (its queue moves)
     for job_id, campaign_id, state, remote, unknown_since in reported:
         status = statuses[remote]
@@ -163,6 +164,7 @@ def collect(ctx: Context, cluster: str) -> None:
             how = f"exited with status {status.exit_code}" if status.exit_code is not None else status.reason
             if status.cause == KillCause.MEMORY:  # the JDL asks no memory: an event for the user, not a retry
                 how += " (out of memory)"
+                memory.add(job_id)
             failed.append((job_id, campaign_id, remote, how))
     tails = {job_id: adapter.tail(remote, "stderr", STDERR_LINES) for job_id, _, remote, _ in failed}
     with ctx.store.transaction():
@@ -179,10 +181,11 @@ def collect(ctx: Context, cluster: str) -> None:
         ctx.store.add_failures([(again.job_id, again.campaign_id, cluster) for again in requeue])
         ctx.store.add_failures([(job_id, campaign_id, cluster) for job_id, campaign_id, *_ in failed])
         closing = events.too_many_errors(ctx.store, cluster, outcomes)
+        retried = retry_errors(ctx, cluster, [f for f in failed if f[0] not in memory], closing)
         for job_id, campaign_id, _remote, how in failed:
             tail = tails[job_id]
             message = f"job {job_id} {how}" + (f"; stderr ends with:\n{tail}" if tail else "")
-            events.job_error(
+            event_id = events.job_error(
                 ctx.store,
                 EventCode.EXIT_ERROR,
                 message,
@@ -192,7 +195,9 @@ def collect(ctx: Context, cluster: str) -> None:
                 job_id=job_id,
                 close=campaign_id in closing,
             )
-        again = resubmit(ctx, cluster, requeue)
+            if job_id in retried:
+                ctx.store.close_events([event_id], now, RETRIED)
+        again = resubmit(ctx, cluster, requeue) + len(retried)
         watch_failures(ctx, outcomes)
     ctx.report.add("started", len(started))
     ctx.report.add("terminated", len(durations))
@@ -207,6 +212,39 @@ def collect(ctx: Context, cluster: str) -> None:
             len(failed),
             again,
         )
+
+
+RETRIED = "run again at once (resubmit.error_retries)"
+
+
+def retry_errors(
+    ctx: Context, cluster: str, failed: Sequence[tuple[int, int, str | None, str]], closing: set[int]
+) -> set[int]:
+    """Run again at once, on another cluster, the jobs whose error may be the cluster's, in the caller's
+    transaction; their ids. Such a job's campaign has another cluster to go to, its errors on this one stay
+    below the blacklist's threshold (none ``closing`` it, no blacklist open there), and the job ran again
+    after an error fewer than ``resubmit.error_retries`` times: it goes back to its bag as an attempt and
+    keeps off this cluster for a while. Any other error waits for the user (CiGri's rule)."""
+    retries = int(config.resubmit_value(ctx.store.settings(), config.ERROR_RETRIES))
+    candidates = [
+        (job_id, remote, how)
+        for job_id, campaign_id, remote, how in failed
+        if retries
+        and campaign_id in ctx.choosy
+        and campaign_id not in closing
+        and ctx.store.blacklist(campaign_id, cluster) is None
+    ]
+    if not candidates:
+        return set()
+    done = ctx.store.errors_retried([job_id for job_id, _, _ in candidates])
+    chosen = [(job_id, remote, how) for job_id, remote, how in candidates if done.get(job_id, 0) < retries]
+    if not chosen:
+        return set()
+    now = ctx.clock.now()
+    ctx.store.add_ends((job_id, cluster, remote, now, None, None, how) for job_id, remote, how in chosen)
+    ids = [job_id for job_id, _, _ in chosen]
+    ctx.store.retry_errors(ids, ctx.avoiding(cluster))
+    return set(ids)
 
 
 CLUSTER_KILLS = (KillCause.PREEMPTED, KillCause.OTHER)  # the cluster's doing, not the job's nor a user's

@@ -414,6 +414,21 @@ class Jobs(JobStates):
             out.update((job_id, (resubmits, resumes)) for job_id, resubmits, resumes in rows)
         return out
 
+    def errors_retried(self, job_ids: Sequence[int]) -> dict[int, int]:
+        """How many times each job ran again after an error (``resubmit.error_retries``)."""
+        out: dict[int, int] = {}
+        for chunk in _chunks(list(job_ids)):
+            rows = self.conn.execute(f"SELECT id, errors FROM jobs WHERE id IN ({_marks(len(chunk))})", chunk)
+            out.update(rows)
+        return out
+
+    def retry_errors(self, job_ids: Sequence[int], avoid: tuple[str, float]) -> None:
+        """Send jobs that ended in an error back to their bag, counted as an attempt and as an error retried,
+        not to go back to that cluster before ``avoid``'s time."""
+        for chunk in _chunks(list(job_ids)):
+            self.conn.execute(f"UPDATE jobs SET errors = errors + 1 WHERE id IN ({_marks(len(chunk))})", chunk)
+        self.requeue(job_ids, avoid=avoid)
+
     def scale_walltime(self, job_ids: Sequence[int], factor: float) -> None:
         """Multiply the jobs' walltime scale (retry_resources, after a walltime kill)."""
         self.conn.executemany(

@@ -561,6 +561,11 @@ def _m024_cluster_kills(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE cluster_kills (cluster TEXT PRIMARY KEY, kills INTEGER NOT NULL) WITHOUT ROWID")
 
 
+def _m025_job_errors(conn: sqlite3.Connection) -> None:
+    """How many times each job ran again after an error of its own (``resubmit.error_retries``)."""
+    conn.execute("ALTER TABLE jobs ADD COLUMN errors INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -585,6 +590,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("022_cluster_ends", _m022_cluster_ends),
     ("023_id_floors", _m023_id_floors),
     ("024_cluster_kills", _m024_cluster_kills),
+    ("025_job_errors", _m025_job_errors),
 ]
 
 
