@@ -104,3 +104,19 @@ def test_a_full_scan_is_caught(tmp_path):
         assert full_scans(store, "SELECT id FROM jobs WHERE campaign_id = 1 AND state = 'to_launch'") == []
     finally:
         store.close()
+
+
+def test_spritz_reads_a_campaigns_active_jobs_from_the_index_alone(tmp_path):
+    """Spritz's figures of a campaign's active jobs (Store.on_clusters, each pass for each running campaign)
+    come from the campaigns' index, which holds each job's cluster and start: no job row is read."""
+    store = Store(tmp_path / "state.db")
+    seen: list[str] = []
+    try:
+        store.conn.set_trace_callback(seen.append)
+        store.on_clusters(1, 0.0)
+        store.conn.set_trace_callback(None)
+        (sql,) = [s for s in seen if "FROM jobs" in s]
+        plan = [detail for *_, detail in store.conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
+    finally:
+        store.close()
+    assert "SEARCH jobs USING COVERING INDEX jobs_campaign_state (campaign_id=? AND state=?)" in plan

@@ -121,10 +121,10 @@ def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign)
             inputs = _stage(ctx, batch_id, cluster, campaign, [job_id for job_id, _, _ in jobs])
             if inputs is None:
                 return
-            jobs = ctx.store.batch_jobs(batch_id)  # without those the cache quota left out
             # what the batch's jobs share
             base = _spec(campaign, settings, 0, "", [settings["exec_file"]], scaled_walltime(settings, scale), resume)
             if ctx.store.has_files(campaign.id):
+                jobs = ctx.store.batch_jobs(batch_id)  # without those the cache quota left out
                 base = replace(base, env={**base.env, "CIGRI_INPUT_DIR": staging.input_dir(ctx, cluster, campaign.id)})
             shared = {
                 f.name: getattr(base, f.name)

@@ -60,6 +60,7 @@ def run(ctx: Context) -> None:
     forecaster = ctx.forecaster
     since = math.ceil((now - forecaster.window) / ctx.bucket) * ctx.bucket  # the first bucket inside the window
     history = []
+    latest = []  # each campaign's forecasts, written with the history
     campaigns = ctx.store.campaigns(states=[CampaignState.IN_TREATMENT])
     if not campaigns:
         return
@@ -125,20 +126,21 @@ def run(ctx: Context) -> None:
                 (campaign.id, cluster, started_there, there.rate, there.remaining, *_ends(forecast_there))
             )
             history.append(_row(campaign.id, cluster, there, forecast_there))
-        with ctx.store.transaction():
+        latest.append((campaign.id, done, forecast, first_start, sample.rate, remaining, per_cluster))
+    with ctx.store.transaction():  # one for the pass: no campaign's forecast reads another's
+        for campaign_id, done, forecast, first_start, rate, remaining, per_cluster in latest:
             ctx.store.set_forecast(
-                campaign.id,
+                campaign_id,
                 now,
                 done,
                 forecast.throughput,
                 forecast.eta,
                 first_start=first_start,
-                rate=sample.rate,
+                rate=rate,
                 left=remaining,
                 eta_low=forecast.low,
                 eta_high=forecast.high,
             )
             ctx.store.set_cluster_forecasts(per_cluster)
-    with ctx.store.transaction():
         ctx.store.add_forecasts(history, now)
         ctx.store.prune_ends(since - ctx.bucket)

@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import itemgetter
 
 from .. import config, events
 from ..errors import AdapterError
@@ -28,6 +29,7 @@ from . import blackhole, replicas
 from .context import STDERR_LINES, Context, log
 from .health import cluster_failed, usable
 
+SUBMITTED = JobState.SUBMITTED.value  # read once: an enum's value is a property, and collect asks it per job
 RESUBMIT, RESUBMIT_AT_END = 66, 67  # CiGri's exit statuses: run me again, run me again after the others
 RESUBMIT_EXIT = (RESUBMIT, RESUBMIT_AT_END)
 LOST_AFTER = 3600  # seconds a job may stay unknown to its RM (and accounting) before it is run again
@@ -102,7 +104,7 @@ def collect(ctx: Context, cluster: str) -> None:
         ctx.look(cluster)
     statuses = adapter.states([remote for _, _, _, remote, _ in active])
     # a job its RM says nothing of is left as it is: the jobs it reports, running ones first, each by id
-    reported = sorted((row for row in active if row[3] in statuses), key=lambda row: (row[2], row[0]))
+    reported = sorted((row for row in active if row[3] in statuses), key=itemgetter(2, 0))
     if not reported:
         return
     now = ctx.clock.now()
@@ -129,11 +131,11 @@ def collect(ctx: Context, cluster: str) -> None:
             known_again.append(job_id)
         if status is None or status.state == RemoteState.PENDING:
             continue
-        if state == JobState.SUBMITTED.value and (status.state == RemoteState.RUNNING or status.started_at is not None):
+        if state == SUBMITTED and (status.state == RemoteState.RUNNING or status.started_at is not None):
             began = True
             ctx.started[cluster] += ctx.settings(campaign_id)[cluster]["_slots"]  # the flow's observed starts
         if status.state == RemoteState.RUNNING:
-            if state == JobState.SUBMITTED.value:
+            if state == SUBMITTED:
                 started.append((job_id, now if status.started_at is None else status.started_at))
             continue
         # a start or an end at t=0.0 (a simulation's first second) is a time, not "none"
@@ -457,19 +459,25 @@ def _settle_campaigns(ctx: Context) -> None:
     )
     for campaign in ctx.store.campaigns(states=[CampaignState.IN_TREATMENT]):
         counts = ctx.store.counts(campaign.id)
-        clusters = ctx.store.campaign_clusters(campaign.id, settings=False)
         busy = sum(counts[s] for s in (JobState.LAUNCHING, JobState.SUBMITTED, JobState.RUNNING))
+        held = busy or open_events.get(campaign.id) or campaign.id in gathering
+        if campaign.type != CampaignType.TEST and (held or counts[JobState.TO_LAUNCH]):
+            continue  # nothing to settle yet: nothing read further, no transaction
+        clusters = ctx.store.campaign_clusters(campaign.id, settings=False)
+        test_done = (
+            campaign.type == CampaignType.TEST
+            and busy == 0
+            and counts[JobState.TO_LAUNCH]
+            and all(info["launched"] > 0 for info in clusters.values())
+        )
+        if not test_done and (held or counts[JobState.TO_LAUNCH]):
+            continue
         with ctx.store.transaction():
-            if (
-                campaign.type == CampaignType.TEST
-                and busy == 0
-                and counts[JobState.TO_LAUNCH]
-                and all(info["launched"] > 0 for info in clusters.values())
-            ):
+            if test_done:
                 skipped = ctx.store.drop_waiting(campaign.id, JobState.SKIPPED)
                 counts[JobState.TO_LAUNCH] = 0
                 log.info("campaign %d: test done, %d jobs skipped", campaign.id, skipped)
-            if busy or counts[JobState.TO_LAUNCH] or open_events.get(campaign.id) or campaign.id in gathering:
+            if held or counts[JobState.TO_LAUNCH]:
                 continue
             epilogues = {name: info["epilogue_state"] for name, info in clusters.items()}
             for name, state in epilogues.items():

@@ -58,6 +58,10 @@ from .service import Service
 from .settings import Settings
 from .usage import Usage
 
+# prepared statements the connection keeps: a pass runs well over a thousand distinct ones (the batched
+# writes' texts differ with their row counts), and Python's default 128 re-prepared most of them every pass
+CACHED_STATEMENTS = 4096
+
 
 def default_state_path() -> Path:
     env = os.environ.get("CIGRI_STATE")
@@ -100,7 +104,13 @@ class Store(
             else:
                 if not self.memory:
                     self._create_file()
-                conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=30, check_same_thread=False)
+                conn = sqlite3.connect(
+                    str(self.path),
+                    isolation_level=None,
+                    timeout=30,
+                    check_same_thread=False,
+                    cached_statements=CACHED_STATEMENTS,
+                )
             conn.execute("PRAGMA busy_timeout = 30000")
             if not self.memory and not readonly:
                 conn.execute("PRAGMA journal_mode = WAL")
@@ -120,7 +130,14 @@ class Store(
         if not self.path.is_file():
             raise NotFound(f"no state file {self.path}")
         uri = self.path.resolve().as_uri() + "?mode=ro"
-        return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30, check_same_thread=False)
+        return sqlite3.connect(
+            uri,
+            uri=True,
+            isolation_level=None,
+            timeout=30,
+            check_same_thread=False,
+            cached_statements=CACHED_STATEMENTS,
+        )
 
     @cached_property
     def db(self):

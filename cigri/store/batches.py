@@ -22,14 +22,16 @@ class Batches(JobStates):
             (cluster, campaign_id, now),
         )
         batch_id = cur.lastrowid
-        before = self._before_ids(job_ids, " AND state = 'to_launch'")
+        # the jobs it takes, all from to_launch, as its UPDATE returns them: nothing is read before (their
+        # cluster is left out: the counts read it for terminations only)
+        moved = []
         for chunk in _chunks(list(job_ids)):
-            self.conn.execute(
+            moved += self.conn.execute(
                 "UPDATE jobs SET state = 'launching', cluster = ?, batch_id = ? "
-                f"WHERE id IN ({_marks(len(chunk))}) AND state = 'to_launch'",
+                f"WHERE id IN ({_marks(len(chunk))}) AND state = 'to_launch' RETURNING id, campaign_id",
                 [cluster, batch_id, *chunk],
-            )
-        self._moved(before, "launching")
+            ).fetchall()
+        self._moved([(job_id, campaign, "to_launch", None) for job_id, campaign in moved], "launching")
         self.conn.execute(
             "UPDATE campaign_clusters SET launched = launched + ? WHERE campaign_id = ? AND cluster = ?",
             (len(job_ids), campaign_id, cluster),
@@ -55,14 +57,13 @@ class Batches(JobStates):
         return (bool(row[0]), row[1]) if row else (False, None)
 
     def finish_batch(self, batch_id: int, remote_ids: dict[int, str], now: float) -> None:
-        before = self._before_ids(list(remote_ids), " AND state = 'launching'")
-        self._update_rows(
-            "state = 'submitted', remote_id = v.remote, submitted_at = v.at",
+        self._move_rows(
+            "launching",
+            "submitted",
+            "remote_id = v.remote, submitted_at = v.at",
             ("id", "remote", "at"),
             [(job_id, remote, now) for job_id, remote in remote_ids.items()],
-            " AND jobs.state = 'launching'",
         )
-        self._moved(before, "submitted")
         self.conn.execute("UPDATE batches SET state = 'done' WHERE id = ?", (batch_id,))
 
     def batch_pack(self, batch_id: int) -> dict | None:

@@ -313,11 +313,7 @@ class Jobs(JobStates):
 
     def mark_running(self, rows: Sequence[tuple[int, float]]) -> None:
         """(job, started) for queued jobs the RM says run (one row per job)."""
-        before = self._before_ids([job_id for job_id, _ in rows], " AND state = 'submitted'")
-        self._update_rows(
-            "state = 'running', started_at = v.started", ("id", "started"), rows, " AND jobs.state = 'submitted'"
-        )
-        self._moved(before, "running")
+        self._move_rows("submitted", "running", "started_at = v.started", ("id", "started"), rows)
 
     def mark_ended(self, rows: Sequence[tuple[int, JobState, int | None, float | None, float]]) -> None:
         """(job, new state, exit code, started, ended) for jobs the RM says are over (one row per job). A

@@ -566,6 +566,19 @@ def _m025_job_errors(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE jobs ADD COLUMN errors INTEGER NOT NULL DEFAULT 0")
 
 
+def _m026_campaign_state_cover(conn: sqlite3.Connection) -> None:
+    """The campaigns' index also holds each job's cluster and start, after its id (its order stays the same):
+    Spritz's figures of a campaign's active jobs (Store.on_clusters, each pass) are read from the index alone,
+    without reading their rows."""
+    _run_script(
+        conn,
+        """
+        DROP INDEX jobs_campaign_state;
+        CREATE INDEX jobs_campaign_state ON jobs(campaign_id, state, id, cluster, started_at);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -591,6 +604,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("023_id_floors", _m023_id_floors),
     ("024_cluster_kills", _m024_cluster_kills),
     ("025_job_errors", _m025_job_errors),
+    ("026_campaign_state_cover", _m026_campaign_state_cover),
 ]
 
 

@@ -9,8 +9,9 @@ it row by row, three of them firing on every job's every change):
 
 A method that changes states reads the jobs it is about to change (:meth:`_before`, with the same
 condition as its UPDATE), changes them in as few statements as SQLite's parameter limit allows
-(:meth:`_update_rows` for values that differ from job to job), then hands both to :meth:`_moved`. Its cost
-grows with the jobs it changes, never with the state file.
+(:meth:`_update_rows` for values that differ from job to job), then hands both to :meth:`_moved`; a move
+from one known state (:meth:`_move_rows`) reads nothing before: its UPDATE returns the jobs it moved. Its
+cost grows with the jobs it changes, never with the state file.
 """
 
 from __future__ import annotations
@@ -48,36 +49,54 @@ class JobStates:
             out += self._before(f"id IN ({_marks(len(chunk))}){guard}", [*chunk, *params])
         return out
 
-    def _update_rows(self, assignments: str, columns: Sequence[str], rows: Sequence[tuple], guard: str = "") -> None:
+    def _update_rows(
+        self, assignments: str, columns: Sequence[str], rows: Sequence[tuple], guard: str = "", returning: str = ""
+    ) -> list[tuple]:
         """``UPDATE jobs SET assignments`` for each row, its values named ``v.<column>`` (the first column is
-        the job's ``id``; one row per job), in one statement per chunk of rows rather than one per job."""
+        the job's ``id``; one row per job), in one statement per chunk of rows rather than one per job; the
+        ``returning`` columns (after the change) of the jobs it changed, when asked."""
         names = ", ".join(f"column{i} AS {name}" for i, name in enumerate(columns, 1))
         one = f"({_marks(len(columns))})"
+        back = f" RETURNING {returning}" if returning else ""
+        out: list[tuple] = []
         for chunk in _chunks(rows, max(1, CHUNK // len(columns))):
-            self.conn.execute(
+            out += self.conn.execute(
                 f"UPDATE jobs SET {assignments} FROM (SELECT {names} FROM (VALUES {', '.join([one] * len(chunk))})) "
-                f"AS v WHERE jobs.id = v.id{guard}",
+                f"AS v WHERE jobs.id = v.id{guard}{back}",
                 list(chain.from_iterable(chunk)),
-            )
+            ).fetchall()
+        return out
+
+    def _move_rows(self, old: str, new: str, assignments: str, columns: Sequence[str], rows: Sequence[tuple]) -> None:
+        """Move the jobs of ``rows`` that are in state ``old`` to state ``new`` (:meth:`_update_rows`, with
+        ``assignments`` for the other columns) and keep the counts: the UPDATE returns the jobs it moved, all
+        of them from ``old``, so nothing is read before. Never a termination (their clusters, which only a
+        termination's outputs need, are read after the change)."""
+        moved = self._update_rows(
+            f"state = '{new}', {assignments}", columns, rows, f" AND jobs.state = '{old}'", "id, campaign_id, cluster"
+        )
+        self._moved([(job_id, campaign_id, old, cluster) for job_id, campaign_id, cluster in moved], new)
 
     def _moved(self, before: Sequence[Before], after: str | Mapping[int, str]) -> None:
         """Keep the counts of the jobs ``before`` lists, now in state ``after`` (one for all, or each job's)."""
         counts: dict[tuple[int, str], int] = defaultdict(int)
         moves = []
+        campaigns = set()
+        each = None if isinstance(after, str) else after
         for job_id, campaign_id, old, cluster in before:
-            new = after if isinstance(after, str) else after[job_id]
+            new = after if each is None else each[job_id]
             if new == old:
                 continue
             counts[campaign_id, old] -= 1
             counts[campaign_id, new] += 1
             moves.append((job_id, campaign_id, old, cluster, new))
+            campaigns.add(campaign_id)
         if not moves:
             return
         self.conn.executemany(
             COUNT_JOBS,
             [(campaign_id, state, n) for (campaign_id, state), n in counts.items() if n],
         )
-        campaigns = {campaign_id for _, campaign_id, *_ in moves}
         with_files = self._having("data_files", campaigns)
         if with_files:
             self._move_files([move for move in moves if move[1] in with_files])
