@@ -5,11 +5,12 @@ bound."""
 from __future__ import annotations
 
 import math
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cigri.sim.reference import Capacity, Work, makespan, overuse, schedule
+from cigri.sim.reference import Capacity, Work, _Holes, makespan, overuse, schedule
 from cigri.sim.run import work_bound
 
 
@@ -156,3 +157,62 @@ def test_a_simulation_reports_its_reference_from_what_its_clusters_had(monkeypat
     assert len(b.availability) > 2, "local users' load is in b's record"
     assert m["reference"] >= max(v for v in m["lower_bounds"].values() if v) - 1e-6
     assert m["makespan_over_reference"] == m["makespan"] / m["reference"]
+
+
+def test_a_hole_beats_a_lane_that_frees_sooner_elsewhere():
+    """b's lane is down from 10 to 20: the 15-s job leaves it [0, 10) as a hole and runs on a. The 8-s job then
+    ends at 23 on a's lane and at 28 on b's, but at 8 in b's hole: a search that judged b by its lane alone
+    would put it on a."""
+    clusters = [Capacity("a", ((0.0, 1),)), Capacity("b", ((0.0, 1), (10.0, 0), (20.0, 1)))]
+    assert runs(clusters, [Work(0, 15), Work(0, 8)]) == {0: ("a", 0, 15), 1: ("b", 0, 8)}
+
+
+def test_a_tie_goes_to_the_first_cluster_even_from_its_hole():
+    """a (first) is down from 10 to 30: the 12-s job leaves it [0, 10) as a hole and runs on b. The 4-s job
+    released at 6 then ends at 10 in a's hole or on b's second slot: it goes to a, the first cluster, as a
+    search of every cluster would, though a's lane alone (free at 30) would lose to b."""
+    clusters = [Capacity("a", ((0.0, 1), (10.0, 0), (30.0, 1))), Capacity("b", ((0.0, 2),))]
+    assert runs(clusters, [Work(0, 12), Work(6, 4)]) == {0: ("b", 0, 12), 1: ("a", 6, 10)}
+
+
+def searched_everywhere(clusters, job):
+    """The unpruned placement: every allowed cluster searched in full, the earliest end, the first on a tie."""
+    choices = []
+    for cluster in clusters:
+        if not job.clusters or cluster.name in job.clusters:
+            choices.append((cluster.best(job.release, job.duration, job.cores), cluster))
+            cluster.peek = cluster._peek()
+    return min(choices, key=lambda choice: choice[0][0], default=((math.inf, 0.0, []), None))
+
+
+@settings(max_examples=300, deadline=None)
+@given(worlds())
+def test_the_pruned_search_places_every_job_as_a_search_of_every_cluster(world):
+    capacities, jobs = world
+    with mock.patch("cigri.sim.reference._where", searched_everywhere):
+        unpruned = schedule(capacities, jobs)
+    assert schedule(capacities, jobs) == unpruned
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 12)), max_size=60), st.integers(0, 50), st.integers(0, 60))
+def test_holes_in_blocks_yield_in_order_every_hole_that_may_hold_a_job(spans, low, reach):
+    """With blocks of 2, :meth:`_Holes.after` yields, in order, the holes from ``low`` on, at least all of
+    those that end at ``reach`` or later, whatever holes were added and removed before."""
+    holes, plain = _Holes(0, 0), []
+    with mock.patch.object(_Holes, "BLOCK", 2):
+        for n, (at, length) in enumerate(spans):
+            hole = (float(at), float(at + length), n)
+            if n % 3 == 2 and plain:
+                gone = plain.pop(at % len(plain))
+                holes.remove(gone)
+            else:
+                holes.add(hole)
+                plain.append(hole)
+        plain.sort()
+        assert list(holes) == plain
+        first = holes.start(low, reach)
+        seen = list(holes.after(low, reach, first)) if first < len(holes.blocks) else []
+        assert seen == sorted(seen)
+        assert set(seen) <= {h for h in plain if h[0] >= low}
+        assert set(seen) >= {h for h in plain if h[0] >= low and h[1] >= reach}

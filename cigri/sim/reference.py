@@ -10,8 +10,12 @@ earliest, never before its campaign's arrival plus that cluster's delay.
 
 A cluster's capacity is cut into lanes: lane k is up whenever the grid may use more than k of its slots. A
 job runs on one lane per core it holds, and only where every one of them stays up for its whole run, so the
-schedule never uses a slot the world did not have (:func:`overuse` checks it). Cost: a few heap operations
-per job and per cluster, plus the size of the capacity record."""
+schedule never uses a slot the world did not have (:func:`overuse` checks it).
+
+Cost: a few heap operations per job, plus the size of the capacity record, plus what it takes to find where a
+job ends earliest. A one-core job is not searched in full on every cluster (:func:`_where`): on most, the lane
+that frees first says at once where the job would start there, and the holes are only searched where one may
+beat the best end found; the placements are the same as a full search of every cluster would give."""
 
 from __future__ import annotations
 
@@ -19,7 +23,9 @@ import heapq
 import itertools
 import math
 from bisect import bisect_left, bisect_right, insort
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 
 @dataclass(frozen=True)
@@ -100,25 +106,141 @@ def _lanes(availability: tuple[tuple[float, int], ...]) -> list[_Lane]:
     return lanes
 
 
+_Hole = tuple[float, float, int]  # (from, to, lane)
+
+
+class _Holes:
+    """The holes of one length class in order, in blocks of at most ``2 * _Holes.BLOCK``; each block knows the
+    latest end of its holes, and ``_reaches`` the latest end up to each block, so that a search jumps over the
+    holes that all end too early for its job (the idle time of every lane before a campaign's arrival, kept
+    while older jobs may still use it, is thousands of them)."""
+
+    BLOCK = 32
+
+    def __init__(self, key: int, rank: int) -> None:
+        self.rank = rank  # how many classes of the cluster had holes before this one
+        self.longest = 2 ** ((key + 1) / 4)  # no hole of the class is as long
+        self.blocks: list[list[_Hole]] = []
+        self.firsts: list[_Hole] = []  # each block's first hole
+        self.highs: list[float] = []  # each block's latest end
+        self._reaches: list[float] | None = []  # the latest end up to each block (None: to be counted again)
+        self.top = -math.inf  # no hole ends after this
+
+    def add(self, hole: _Hole) -> None:
+        self._reaches = None
+        self.top = max(self.top, hole[1])
+        if not self.blocks:
+            self.blocks, self.firsts, self.highs = [[hole]], [hole], [hole[1]]
+            return
+        b = max(bisect_right(self.firsts, hole) - 1, 0)
+        block = self.blocks[b]
+        insort(block, hole)
+        self.firsts[b] = block[0]
+        self.highs[b] = max(self.highs[b], hole[1])
+        if len(block) > 2 * self.BLOCK:
+            halves = [block[: self.BLOCK], block[self.BLOCK :]]
+            self.blocks[b : b + 1] = halves
+            self.firsts[b : b + 1] = [half[0] for half in halves]
+            self.highs[b : b + 1] = [max(h[1] for h in half) for half in halves]
+
+    def remove(self, hole: _Hole) -> None:
+        self._reaches = None
+        b = bisect_right(self.firsts, hole) - 1
+        block = self.blocks[b]
+        del block[bisect_left(block, hole)]
+        if not block:
+            del self.blocks[b], self.firsts[b], self.highs[b]
+            if not self.blocks:
+                self.top = -math.inf
+            return
+        self.firsts[b] = block[0]
+        if hole[1] == self.highs[b]:
+            self.highs[b] = max(h[1] for h in block)
+
+    def keep(self, after: float, shortest: float) -> list[_Hole]:
+        """Forget the holes that end by ``after`` or are shorter than ``shortest``; return them."""
+        kept, dropped = [], []
+        for block in self.blocks:
+            for hole in block:
+                (kept if hole[1] > after and hole[1] - hole[0] >= shortest else dropped).append(hole)
+        if dropped:
+            self.blocks = [kept[i : i + self.BLOCK] for i in range(0, len(kept), self.BLOCK)]
+            self.firsts = [block[0] for block in self.blocks]
+            self.highs = [max(h[1] for h in block) for block in self.blocks]
+            self._reaches = None
+            self.top = max(self.highs, default=-math.inf)
+        return dropped
+
+    def __iter__(self) -> Iterator[_Hole]:
+        return itertools.chain.from_iterable(self.blocks)
+
+    def start(self, low: float, reach: float) -> int:
+        """The first block with holes from ``low`` on that may end at ``reach`` or later (``len(blocks)``: none)."""
+        first = max(bisect_right(self.firsts, (low,)) - 1, 0)
+        if self._reaches is None:
+            self._reaches = list(itertools.accumulate(self.highs, max))
+        # the blocks before the first that reaches ``reach`` are skipped at once (when that one lies before
+        # ``first``, it tells nothing of the blocks from ``first`` on)
+        b = max(first, bisect_left(self._reaches, reach))
+        while b < len(self.blocks) and self.highs[b] < reach:
+            b += 1
+        return b
+
+    def after(self, low: float, reach: float, b: int) -> Iterator[_Hole]:
+        """The holes from ``low`` on, in order, from block ``b`` (:meth:`start`), less the blocks whose holes all
+        end before ``reach``."""
+        key = (low,)
+        block = self.blocks[b]
+        yield from itertools.islice(block, bisect_left(block, key), None)
+        for later in range(b + 1, len(self.blocks)):
+            if self.highs[later] >= reach:
+                yield from self.blocks[later]
+
+
 class _Cluster:
     """The lanes of a cluster in a heap by when they free (a lane that takes a job gets a new entry; the old
     one, stale, is dropped when it comes up), and the holes: the idle time a lane was left with when a job had
-    to start on it later than it freed (after a drop of capacity), which later jobs fill when they fit."""
+    to start on it later than it freed (after a drop of capacity), which later jobs fill when they fit.
+
+    For :func:`_where` to judge the cluster without searching it: ``peek``, the lane that frees first (kept up
+    to date at each change of the lanes), and bounds on the holes (``lowest``: none starts before it;
+    ``latest_end``: none ends after it; ``oldest_end`` and ``least``: none ends before, none is shorter; the
+    last three are only made exact when holes are forgotten)."""
 
     def __init__(self, capacity: Capacity):
         self.capacity = capacity
+        self.name, self.speed, self.delay = capacity.name, capacity.speed, capacity.delay
         self.lanes = _lanes(capacity.availability)
         self.usable = sum(1 for lane in self.lanes if lane.starts)  # lanes ever up
         self.heap = [(lane.free_at, lane.number) for lane in self.lanes if lane.starts]
         heapq.heapify(self.heap)
-        self.holes: dict[int, list[tuple[float, float, int]]] = {}  # length's class -> (from, to, lane)
+        self.holes: dict[int, _Holes] = {}  # length's class -> its holes, classes in the order they came
         self.classes: list[int] = []  # the keys of holes, in order
+        self._tops: list[float] | None = []  # no hole of classes[k:] ends after _tops[k] (None: to count again)
+        self.by_lane: dict[int, list[tuple[int, _Hole]]] = {}  # lane -> (class, hole) of its holes
+        self.lowest = math.inf  # no hole starts before this
+        self.oldest_end = math.inf  # no hole ends before this (nor is any shorter than least)
+        self.latest_end = -math.inf  # nor after this
+        self.least = math.inf
         self.shortest = 0.0  # a hole shorter than this takes no job that is left
+        self.peek = self._peek()
 
     def _top(self) -> tuple[float, int] | None:
         while self.heap and self.heap[0][0] != self.lanes[self.heap[0][1]].free_at:
             heapq.heappop(self.heap)
         return self.heap[0] if self.heap else None
+
+    def _peek(self) -> tuple[float, float, int]:
+        """(when the lane that frees first frees, until when it then stays up, that lane); up until -inf when it
+        is down then (a search here may then turn some of its time into a hole)."""
+        top = self._top()
+        if top is None:
+            return math.inf, -math.inf, -1
+        free_at, number = top
+        lane = self.lanes[number]
+        i = bisect_right(lane.ends, free_at)
+        up = i < len(lane.ends) and lane.starts[i] <= free_at
+        return free_at, lane.ends[i] if up else -math.inf, number
 
     def best(self, release: float, duration: float, cores: int) -> tuple[float, float, list[int]]:
         """(end, start, lanes) of the earliest end of a job here, and the lanes it would take: on the lane that
@@ -160,20 +282,37 @@ class _Cluster:
         return best
 
     def _in_a_hole(self, earliest: float, length: float, bound: float) -> tuple[float, float, list[int]]:
-        """The hole where the job ends first, if it ends by ``bound``. Holes are kept by their length's class
-        (a quarter of a power of two: :func:`_length_class`; shorter classes than the job's are not looked
-        at), each class by start, from those that open the class's longest length before ``earliest`` (earlier
-        ones close before it): once a hole would start the job too late to beat the best end found, no later
-        one of its class does better."""
+        """The hole where the job ends first, if it ends by ``bound`` (the first such in the order of the
+        classes, then of the holes). Holes are kept by their length's class (a quarter of a power of two:
+        :func:`_length_class`; shorter classes than the job's are not looked at), each class by start, from
+        those that open the class's longest length before ``earliest`` (earlier ones close before it): once a
+        hole would start the job too late to beat the best end found, no later one of its class does better.
+        Holes that end before the job could, whole classes of them (``_tops``) or blocks (:class:`_Holes`), are
+        stepped over."""
         best_end, best = bound, (math.inf, math.inf, [])
         found = False
         classes = self.classes
         lanes = self.lanes
+        reach = earliest + length  # a hole that ends before it holds no job
+        if self._tops is None:
+            self._tops = list(itertools.accumulate(reversed([self.holes[key].top for key in classes]), max))[::-1]
+        tops = self._tops
         for k in range(bisect_left(classes, _length_class(length)), len(classes)):
-            key = classes[k]
-            holes = self.holes[key]
-            for i in range(bisect_left(holes, (earliest - 2 ** ((key + 1) / 4),)), len(holes)):
-                low, high, number = holes[i]
+            if tops[k] < reach:
+                break  # none of its holes, nor of any longer class, ends late enough
+            holes = self.holes[classes[k]]
+            if holes.top < reach:
+                continue
+            begin = holes.firsts[0][0] if holes.firsts[0][0] > earliest else earliest
+            if begin + length > best_end or (found and begin + length == best_end):
+                continue  # its first hole starts the job too late already
+            b = holes.start(earliest - holes.longest, reach)
+            if b == len(holes.blocks):
+                continue
+            begin = holes.firsts[b][0] if holes.firsts[b][0] > earliest else earliest
+            if begin + length > best_end or (found and begin + length == best_end):
+                continue  # its first hole that may hold the job starts it too late already
+            for low, high, number in holes.after(earliest - holes.longest, reach, b):
                 begin = low if low > earliest else earliest
                 if begin + length > best_end or (found and begin + length == best_end):
                     break
@@ -206,6 +345,7 @@ class _Cluster:
             self._hole(lane.free_at if not math.isinf(lane.free_at) else lane.starts[0], start, number)
             lane.free_at = end
             heapq.heappush(self.heap, (end, number))
+        self.peek = self._peek()
 
     def _skip_to_next_interval(self, lane: _Lane) -> None:
         i = bisect_right(lane.ends, lane.free_at)
@@ -214,34 +354,60 @@ class _Cluster:
         heapq.heappush(self.heap, (lane.free_at, lane.number))
 
     def _fill(self, number: int, start: float, end: float) -> None:
-        """Take [start, end) of the lane's hole that holds it: what is left on each side stays a hole."""
-        for holes in self.holes.values():
-            for hole in holes:
-                if hole[2] == number and hole[0] <= start and end <= hole[1]:
-                    holes.remove(hole)
-                    self._hole(hole[0], start, number)
-                    self._hole(end, hole[1], number)
-                    return
-        raise AssertionError(f"lane {number}: no hole holds [{start}, {end})")
+        """Take [start, end) of the lane's hole that holds it (the first such in the order of the classes'
+        arrival, then of the holes, should a job of no length touch two): what is left on each side stays a
+        hole."""
+        holding = [
+            (self.holes[key].rank, hole, key)
+            for key, hole in self.by_lane.get(number, ())
+            if hole[0] <= start and end <= hole[1]
+        ]
+        if not holding:
+            raise AssertionError(f"lane {number}: no hole holds [{start}, {end})")
+        _, hole, key = min(holding)
+        self.holes[key].remove(hole)
+        self.by_lane[number].remove((key, hole))
+        if hole[0] == self.lowest:
+            self.lowest = self._lowest()
+        self._hole(hole[0], start, number)
+        self._hole(end, hole[1], number)
 
     def _hole(self, low: float, high: float, number: int) -> None:
+        """Keep [low, high) of the lane as a hole, if some job left may fit in it."""
         if high - low >= self.shortest and high > low:
             key = _length_class(high - low)
             if key not in self.holes:
-                self.holes[key] = []
+                self.holes[key] = _Holes(key, len(self.holes))
                 insort(self.classes, key)
-            insort(self.holes[key], (low, high, number))
+            if high > self.holes[key].top:
+                self._tops = None
+            self.holes[key].add((low, high, number))
+            self.by_lane.setdefault(number, []).append((key, (low, high, number)))
+            self.lowest = min(self.lowest, low)
+            self.oldest_end = min(self.oldest_end, high)
+            self.latest_end = max(self.latest_end, high)
+            self.least = min(self.least, high - low)
+
+    def _lowest(self) -> float:
+        """Where the first hole starts (math.inf: no hole)."""
+        return min((holes.firsts[0][0] for holes in self.holes.values() if holes.firsts), default=math.inf)
 
     def forget_holes(self, before: float, shortest: float) -> None:
         """Forget the holes that end before ``before`` (no job left may start so early) or are shorter than
-        ``shortest`` (the shortest job left, at speed 1)."""
+        ``shortest`` (the shortest job left, at speed 1); the holes are only gone through when the bounds on
+        them say some may go."""
         self.shortest = shortest / self.capacity.speed
-        for holes in self.holes.values():
-            holes[:] = [h for h in holes if h[1] > before and h[1] - h[0] >= self.shortest]
-
-    def first_free(self) -> float:
-        top = self._top()
-        return math.inf if top is None else top[0]
+        if self.oldest_end > before and self.least >= self.shortest:
+            return  # none to forget
+        self._tops = None
+        for key, holes in self.holes.items():
+            for hole in holes.keep(before, self.shortest):
+                self.by_lane[hole[2]].remove((key, hole))
+        every = [hole for holes in self.holes.values() for hole in holes]
+        self.lowest = min((h[0] for h in every), default=math.inf)
+        self.oldest_end = min((h[1] for h in every), default=math.inf)
+        self.latest_end = max((h[1] for h in every), default=-math.inf)
+        self.least = min((h[1] - h[0] for h in every), default=math.inf)
 
 
 def _length_class(length: float) -> int:
@@ -252,14 +418,13 @@ def _length_class(length: float) -> int:
 def schedule(capacities: list[Capacity], jobs: list[Work]) -> list[Placement] | None:
     """Every job placed, longest arrived job first on the cluster where it ends earliest (None: some job has
     no cluster where it could ever run)."""
-    clusters = {c.name: _Cluster(c) for c in capacities}
+    clusters = [_Cluster(c) for c in capacities]
     order = sorted(range(len(jobs)), key=lambda i: jobs[i].release)
     durations = [jobs[i].duration for i in order]
     shortest_after = [*list(itertools.accumulate(reversed(durations), min))[::-1], math.inf]
     ready: list[tuple[float, int, int]] = []  # (-duration, tie, job): the longest first
-    # the shortest ready job and the one that arrived first (placed ones are dropped when they come up)
-    shortest_ready: list[tuple[float, int]] = []
-    oldest_ready: list[tuple[float, int]] = []
+    shortest_ready: list[tuple[float, int]] = []  # placed ones are dropped when they come up
+    oldest = 0  # order[oldest] is the first arrived job not placed yet, once placed ones are skipped
     placed = [False] * len(jobs)
     tie = itertools.count()
     placements: list[Placement] = []
@@ -267,31 +432,74 @@ def schedule(capacities: list[Capacity], jobs: list[Work]) -> list[Placement] | 
     while len(placements) < len(jobs):
         if not ready:
             now = max(now, jobs[order[next_job]].release)
-        now = max(now, min(c.first_free() for c in clusters.values()))
+        now = max(now, min(map(attrgetter("peek"), clusters))[0])
         while next_job < len(order) and jobs[order[next_job]].release <= now:
             index = order[next_job]
             heapq.heappush(ready, (-jobs[index].duration, next(tie), index))
             heapq.heappush(shortest_ready, (jobs[index].duration, index))
-            heapq.heappush(oldest_ready, (jobs[index].release, index))
             next_job += 1
         if not ready:
             continue
         if len(placements) % 256 == 0:  # now and then, the holes no job left can use
-            earliest = _first_left(oldest_ready, placed)
+            while placed[order[oldest]]:
+                oldest += 1
+            earliest = jobs[order[oldest]].release
             shortest = min(shortest_after[next_job], _first_left(shortest_ready, placed))
-            for cluster in clusters.values():
+            for cluster in clusters:
                 cluster.forget_holes(earliest, shortest)
         _, _, index = heapq.heappop(ready)
-        job = jobs[index]
-        allowed = [c for name, c in clusters.items() if not job.clusters or name in job.clusters]
-        choices = [(c.best(job.release, job.duration, job.cores), c) for c in allowed]
-        (end, start, lanes), cluster = min(choices, key=lambda item: item[0][0], default=((math.inf, 0, []), None))
+        (end, start, lanes), cluster = _where(clusters, jobs[index])
         if cluster is None or math.isinf(end):
             return None
         cluster.take(lanes, start, end)
         placed[index] = True
         placements.append(Placement(index, cluster.capacity.name, tuple(lanes), start, end))
     return placements
+
+
+def _where(clusters: list[_Cluster], job: Work) -> tuple[tuple[float, float, list[int]], _Cluster | None]:
+    """(end, start, lanes) on the cluster where the job ends earliest (the first one on a tie) and that
+    cluster, as if :meth:`_Cluster.best` had been asked on each; a one-core job is searched in full only where
+    it could beat the best found.
+
+    First the lanes: where the lane that frees first takes the job as soon as it is free (``peek``), that is
+    what :meth:`_Cluster.best` would find there without moving any lane, holes aside; elsewhere the search is
+    made in full, whatever its outcome, since it may turn a lane's time into a hole, as it would have had every
+    cluster been searched. Then the holes, of the clusters that have one that may end the job by the best end
+    found: none starts before ``lowest`` nor ends after ``latest_end``."""
+    allowed = (
+        enumerate(clusters) if not job.clusters else [(i, c) for i, c in enumerate(clusters) if c.name in job.clusters]
+    )
+    release, duration = job.release, job.duration
+    if job.cores > 1:
+        choices = [(c.best(release, duration, job.cores), i) for i, c in allowed]
+        best, i = min(choices, key=lambda choice: choice[0][0], default=((math.inf, 0.0, []), -1))
+        return best, clusters[i] if i >= 0 else None
+    best, chosen = (math.inf, 0.0, []), -1
+    unsearched = []  # (cluster's index, earliest start, length, end on its lane) where holes are yet to be seen
+    for i, cluster in allowed:
+        free_at, until, number = cluster.peek
+        length = duration / cluster.speed
+        earliest = release + cluster.delay
+        ready = free_at if free_at > earliest else earliest
+        end = ready + length
+        if ready < until and end <= until and until - free_at >= end - free_at:
+            if end < best[0] or chosen < 0:
+                best, chosen = (end, ready, [number]), i
+            if max(earliest, cluster.lowest) + length <= end and cluster.latest_end >= earliest + length:
+                unsearched.append((i, earliest, length, end))
+        else:
+            found = cluster.best(release, duration, 1)
+            cluster.peek = cluster._peek()
+            if found[0] < best[0] or chosen < 0:
+                best, chosen = found, i
+    for i, earliest, length, end in unsearched:
+        bound = min(end, best[0])  # its hole beats the best, or ties it from a cluster before
+        if max(earliest, clusters[i].lowest) + length <= bound:
+            found = clusters[i]._in_a_hole(earliest, length, bound)
+            if found[0] < best[0] or (found[0] == best[0] and i <= chosen):
+                best, chosen = found, i
+    return best, clusters[chosen] if chosen >= 0 else None
 
 
 def _first_left(heap: list[tuple[float, int]], placed: list[bool]) -> float:
