@@ -4,7 +4,8 @@ and which flow strategy sizes each cluster's queue, on which sensor.
 Keys, each checked when set (an unknown key or a value the strategy refuses is a ConfigError naming it,
 and nothing is written):
 
-- ``metasched``: the strategy of every cluster without its own (default ``fifo``);
+- ``metasched``: the strategy of every cluster without its own (default ``lpt``, the longest work first where
+  it shortens the makespan; ``fifo`` is CiGri's order);
 - ``metasched.NAME.OPTION``: an option of strategy NAME, checked by building NAME with it
   (``metasched.fairshare.half_life`` is also the half-life of users' decayed usage in the snapshot);
 - ``clusters.CLUSTER.metasched``: a cluster's own strategy. Such clusters are decided by it, after the
@@ -86,7 +87,7 @@ from .scheduling import MetaScheduler, locality, metascheduler, registry
 from .scheduling.locality import JobPicker
 from .store import Store
 
-DEFAULT_STRATEGY = "fifo"
+DEFAULT_STRATEGY = "lpt"
 DEFAULT_FLOW = flows.Constant.name
 DEFAULT_HALF_LIFE = 604800.0  # seconds: a week, Slurm's PriorityDecayHalfLife default
 HALF_LIFE_KEY = "metasched.fairshare.half_life"

@@ -145,7 +145,7 @@ def test_the_environment_names_a_cluster_whatever_its_case_or_dashes(cli):
 
 def test_show_gives_every_keys_effective_value_and_origin_even_with_only_defaults(cli, conf):
     lines = cli("config", "show").splitlines()
-    assert "metasched: fifo  [default]" in lines and "locality: cursors  [default]" in lines
+    assert "metasched: lpt  [default]" in lines and "locality: cursors  [default]" in lines
     assert "spritz.window: 3600.0  [default]" in lines and "notify.smtp: null  [default]" in lines
     assert cli.json("config", "show", "--set") == {}
     conf.write_text("metasched: fairshare\n")

@@ -1,4 +1,5 @@
-"""lpt: the longest work first across campaigns, with a reserve of free slots for short work (issue 21)."""
+"""lpt: the longest work first where it shortens the makespan, CiGri's order elsewhere, with a reserve of free
+slots for short work (issue 21)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,15 @@ def test_the_longest_jobs_go_first_whatever_the_campaigns_age():
 
 def test_a_campaign_without_an_estimate_goes_first_its_jobs_may_be_the_longest():
     assert launched(campaign(1, 5, 1800.0, at=0), campaign(2, 5, None, at=10), free=7) == {2: 5, 1: 2}
+
+
+def test_long_work_that_cannot_set_the_end_keeps_cigris_order():
+    """Longest first only where it shortens the makespan: 20 jobs of 300 s fit in the 3,300 s the older
+    campaign's work and theirs take on 20 slots, so the older one keeps its turn (its users' latency); 20 jobs
+    of 3,000 s started after it would end last."""
+    older = campaign(1, 1000, 60.0, at=0)
+    assert launched(older, campaign(2, 20, 300.0, at=10), free=20) == {1: 20}
+    assert launched(older, campaign(2, 20, 3000.0, at=10), free=20) == {2: 18, 1: 2}, "its reserve left"
 
 
 def test_a_higher_priority_goes_before_longer_work():

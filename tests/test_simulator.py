@@ -223,9 +223,11 @@ def test_the_ci_scenario_runs_and_plots(tmp_path, state):
     small = Path(__file__).parent.parent / "bench" / "scenarios" / "small.yaml"
     png = tmp_path / "small.png"
     data = json.loads(Grid(state)("simulate", str(small), "--json", "--plot", str(png)))
-    assert (data["jobs_done"] + data["skipped"], data["lost"], data["duplicated"]) == (data["jobs"], 0, 0)
+    assert (data["jobs_done"] + data["skipped"], data["lost"]) == (data["jobs"], 0)
+    assert data["duplicated"] == data["duplicated_hidden"], "only the ends beta's outage hid ran twice"
     assert data["skipped"] == 50 - 3  # test-c runs one job on each of the 3 clusters
-    assert data["clusters"]["beta"]["down_seconds"] == 1800  # its outage, of which the lower bound knows
+    # its outage (3,600 to 5,400 s), of which the lower bound knows, as long as the run lasted
+    assert data["clusters"]["beta"]["down_seconds"] == pytest.approx(min(1800, data["makespan"] - 3600))
     assert data["clusters"]["gamma"]["killed"] > 0  # local users preempted grid jobs
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 

@@ -41,7 +41,7 @@ def config():
 
     \b
     Keys:
-        metasched                   the strategy of every cluster (default fifo)
+        metasched                   the strategy of every cluster (default lpt)
         metasched.NAME.OPTION       an option of strategy NAME (its VALUE is YAML)
         clusters.CLUSTER.metasched  a cluster's own strategy (or: set metasched NAME --cluster CLUSTER)
         flow                        the flow strategy of every cluster (default constant)

@@ -1,9 +1,14 @@
-"""``lpt``: the longest work first across campaigns (Graham's LPT rule), the order that shortens the makespan
-of a bag of independent jobs, with a reserve for short work.
+"""``lpt``: the longest work first where it shortens the makespan (Graham's LPT rule), CiGri's order
+elsewhere, with a reserve for short work.
 
-**Order.** Campaigns by JDL ``priority`` (higher first), then by estimated job duration, longest first. A
-campaign without an estimate yet (none of its jobs ended) goes first among its priority: its jobs may be the
-longest, and its first ends tell. Ties go to the older campaign.
+**Order.** Campaigns by JDL ``priority`` (higher first). Then the critical ones, longest estimated job
+duration first: a campaign is critical when, started after the rest, it would end last, i.e. its remaining
+work over the slots it may use, plus one of its jobs, reaches the remaining work of every campaign over
+every slot. A campaign without an estimate yet (none of its jobs ended, none ran long) counts as critical
+and goes first among them: its jobs may be the longest, and its first ends tell. The other campaigns follow,
+oldest first (CiGri's order): work that cannot set the end does not hold short campaigns back. An estimate
+is Spritz's mean duration, else the longest run of its running jobs; remaining work counts its waiting jobs
+and half of its active ones.
 
 **Short reserve.** A campaign whose estimate is below ``cutoff`` seconds is short. Of each cluster's free
 slots, ``short_share`` (10 % by default, at least one slot when any is free) goes to short campaigns first,
@@ -26,9 +31,22 @@ CUTOFF = 600.0  # seconds: a campaign whose jobs take less is short (srpt's cuto
 SHORT_SHARE = 0.1  # of each cluster's free slots, first for short campaigns
 
 
-def _key(campaign: CampaignView) -> tuple:
-    estimate = math.inf if campaign.estimate is None else campaign.estimate
-    return (-campaign.priority, -estimate, campaign.submitted_at, campaign.id)
+def order(campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> list[CampaignView]:
+    """The campaigns in lpt's order (see the module's docstring)."""
+    slots = {c.name: c.slots for c in clusters}
+    left = {c.id: (c.waiting + c.active / 2) * (c.floor or 0.0) for c in campaigns}
+    everything = sum(left.values()) / max(1, sum(slots.values()))
+
+    def key(campaign: CampaignView) -> tuple:
+        estimate = campaign.floor
+        if estimate is None:
+            return (-campaign.priority, 0, -math.inf, campaign.submitted_at, campaign.id)
+        usable = max(1, sum(slots.get(name, 0) for name in campaign.demands))
+        if left[campaign.id] / usable + estimate >= everything:
+            return (-campaign.priority, 0, -estimate, campaign.submitted_at, campaign.id)
+        return (-campaign.priority, 1, 0.0, campaign.submitted_at, campaign.id)
+
+    return sorted(campaigns, key=key)
 
 
 @register
@@ -52,7 +70,7 @@ class Lpt:
         return Decision(launches=launches(self.plan(snapshot.campaigns, snapshot.clusters)))
 
     def plan(self, campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> dict[tuple[str, int], int]:
-        order = sorted(campaigns, key=_key)
+        ranked = order(campaigns, clusters)
         short = sorted(
             (c for c in campaigns if c.estimate is not None and c.estimate < self.cutoff),
             key=lambda c: (-c.priority, c.submitted_at, c.id),
@@ -69,4 +87,4 @@ class Lpt:
             for (name, campaign_id), n in taken.items():
                 spent[name] += n * slots[campaign_id][name].slots_per_job
             rest = [replace(c, free=max(0, c.free - spent[c.name])) for c in rest]
-        return fill(order, rest, taken)
+        return fill(ranked, rest, taken)

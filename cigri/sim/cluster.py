@@ -156,6 +156,7 @@ class Ledger:
     completed: dict[str, int] = field(default_factory=dict)
     cores_by_user: dict[str, int] = field(default_factory=dict)  # cores of each user's completed jobs
     firsts: list[tuple[str, float]] = field(default_factory=list)  # (scenario job, when) of each first completion
+    first_ends: dict[str, tuple[str, float]] = field(default_factory=dict)  # scenario job -> (cluster, when) first
 
 
 @dataclass
@@ -381,6 +382,7 @@ class SimCluster:
             self.usage.duplicate_slot_seconds += held
             return
         self.ledger.firsts.append((job.work, self.now))
+        self.ledger.first_ends[job.work] = (self.name, self.now)
         self.ledger.cores_by_user[job.user] = self.ledger.cores_by_user.get(job.user, 0) + job.slots
         self.usage.useful_slot_seconds += held
 

@@ -703,7 +703,9 @@ class Simulation:
 
     def _jobs(self) -> dict[str, int]:
         """done: scenario jobs some cluster ran to a real end; skipped: a test campaign's jobs that never ran;
-        lost: any other job that never completed; duplicated: jobs that completed more than once."""
+        lost: any other job that never completed; duplicated: jobs that completed more than once, of which
+        hidden: those whose first completion its cluster's outage hid (it went silent within a period of that
+        end, before cigri's next look could see it: cigri ran it again as lost)."""
         completed = self.ledger.completed
         done = skipped = 0
         for index, plan in enumerate(self.scenario.campaigns):
@@ -715,7 +717,13 @@ class Simulation:
             "skipped": skipped,
             "lost": self.total_jobs - done - skipped,
             "duplicated": sum(1 for n in completed.values() if n > 1),
+            "duplicated_hidden": sum(1 for work, n in completed.items() if n > 1 and self._hidden(work)),
         }
+
+    def _hidden(self, work: str) -> bool:
+        """Did an outage of its cluster begin within a period of the scenario job's first completion?"""
+        cluster, at = self.ledger.first_ends[work]
+        return any(at <= start <= at + self.scenario.period for start, _ in self.clusters[cluster].spec.outages)
 
     def _lower_bounds(self, first: float) -> dict[str, float | None]:
         """No schedule beats these. Work over the capacity the grid really had: the clusters' slots at their
