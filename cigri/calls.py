@@ -16,7 +16,8 @@ becomes an :class:`~cigri.errors.AdapterError` the cycle confines to that cluste
 
 A :class:`~cigri.errors.SubmitError` is an answer (the RM refused a batch), not a failure of the cluster.
 Calls started with :meth:`Bounded.start` run concurrently; the cycle reads their results in a fixed order.
-An adapter whose ``answers_at_once`` is true (the simulator's clusters) is called on the caller's thread.
+An adapter whose ``answers_at_once`` is true (the simulator's clusters) is called on the caller's thread, at
+once (:class:`Answered`: no thread, no deadline).
 """
 
 from __future__ import annotations
@@ -66,10 +67,7 @@ class Pending:
         self.abandoned = False
         self.failure: AdapterError | None = None  # what result() raised, raised again if asked again
         self.lock = threading.Lock()
-        if getattr(adapter, "answers_at_once", False):
-            self._run(call)
-        else:
-            threading.Thread(target=self._run, args=(call,), name=f"cigri-{owner.name}", daemon=True).start()
+        threading.Thread(target=self._run, args=(call,), name=f"cigri-{owner.name}", daemon=True).start()
 
     def _run(self, call: Callable[[], Any]) -> None:
         try:
@@ -107,6 +105,27 @@ class Pending:
         raise self.failure
 
 
+class Answered:
+    """A call made on the caller's thread (an adapter that answers at once): :meth:`result` is its answer,
+    or the failure it means, raised again if asked again."""
+
+    def __init__(self, owner: Bounded, call: Callable[[], Any]):
+        self.owner = owner
+        self.failure: AdapterError | None = None
+        self.error: BaseException | None = None
+        try:
+            self.value = call()
+        except Exception as exc:  # what it means is decided when the result is asked, as for a Pending call
+            self.value, self.error = None, exc
+
+    def result(self) -> Any:
+        if self.error is None:
+            return self.value
+        if self.failure is None:
+            self.failure = self.owner.fail(self.error)
+        raise self.failure
+
+
 class Bounded:
     """A cluster's adapter seen through bounded calls (attributes that are not methods read through)."""
 
@@ -129,7 +148,7 @@ class Bounded:
             return value
         return lambda *args: self.start(attribute, *args).result()
 
-    def start(self, method: str, *args: Any) -> Pending:
+    def start(self, method: str, *args: Any) -> Pending | Answered:
         """Start ``method(*args)`` on the adapter (or take the same call started ahead); fails at once when
         the cluster is closed for the pass."""
         if self.failure is not None:
@@ -145,6 +164,8 @@ class Bounded:
         except Exception as exc:  # the adapter could not even be built from its configuration
             raise self.fail(exc) from exc
         call = getattr(adapter, method)
+        if getattr(adapter, "answers_at_once", False):
+            return Answered(self, lambda: call(*args))
         return Pending(self, adapter, method, lambda: call(*args))
 
     def concurrent(self) -> bool:

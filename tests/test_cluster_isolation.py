@@ -17,9 +17,10 @@ from cigri import adapters, clusters
 from cigri import campaigns as ops
 from cigri.adapters import AdapterContext, adapter_for
 from cigri.adapters.local import LocalAdapter
+from cigri.calls import Bounded
 from cigri.clock import RealClock
 from cigri.cycle import Cycle
-from cigri.errors import AdapterError, ConfigError
+from cigri.errors import AdapterError, ConfigError, SubmitError
 from cigri.jdl import load
 from cigri.model import Capacity, JobState, RemoteState, RemoteStatus
 from cigri.store import Store
@@ -276,3 +277,42 @@ def test_an_abandoned_call_does_not_keep_the_process_alive():
     done = subprocess.run([PYTHON, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "far: no answer within 1.1 s (capacity)"
+
+
+def test_an_adapter_that_answers_at_once_is_called_on_the_callers_thread_and_confined_all_the_same():
+    """No thread for such a call; a refused submission is an answer, any other failure closes the cluster
+    for the pass (later calls fail at once with the same cause) until it is reopened."""
+
+    class AtOnce:
+        answers_at_once = True
+
+        def __init__(self):
+            self.threads: list[threading.Thread] = []
+
+        def capacity(self):
+            self.threads.append(threading.current_thread())
+            return Capacity(total=4, used=0, grid_used=0, queued=0)
+
+        def submit(self, key, specs):
+            raise SubmitError("refused")
+
+        def states(self, remote_ids):
+            raise KeyError("state")
+
+    rm = AtOnce()
+    bounded = Bounded("near", lambda name: rm)
+    assert bounded.capacity().total == 4 and rm.threads == [threading.current_thread()]
+    with pytest.raises(SubmitError):
+        bounded.submit("key", [])
+    assert bounded.failure is None
+    pending = bounded.start("states", ["1"])
+    with pytest.raises(AdapterError, match="unexpected KeyError") as first:
+        pending.result()
+    with pytest.raises(AdapterError) as again:
+        pending.result()
+    assert again.value is first.value is bounded.failure
+    with pytest.raises(AdapterError) as closed:
+        bounded.capacity()
+    assert closed.value is first.value and rm.threads == [threading.current_thread()]
+    bounded.reopen()
+    assert bounded.capacity().total == 4

@@ -86,3 +86,27 @@ def test_a_second_store_on_the_same_file_leaves_the_first_ones_wal_index(state):
     assert state.with_name("state.db-shm").exists()
     assert first.campaigns() == []
     first.close()
+
+
+def test_grid_counts_and_launching_count_of_a_cluster():
+    """Per campaign, its jobs queued and running on the cluster (launching ones left out), the campaigns
+    without a running job first, then in the order of their first running job's id; the launching ones
+    counted apart."""
+    store = Store(":memory:")
+    with store.transaction():
+        for name in ("a", "b"):
+            store.add_cluster(name, "local", {}, 0.0)
+        campaigns = [store.create_campaign(f"c{n}", "u", CampaignType.DEFAULT, {}, {"a": {}}, 0.0) for n in range(3)]
+        for campaign_id in reversed(campaigns):  # the later campaigns' jobs have the lesser ids
+            store.add_jobs(campaign_id, [([f"j{i}" for i in range(4)], [f"p{i}" for i in range(4)])])
+        jobs = {c: [job.id for job in store.jobs(c)] for c in campaigns}
+        first, second, third = campaigns
+        for campaign_id, sent in ((first, 3), (second, 4), (third, 4)):
+            ids = jobs[campaign_id][:sent]
+            store.finish_batch(store.create_batch("a", campaign_id, ids, 1.0), {i: str(i) for i in ids}, 1.0)
+        store.create_batch("a", first, jobs[first][3:], 2.0)  # launching
+        store.create_batch("b", second, [], 2.0)
+        store.mark_running([(jobs[second][3], 5.0), (jobs[third][0], 5.0), (jobs[third][1], 6.0)])
+    assert store.grid_counts("a") == [(first, 3, 0), (third, 2, 2), (second, 3, 1)]
+    assert store.grid_counts("b") == []
+    assert (store.launching_count("a"), store.launching_count("b")) == (1, 0)

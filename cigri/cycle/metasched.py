@@ -72,7 +72,7 @@ def _clusters(ctx: Context, campaigns: Sequence[Campaign]) -> list[ClusterView]:
         if name not in allowances:
             continue
         allowance = allowances[name]
-        launching = ctx.store.active_count(name).get(JobState.LAUNCHING.value, 0)
+        launching = ctx.store.launching_count(name)
         ctx.slots[name] = capacity.total
         free = max(0, capacity.free - capacity.queued - launching)
         queue = max(0, allowance.queue - max(0, capacity.queued + launching - capacity.free))

@@ -265,6 +265,12 @@ class Jobs(JobStates):
         )
         return dict(rows.fetchall())
 
+    def launching_count(self, cluster: str) -> int:
+        """How many of cigri's jobs are being submitted to the cluster (a seek in the active jobs' index)."""
+        return self._one(
+            f"SELECT count(*) FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} AND state = 'launching'", (cluster,)
+        )[0]
+
     def active_by_campaign(self, cluster: str) -> dict[int, int]:
         rows = self.conn.execute(
             f"SELECT campaign_id, count(*) FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} GROUP BY campaign_id",
@@ -295,12 +301,15 @@ class Jobs(JobStates):
     def grid_counts(self, cluster: str) -> list[tuple[int, int, int]]:
         """(campaign, jobs queued, jobs running) of cigri's jobs on the cluster (queued: not started), counted
         from the active jobs' index alone, the campaigns in the order of their first running job's id."""
-        return self.conn.execute(
-            "SELECT campaign_id, sum(started_at IS NULL), sum(started_at IS NOT NULL) FROM jobs "
-            f"WHERE cluster = ? AND {migrations.ACTIVE} AND state != 'launching' GROUP BY campaign_id "
-            "ORDER BY min(CASE WHEN started_at IS NOT NULL THEN id END)",
+        rows = self.conn.execute(
+            "SELECT campaign_id, count(*) - count(started_at), count(started_at), "
+            "min(CASE WHEN started_at IS NOT NULL THEN id END) FROM jobs "
+            f"WHERE cluster = ? AND state IN ('submitted', 'running') AND {migrations.ACTIVE} GROUP BY campaign_id",
             (cluster,),
         ).fetchall()
+        # sorted here, not by a second temporary b-tree: those without a running job first
+        rows.sort(key=lambda row: (row[3] is not None, row[3] or 0))
+        return [(campaign_id, queued, started) for campaign_id, queued, started, _ in rows]
 
     def oldest_queued(self, cluster: str) -> float | None:
         """When the longest-waiting of cigri's jobs queued on the cluster was submitted there (jobs of paused
