@@ -15,7 +15,7 @@ from cigri.adapters import packing
 from cigri.clock import RealClock
 from cigri.errors import JdlError
 from cigri.jdl import load
-from cigri.model import CampaignState, JobState, RemoteState, RemoteStatus
+from cigri.model import CampaignState, JobState, KillCause, RemoteState, RemoteStatus
 
 from .conftest import runs, wait_for, write_jdl
 
@@ -119,6 +119,20 @@ def test_a_killed_pack_returns_its_unstarted_jobs_and_kills_the_running_one():
     assert (three.state, three.returned, three.started_at) == (RemoteState.KILLED, False, 102.0)
     assert (four.state, four.returned) == (RemoteState.KILLED, True)
     assert "timeout" in four.reason
+
+
+def test_a_job_the_packs_kill_reached_first_is_killed_not_failed():
+    """The RM's SIGTERM reaches a pack's job and its lane together: on a loaded node the lane may still write
+    the job's end line, with status 143 (seen in CI after an admin's scancel). That end is the pack's kill,
+    run again as one; in a pack that was not killed, a job dying of a signal is its own failure."""
+    lines = packing.statuses("start 1 100.0\nend 1 143 109.0\nstart 2 100.0\nend 2 139 104.0")
+    killed = RemoteStatus("77", RemoteState.KILLED, ended_at=110.0, reason="cancelled", cause=KillCause.OTHER)
+    one = packing.job_status("77+1+2", killed, lines)
+    assert (one.state, one.returned, one.cause, one.started_at) == (RemoteState.KILLED, False, KillCause.OTHER, 100.0)
+    ended = RemoteStatus("77", RemoteState.EXITED, exit_code=0, ended_at=110.0)
+    assert packing.job_status("77+1+2", ended, lines).exit_code == 143, "no kill: the job's own end"
+    two = packing.job_status("77+2+2", killed, lines)
+    assert (two.state, two.exit_code) == (RemoteState.EXITED, 139), "it died 6 s before the pack's kill"
 
 
 def test_jobs_of_a_pending_pack_are_pending():

@@ -202,14 +202,28 @@ def job_status(remote: str, pack: RemoteStatus, lines: dict[int, tuple]) -> Remo
         return RemoteStatus(remote, RemoteState.KILLED, reason=why, returned=True)
     if line[0] == "skip":
         return RemoteStatus(remote, RemoteState.KILLED, reason="cancelled in its pack", returned=True)
-    if line[0] == "end":
+    if line[0] == "end" and not _cut_by_kill(pack, line):
         return RemoteStatus(remote, RemoteState.EXITED, line[1], line[3], line[2])
+    started = line[1] if line[0] == "start" else line[3]
     if not over:
-        return RemoteStatus(remote, RemoteState.RUNNING, started_at=line[1])
+        return RemoteStatus(remote, RemoteState.RUNNING, started_at=started)
     why = f"its pack {pack.remote_id} ended while it ran" + (f" ({pack.reason})" if pack.reason else "")
     # the pack's walltime is not the job's: a job cut by it did not outgrow its own
     cause = KillCause.OTHER if pack.cause in (None, KillCause.WALLTIME) else pack.cause
-    return RemoteStatus(remote, RemoteState.KILLED, started_at=line[1], ended_at=pack.ended_at, reason=why, cause=cause)
+    return RemoteStatus(remote, RemoteState.KILLED, started_at=started, ended_at=pack.ended_at, reason=why, cause=cause)
+
+
+KILL_WINDOW = 5.0  # seconds: a signal death this close to its pack's kill is that kill
+
+
+def _cut_by_kill(pack: RemoteStatus, line: tuple) -> bool:
+    """Did the RM's kill of the pack end this job, although its lane lived to write its end line? The
+    signal reaches the job and its lane together, and on a loaded node the lane may still write the job's
+    status (128 + the signal) before it dies: a signal death within :data:`KILL_WINDOW` of the pack's kill."""
+    _, status, ended, _ = line
+    if pack.state != RemoteState.KILLED or status is None or status <= 128:
+        return False
+    return pack.ended_at is None or ended is None or abs(ended - pack.ended_at) <= KILL_WINDOW
 
 
 def check(adapter: object, cluster: str, settings: dict, path: str) -> None:
