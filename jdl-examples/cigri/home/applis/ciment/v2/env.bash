@@ -27,8 +27,17 @@ iget() {
     cp -R "$IRODS_ZONE/$1" .
 }
 
-# secure_irsync -r i:COLLECTION FOLDER: the collection's files in FOLDER/COLLECTION
+# secure_irsync -r i:COLLECTION FOLDER: the collection's files in FOLDER/COLLECTION (the collections the
+# examples sync hold files only). As rsync, each file is written beside its place and renamed over it: a job
+# of another cluster running the old one (the clusters here share this home) keeps reading it whole, where a
+# copy in place would truncate it under the running shell
 secure_irsync() {
     if [[ $1 == -r ]]; then shift; fi
-    cp -R "$IRODS_ZONE/${1#i:}" "$2/"
+    local from="$IRODS_ZONE/${1#i:}" to file name
+    to="$2/$(basename "$from")"
+    mkdir -p "$to"
+    for file in "$from"/*; do
+        name=$(basename "$file")
+        cp -p "$file" "$to/.$name.part" && mv -f "$to/.$name.part" "$to/$name"
+    done
 }
