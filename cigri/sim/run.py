@@ -181,7 +181,7 @@ class Watchdog:
 
 class Simulation:
     """One run of a scenario. ``policy`` decides for every cluster (a name takes its options from the
-    scenario's ``config``); without it, the strategies the scenario configures do (fifo by default).
+    scenario's ``config``); without it, the strategies the scenario configures do (lpt by default).
     ``flow`` sizes every cluster's queue (its options from the ``config`` too); without it, the configured
     flow strategies do (constant by default). With ``oracle``, strategies are handed each campaign's true
     mean job duration as its estimate (Eagle's assumption), instead of what cigri learns from the jobs
