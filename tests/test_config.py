@@ -184,6 +184,7 @@ def test_cluster_flows_read_the_configuration_and_an_override_applies_everywhere
         ("resubmit.failure_window", "5", "resubmit.failure_window: expected a whole number, at least 10, got 5"),
         ("resubmit.failure_rate", "1.5", "resubmit.failure_rate: expected a fraction between 0 and 1"),
         ("checkpoint.exit_code", "66", "checkpoint.exit_code: expected an exit status from 1 to 255 other than 66"),
+        ("resubmit.error_retries", "-1", "resubmit.error_retries: expected a whole number, at least 0, got -1"),
     ],
 )
 def test_a_bad_resubmission_or_checkpoint_value_is_refused_and_nothing_is_written(cli, key, value, message):

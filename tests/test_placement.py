@@ -454,13 +454,18 @@ def test_a_sporadic_error_runs_the_job_again_at_once_elsewhere_and_its_second_wa
     grid.at(10)
     assert grid.job(1).state == JobState.EVENT, "no other cluster: the error is the job's"
 
-    a, b = FakeRM("a", 1, queue_depth=0), FakeRM("b", 1, queue_depth=0)
-    grid, cid = Grid.placed(a, b, jobs=4)
-    config.set_value(grid.store, "resubmit.error_retries", 0)
-    a.start(1, 1)
-    a.end(1, 5, exit_code=3)
-    grid.at(10)
-    assert grid.job(1).state == JobState.EVENT, "0: CiGri's rule"
+    for key, value, why in (
+        ("resubmit.error_retries", 0, "0: CiGri's rule"),
+        ("resubmit.max_attempts", 1, "no attempt left"),
+        ("blacklist.errors", 1, "an error that closes the cluster to the campaign is the user's"),
+    ):
+        a, b = FakeRM("a", 1, queue_depth=0), FakeRM("b", 1, queue_depth=0)
+        grid, cid = Grid.placed(a, b, jobs=4)
+        config.set_value(grid.store, key, value)
+        a.start(1, 1)
+        a.end(1, 5, exit_code=3)
+        grid.at(10)
+        assert grid.job(1).state == JobState.EVENT, why
 
 
 def test_cigris_first_error_rule_is_blacklist_errors_1():

@@ -224,12 +224,13 @@ def retry_errors(
 ) -> set[int]:
     """Run again at once, on another cluster, the jobs whose error may be the cluster's, in the caller's
     transaction; their ids. Such a job's campaign has another cluster to go to, its errors on this one stay
-    below the blacklist's threshold (none ``closing`` it, no blacklist open there), and the job ran again
-    after an error fewer than ``resubmit.error_retries`` times: it goes back to its bag as an attempt and
-    keeps off this cluster for a while. Any other error waits for the user (CiGri's rule)."""
+    below the blacklist's threshold (none ``closing`` it, no blacklist open there), the job ran again after
+    an error fewer than ``resubmit.error_retries`` times and has an attempt left (``max_attempts``): it goes
+    back to its bag as an attempt and keeps off this cluster for a while. Any other error waits for the
+    user (CiGri's rule)."""
     retries = int(config.resubmit_value(ctx.store.settings(), config.ERROR_RETRIES))
     candidates = [
-        (job_id, remote, how)
+        (job_id, campaign_id, remote, how)
         for job_id, campaign_id, remote, how in failed
         if retries
         and campaign_id in ctx.choosy
@@ -238,8 +239,13 @@ def retry_errors(
     ]
     if not candidates:
         return set()
-    done = ctx.store.errors_retried([job_id for job_id, _, _ in candidates])
-    chosen = [(job_id, remote, how) for job_id, remote, how in candidates if done.get(job_id, 0) < retries]
+    ids = [job_id for job_id, *_ in candidates]
+    done, attempts = ctx.store.errors_retried(ids), ctx.store.attempts(ids)
+    chosen = [
+        (job_id, remote, how)
+        for job_id, campaign_id, remote, how in candidates
+        if done.get(job_id, 0) < retries and attempts.get(job_id, (0, 0))[0] + 1 < ctx.max_attempts(campaign_id)
+    ]
     if not chosen:
         return set()
     now = ctx.clock.now()
