@@ -66,6 +66,25 @@ def ten_minute_ends(grid: Grid, good: FakeRM, t: float, n: int) -> None:
         good.end(job_id, t, started=t - 600)
 
 
+def busy_hole(slots: int) -> tuple[Grid, FakeRM, int, list[int]]:
+    """A cluster ``hole`` of ``slots`` slots and ``good`` of 5: every job ran 600 s on both, ``good`` ended 5,
+    then the hole started ``slots`` fresh jobs at 601 (returned), all still running."""
+    hole, good = FakeRM("hole", slots, queue_depth=0), FakeRM("good", 5, queue_depth=0)
+    grid, cid = Grid.placed(hole, good, jobs=slots + 60)
+    for cluster in (hole, good):
+        for job_id in cluster.holds(RemoteState.PENDING):
+            cluster.start(job_id, 0.0)
+    ten_minute_ends(grid, good, 600, 5)
+    for job_id in hole.holds(RemoteState.RUNNING):
+        hole.end(job_id, 600, started=0)
+    grid.at(600)
+    fresh = hole.holds(RemoteState.PENDING)
+    assert len(fresh) == slots
+    for job_id in fresh:
+        hole.start(job_id, 601)
+    return grid, hole, cid, fresh
+
+
 def test_ten_instant_ends_in_a_row_blacklist_the_cluster_in_the_pass_of_the_tenth():
     grid, hole, good, cid = running_everywhere(40)
     ten_minute_ends(grid, good, 600, 5)
@@ -387,21 +406,28 @@ def test_on_the_local_cluster_a_cluster_of_bin_true_is_blacklisted_and_every_job
 def test_a_job_still_running_there_past_the_threshold_clears_the_suspects_started_before_it():
     """A big healthy cluster ends the short jobs of a pass before the long ones started with them: one of
     those still running past blackhole.seconds shows the cluster runs jobs normally (a black hole runs none)."""
-    hole, good = FakeRM("hole", 11, queue_depth=0), FakeRM("good", 5, queue_depth=0)
-    grid, cid = Grid.placed(hole, good, jobs=60)
-    for cluster in (hole, good):
-        for job_id in cluster.holds(RemoteState.PENDING):
-            cluster.start(job_id, 0.0)
-    ten_minute_ends(grid, good, 600, 5)
-    for job_id in hole.holds(RemoteState.RUNNING):
-        hole.end(job_id, 600, started=0)
-    grid.at(600)
-    fresh = hole.holds(RemoteState.PENDING)
-    assert len(fresh) == 11
-    for job_id in fresh:
-        hole.start(job_id, 601)
+    grid, hole, cid, fresh = busy_hole(11)
     for job_id in fresh[:10]:
         hole.end(job_id, 603, started=601)
     grid.at(612)  # the eleventh has run 11 s: the cluster is no black hole
     assert not black_holes(grid, cid)
     assert all(grid.job(j).state == JobState.TERMINATED for j in fresh[:10])
+
+
+def test_ten_short_ends_among_many_jobs_still_running_there_are_no_row():
+    """A big healthy cluster with short-tailed durations (hundred-k.yaml's exponential jobs on 1,000 slots)
+    ends a few jobs within blackhole.seconds at every pass; the jobs started with and after them still run,
+    though for less than blackhole.seconds yet. Ten such ends are no streak in a row while more jobs started
+    since still run there (a black hole ends all it starts): under srpt, the simulator's hundred-k flagged its
+    biggest cluster and ran 15 jobs twice."""
+    grid, hole, cid, fresh = busy_hole(40)
+    for job_id in fresh[:10]:
+        hole.end(job_id, 603, started=601)
+    grid.at(604)  # 30 started with them still run, for 3 s only
+    assert not black_holes(grid, cid)
+    assert all(grid.job(j).state == JobState.TERMINATED for j in fresh[:10])
+    # the same ends where nothing else runs there are a row
+    for job_id in fresh[10:]:
+        hole.end(job_id, 605, started=601)
+    grid.at(606)
+    assert len(black_holes(grid, cid)) == 1

@@ -12,13 +12,16 @@ the ends: a pass killed half-way loses nothing, and the cost follows the pass's 
 A job still running there for ``blackhole.seconds`` or more is such a normal run too, when judged (a black
 hole runs nothing): a big cluster ends the short jobs it started at one pass before the long ones.
 
-Once every cluster is collected (:func:`judge`, in the same pass), at least ``blackhole.streak`` suspects
-(the streak) is judged against the campaign's jobs on each other cluster: the durations of its latest terminated
-jobs there, and the time its running jobs there have run so far (a lower bound of their durations; only on
-clusters whose RM answered in this pass, so that a job ended since is not taken as still running); and
-against its jobs that terminated on the same cluster before the streak began (a cluster that turned into a
-black hole, the campaign's only one included). Each of these with at least MIN_SAMPLE figures gives their
-median (the lower one), robust to a stuck job.
+Once every cluster is collected (:func:`judge`, in the same pass), at least ``blackhole.streak`` suspects (the
+streak) is a row only if fewer of the campaign's jobs started there since the streak's first start still run
+(a black hole ends all it starts; a big healthy cluster ends a few short jobs at every pass while those
+started with them run on, for less than ``blackhole.seconds`` yet): otherwise it waits. A row is judged
+against the campaign's jobs on each other cluster: the durations of its latest terminated jobs there, and the
+time its running jobs there have run so far (a lower bound of their durations; only on clusters whose RM
+answered in this pass, so that a job ended since is not taken as still running); and against its jobs that
+terminated on the same cluster before the streak began (a cluster that turned into a black hole, the
+campaign's only one included). Each of these with at least MIN_SAMPLE figures gives their median (the lower
+one), robust to a stuck job.
 
 - Some median is at least ``ratio`` x ``seconds``: a black hole. The campaign gets a campaign event
   BLACK_HOLE on that cluster (the campaign blacklist: nothing more of it goes there until the event is fixed),
@@ -93,6 +96,8 @@ def judge(ctx: Context, collected: Set[str]) -> None:
                 else:
                     _send_back(ctx, campaign_id, cluster)
             continue
+        if not _in_a_row(ctx, campaign_id, cluster, n):
+            continue
         figures = _figures(ctx, campaign_id, cluster, since, collected, now)
         medians = {where: statistics.median_low(s for s, _ in values) for where, values in figures.items()}
         above = {where: median for where, median in medians.items() if median >= thresholds.reference}
@@ -113,6 +118,17 @@ def judge(ctx: Context, collected: Set[str]) -> None:
         elif figures and all(_mostly_shorter(values, thresholds.reference) for values in figures.values()):
             with ctx.store.transaction():  # its jobs are that fast: the results stand
                 ctx.store.break_streaks([(campaign_id, cluster)])
+
+
+def _in_a_row(ctx: Context, campaign_id: int, cluster: str, suspects: int) -> bool:
+    """Did the cluster end most of what it started since the streak began? Its jobs started at or after the
+    streak's first start and still running there must be fewer than the suspects."""
+    starts = [started for _, _, started, _ in ctx.store.suspects(campaign_id, cluster) if started is not None]
+    if not starts:
+        return True
+    first = min(starts)
+    running = sum(1 for where, s in ctx.store.running_since(campaign_id) if where == cluster and s >= first)
+    return running < suspects
 
 
 def _running_normally(ctx: Context, streak: int, seconds: float, collected: Set[str], now: float) -> None:
