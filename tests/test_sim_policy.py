@@ -105,3 +105,28 @@ def test_grid_simulate_oracle(tmp_path, registered):
     assert result.exit_code == 0, result.output
     figures = json.loads(result.output)
     assert (figures["oracle"], figures["jobs_done"]) == (True, 18)
+
+
+LONG_FIRST = {
+    "name": "long-first",
+    "period": 30,
+    "short_cutoff": 300,
+    "clusters": [{"name": "big", "slots": 20, "delay": 5}, {"name": "small", "slots": 10}],
+    "campaigns": [
+        {"name": "long", "user": "ann", "jobs": 60, "duration": {"dist": "uniform", "min": 1500, "max": 2000}},
+        {"name": "short", "user": "cal", "arrival": 600, "jobs": 30, "duration": 20},
+    ],
+}
+
+
+def test_under_srpt_a_short_campaign_behind_long_ones_starts_within_a_few_passes():
+    """Issue 21, item 7, from the simulated clusters' records: the long campaign arrives first and would hold
+    every slot for 1,500 s; srpt leaves the short share to the short campaign behind it (fifo: it waits for
+    the first long jobs to end)."""
+    times = {}
+    for policy in ("fifo", "srpt"):
+        result = simulate(parse(LONG_FIRST), policy=policy)
+        assert (result["jobs_done"], result["lost"], result["duplicated"]) == (90, 0, 0)
+        times[policy] = {c["name"]: c["completion_time"] for c in result["campaigns"]}
+    assert times["fifo"]["short"] > 900  # behind the long jobs
+    assert times["srpt"]["short"] <= 8 * 30  # 30 jobs of 20 s on the 2-slot share, and a probe first

@@ -1,8 +1,9 @@
 """Eagle's scheduling (Delgado et al., epfl-labos/eagle): SRPT with sticky feeding, a reserved short share, LWL.
 
 Campaigns are *short* or *long* by their predicted job duration against a cutoff (long iff estimate >
-cutoff). A campaign with no estimate yet (none of its jobs has ended) is short, so its first jobs teach the
-estimate, unless one of its jobs has already run past the cutoff: it is then long, its estimate at least that
+cutoff). A campaign with no estimate yet (none of its jobs has ended) is short in order, at the default
+estimate, so its first jobs teach the estimate, but holds no more slots than a long one (see the short share
+below), unless one of its jobs has already run past the cutoff: it is then long, its estimate at least that
 running time. Eagle's worker is a
 cluster here, and a probe is a campaign being eligible on that cluster:
 
@@ -15,7 +16,11 @@ cluster here, and a probe is a campaign being eligible on that cluster:
   in front of them) before choosing anew. Eagle's workers re-choose by SRPT after every task; giving the
   running campaigns precedence is the cluster-level reading (option ``sticky``, default true).
 - **Reserved short share**: long campaigns never hold more than ``1 - short_share`` of a cluster's slots and
-  never take the idle slots of the reservation short campaigns do not use.
+  never take the idle slots of the reservation short campaigns do not use. A campaign with no estimate yet
+  (none of its jobs has ended or run past the cutoff) may be long: it holds what a long campaign may, or
+  :data:`PROBES` job on a cluster where a long one may hold none, whose end teaches its estimate. So long
+  campaigns that arrive first leave the share to the short ones behind them, and a short one starts at once
+  and takes the share once its first job has ended.
 - **LWL** (:func:`lwl`): long campaigns go, job by job, to the cluster with the least work left (estimated
   work of cigri's jobs there per slot); a long campaign at the head of a cluster's queue (older than every
   other campaign eligible there) runs there first.
@@ -38,6 +43,7 @@ from . import inputs as read
 
 INF = math.inf
 MAX_JOBS = 1_000_000  # jobs a ``grid policy`` scenario may hold: each is played out one by one
+PROBES = 1  # jobs a campaign with no estimate may hold on a cluster where a long campaign may hold none
 
 
 @dataclass(slots=True, eq=False)
@@ -50,6 +56,7 @@ class Probe:
     remaining: float  # est x jobs not yet started; -1 when none are left (Eagle drops the probe)
     delay: float = 0.0  # sum of the estimates of the jobs that bypassed it
     campaign: Any = None  # what the probe stands for (the strategy's CampaignView)
+    unknown: bool = False  # no estimate yet: short in order, long in the slots it may hold (but PROBES)
 
 
 def _scan(cap: float, queue: Sequence[Probe], fits: Any = None) -> tuple[int, float]:
@@ -344,7 +351,7 @@ def _learned(campaign: CampaignView, running: int, ran: float, longest: float, c
     that ended first is biased short (the short jobs end first), so the jobs still running count too, each
     for the time it has run so far (a lower bound of its duration): the estimate is the larger of the mean of
     ended jobs and that mean over ended and running jobs. Before any job ends, the campaign has no estimate
-    (short at the default) unless one job has run past the cutoff: it is then long, at least that long. An
+    (None) unless one job has run past the cutoff: it is then long, at least that long. An
     estimate that stands on no ended job (``confidence`` 0: the simulator's oracle) is taken as it is."""
     if campaign.estimate is None:
         return longest if longest > cutoff else None
@@ -369,11 +376,16 @@ class _Pass:
         self.left = {c.id: c.waiting for c in self.campaigns}
         self.probes: dict[int, Probe] = {}
         runs = _runs(snapshot)
-        for c in self.campaigns:
+        # every campaign's kind, those with no job left to place too: the slots their jobs hold count as theirs
+        self.holds_long: dict[int, bool] = {}
+        for c in snapshot.campaigns:
             est = _learned(c, *runs.get(c.id, (0, 0.0, 0.0)), policy.cutoff)
             long = est is not None and est > policy.cutoff
-            est = policy.default_estimate if est is None else est
-            self.probes[c.id] = Probe(long, est, est * c.waiting, float(delays.get(str(c.id), 0.0)), c)
+            self.holds_long[c.id] = est is None or long
+            if c.waiting > 0 and c.demands:
+                unknown, est = est is None, policy.default_estimate if est is None else est
+                delay = float(delays.get(str(c.id), 0.0))
+                self.probes[c.id] = Probe(long, est, est * c.waiting, delay, c, unknown)
         self.queues: dict[str, list[Probe]] = {cl.name: [] for cl in self.clusters}  # short ones, arrival order
         for c in self.campaigns:
             probe = self.probes[c.id]
@@ -383,6 +395,9 @@ class _Pass:
                     if queue is not None:
                         queue.append(probe)
         self.taken: dict[tuple[str, int], int] = {}
+        self.held: dict[tuple[str, int], int] = {}  # jobs on each cluster of the campaigns with no estimate
+        self.views = {cl.name: cl for cl in self.clusters}
+        self.kind = "free"  # the budget being spent
         self.budget: dict[str, int] = {}
         self.held_short: dict[str, int] = {}
         self.held_long: dict[str, int] = {}
@@ -397,21 +412,23 @@ class _Pass:
         short = long = 0
         work = 0.0
         sticky = set()
-        probes, default = self.probes, self.policy.default_estimate
+        probes, default, holds_long = self.probes, self.policy.default_estimate, self.holds_long
         for job in cluster.jobs:
             probe = probes.get(job.campaign_id)
             slots, started = job.slots, job.started_at
+            if holds_long.get(job.campaign_id, False):
+                long += slots
+            else:
+                short += slots
             if probe is None:
                 est = default
-                short += slots
             else:
                 est = probe.est
-                if probe.long:
-                    long += slots
-                else:
-                    short += slots
-                    if started is not None:
-                        sticky.add(probe)
+                if probe.unknown:
+                    key = (cluster.name, job.campaign_id)
+                    self.held[key] = self.held.get(key, 0) + 1
+                if not probe.long and started is not None:
+                    sticky.add(probe)
             if started is not None:
                 est -= now - started
             if est > 0:
@@ -424,7 +441,11 @@ class _Pass:
         """Jobs of ``campaign`` that ``slots`` of ``cluster`` can take now."""
         demand = campaign.demands[cluster]
         room = min(slots, self.budget[cluster]) // demand.slots_per_job
-        return int(max(0, min(self.left[campaign.id], demand.limit - self.taken.get((cluster, campaign.id), 0), room)))
+        taken = self.taken.get((cluster, campaign.id), 0)
+        if self.probes[campaign.id].unknown:  # what a long campaign may hold, or its probe jobs
+            probes = PROBES - self.held.get((cluster, campaign.id), 0) - taken
+            room = min(room, max(self.long_room(self.views[cluster], self.kind) // demand.slots_per_job, probes))
+        return int(max(0, min(self.left[campaign.id], demand.limit - taken, room)))
 
     def launch(self, cluster: ClusterView, campaign: CampaignView, jobs: int) -> None:
         key = (cluster.name, campaign.id)
@@ -434,7 +455,7 @@ class _Pass:
         probe.remaining = probe.est * self.left[campaign.id] if self.left[campaign.id] else -1
         slots = jobs * campaign.demands[cluster.name].slots_per_job
         self.budget[cluster.name] -= slots
-        held = self.held_long if probe.long else self.held_short
+        held = self.held_long if probe.long or probe.unknown else self.held_short
         held[cluster.name] += slots
         self.work[cluster.name] += probe.est * slots / max(cluster.slots, 1)
 
@@ -453,6 +474,7 @@ class _Pass:
     def spend(self, kind: str) -> None:
         """One budget (``free`` or ``queue``) of every cluster: long campaigns at the head of a cluster's
         queue there first, then short campaigns cluster by cluster, then long campaigns anywhere."""
+        self.kind = kind
         for cl in self.clusters:
             self.budget[cl.name] = getattr(cl, kind)
         heads: dict[int, list[ClusterView]] = {}
