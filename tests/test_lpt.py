@@ -3,6 +3,8 @@ slots for short work (issue 21)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from cigri.errors import ConfigError
@@ -27,6 +29,15 @@ def test_the_longest_jobs_go_first_whatever_the_campaigns_age():
 
 def test_a_campaign_without_an_estimate_goes_first_its_jobs_may_be_the_longest():
     assert launched(campaign(1, 5, 1800.0, at=0), campaign(2, 5, None, at=10), free=7) == {2: 5, 1: 2}
+
+
+def test_a_campaign_without_an_estimate_stays_first_while_its_jobs_run():
+    """How long its running jobs have run is a floor of its duration, not an estimate: small.yaml's long-b
+    (jobs of 600-1,800 s) lost its turn 15 s after its first jobs started, its floor 5 s, and its jobs started
+    over 2,400 s behind a sweep of 60-s jobs (the last one on beta when its outage came)."""
+    older = campaign(1, 1000, 60.0, at=0)
+    young = replace(campaign(2, 20, None, at=10), ran_for=5.0)
+    assert launched(older, young, free=20) == {2: 18, 1: 2}, "the older one's reserve left"
 
 
 def test_long_work_that_cannot_set_the_end_keeps_cigris_order():

@@ -4,11 +4,12 @@ elsewhere, with a reserve for short work.
 **Order.** Campaigns by JDL ``priority`` (higher first). Then the critical ones, longest estimated job
 duration first: a campaign is critical when, started after the rest, it would end last, i.e. its remaining
 work over the slots it may use, plus one of its jobs, reaches the remaining work of every campaign over
-every slot. A campaign without an estimate yet (none of its jobs ended, none ran long) counts as critical
-and goes first among them: its jobs may be the longest, and its first ends tell. The other campaigns follow,
-oldest first (CiGri's order): work that cannot set the end does not hold short campaigns back. An estimate
-is Spritz's mean duration, else the longest run of its running jobs; remaining work counts its waiting jobs
-and half of its active ones.
+every slot. A campaign without an estimate yet (none of its jobs ended) counts as critical and goes first
+among them: its jobs may be the longest, and its first ends tell (how long its running jobs have run so far
+is only a floor of their duration). The other campaigns follow, oldest first (CiGri's order): work that
+cannot set the end does not hold short campaigns back. An estimate is Spritz's mean duration; remaining work
+counts its waiting jobs and half of its active ones, at the estimate, or at that floor for a campaign
+without one.
 
 **Short reserve.** A campaign whose estimate is below ``cutoff`` seconds is short. Of each cluster's free
 slots, ``short_share`` (10 % by default, at least one slot when any is free) goes to short campaigns first,
@@ -38,7 +39,7 @@ def order(campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) ->
     everything = sum(left.values()) / max(1, sum(slots.values()))
 
     def key(campaign: CampaignView) -> tuple:
-        estimate = campaign.floor
+        estimate = campaign.estimate
         if estimate is None:
             return (-campaign.priority, 0, -math.inf, campaign.submitted_at, campaign.id)
         usable = max(1, sum(slots.get(name, 0) for name in campaign.demands))
