@@ -28,7 +28,7 @@ from cigri.scheduling import metascheduler, registry
 from cigri.sim.run import Simulation
 from cigri.sim.scenario import Scenario, load
 
-NAMES = ["small", "trace", "hundred-k", "grid-week"]
+NAMES = ["small", "flow", "long-first", "trace", "hundred-k", "grid-week"]
 COLUMNS = [
     "scenario",
     "strategy",
@@ -39,6 +39,7 @@ COLUMNS = [
     "utilization",
     "Jain vs shares",
     "waste killed / failed / duplicates",
+    "cancels per job",
     "wall",
 ]
 TABLE_HEADER = table_header(COLUMNS)
@@ -106,16 +107,17 @@ def row(scenario: str, label: str, r: dict, wall: float) -> str:
         f"{duration(r['makespan'])} ({fixed(r['makespan_over_bound'], 2)}x, "
         f"{fixed(r.get('makespan_over_reference'), 2)}x) | {fixed(util, 1)}% | "
         f"{fixed(r['fairness_maxmin_jain'], 3)} | "
-        f"{waste['killed']:,.0f} / {waste['failed']:,.0f} / {waste['duplicates']:,.0f} | {wall:.0f} s |"
+        f"{waste['killed']:,.0f} / {waste['failed']:,.0f} / {waste['duplicates']:,.0f} | "
+        f"{r['cancelled_queued'] / max(r['jobs'], 1):.3f} | {wall:.0f} s |"
     )
 
 
 def ratios(results: dict[tuple[str, str], dict]) -> list[str]:
-    """srpt against fifo on each scenario: short p90 speed-up, long p90 slow-down."""
+    """srpt and lpt against fifo on each scenario: short p90 speed-up, long p90 slow-down."""
     lines = []
     for scenario in dict.fromkeys(s for s, _ in results):
         fifo = results.get((scenario, "fifo"))
-        for label in ("srpt", "srpt (oracle)"):
+        for label in ("srpt", "srpt (oracle)", "lpt"):
             srpt = results.get((scenario, label))
             if not fifo or not srpt:
                 continue
@@ -153,12 +155,14 @@ section below (from the simulated clusters' records): completion from each campa
 the scenario's cutoff on the true mean job duration; makespan against the available-capacity bound and the
 offline reference (longest first with true durations, where each job ends earliest, on the capacity the
 clusters really had: cigri/sim/reference.py); utilization
-of completed work; Jain's index of users' usage against their max-min fair shares; waste in slot-seconds.
+of completed work; Jain's index of users' usage against their max-min fair shares; waste in slot-seconds;
+cancels per job: queued jobs the clusters saw cancelled (take-backs, flooding, timeouts) over the jobs.
 
 {TABLE_HEADER}
 {chr(10).join(rows)}
 
-srpt against fifo (short p90: fifo's over srpt's, higher is better; long p90: srpt's over fifo's, lower is better):
+srpt and lpt against fifo (short p90: fifo's over theirs, higher is better; long p90: theirs over fifo's, lower is
+better); `long-first.yaml` is issue 21's case of long campaigns that arrive first and hold every slot:
 
 | scenario | strategy | short p90 speed-up | long p90 slow-down |
 |---|---|---|---|
