@@ -225,7 +225,9 @@ def test_the_ci_scenario_runs_and_plots(tmp_path, state):
     data = json.loads(Grid(state)("simulate", str(small), "--json", "--plot", str(png)))
     assert (data["jobs_done"] + data["skipped"], data["lost"]) == (data["jobs"], 0)
     assert data["duplicated"] == data["duplicated_hidden"], "only the ends beta's outage hid ran twice"
-    assert data["skipped"] == 50 - 3  # test-c runs one job on each of the 3 clusters
+    # test-c runs one job on each of the 3 clusters, or its test ends where that job does not start within
+    # queue_wait (1,800 s): under lpt, long-b's jobs (600-1,800 s) hold gamma from before test-c arrives
+    assert 50 - 3 <= data["skipped"] <= 50 - 2
     # its outage (3,600 to 5,400 s), of which the lower bound knows, as long as the run lasted
     assert data["clusters"]["beta"]["down_seconds"] == pytest.approx(min(1800, data["makespan"] - 3600))
     assert data["clusters"]["gamma"]["killed"] > 0  # local users preempted grid jobs
