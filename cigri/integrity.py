@@ -47,10 +47,14 @@ def _values(store: Store) -> list[str]:
 
 
 def _counts(store: Store) -> list[str]:
-    """job_counts (kept with every change of a job's state) and nb_jobs match the jobs."""
+    """job_counts and job_places (kept with every change of a job's state) and nb_jobs match the jobs."""
     problems = [
         f"campaign {campaign}: job_counts says {kept} {state}, the jobs {real}"
         for campaign, state, kept, real in store.miscounted()
+    ]
+    problems += [
+        f"campaign {campaign}: job_places says {kept} {state} on {cluster or 'no cluster'}, the jobs {real}"
+        for cluster, state, campaign, kept, real in store.miscounted_places()
     ]
     problems += [
         f"campaign {campaign}: nb_jobs says {said}, it has {counted(real, 'job')}"

@@ -179,6 +179,16 @@ class JobSpec:
     inputs: tuple[str, ...] = ()  # keys of its input files, staged in CIGRI_INPUT_DIR (env) before it is submitted
     job_types: tuple[str, ...] = ()  # the JDL's cluster_job_type: OAR's -t types (adapters with job_types only)
 
+    def for_job(self, job_id: int, name: str, argv: tuple[str, ...], inputs: tuple[str, ...]) -> JobSpec:
+        """This spec for one job of a batch: ``replace(self, job_id=..., name=..., argv=..., inputs=...)``
+        without the generated ``__init__``, which sets each of the 18 fields through ``object.__setattr__``
+        (frozen): a batch makes one per job, and that was most of the runner's own cost."""
+        spec = object.__new__(JobSpec)
+        values = spec.__dict__
+        values.update(self.__dict__)  # the fields in their order, then this job's
+        values["job_id"], values["name"], values["argv"], values["inputs"] = job_id, name, argv, inputs
+        return spec
+
 
 @dataclass(frozen=True)
 class RemoteStatus:
@@ -190,6 +200,31 @@ class RemoteStatus:
     reason: str = ""
     returned: bool = False  # KILLED before it began (its pack ended first): back to the bag, no failure
     cause: KillCause | None = None  # why the RM ended it, when it did (set for KILLED, and for an OOM exit)
+
+    @staticmethod
+    def of(
+        remote_id: str,
+        state: RemoteState,
+        exit_code: int | None,
+        started_at: float | None,
+        ended_at: float | None,
+        reason: str,
+        cause: KillCause | None,
+    ) -> RemoteStatus:
+        """``RemoteStatus(...)`` (not returned) without the generated ``__init__``, which sets each field
+        through ``object.__setattr__`` (frozen): the simulator reports one per change of every job."""
+        status = object.__new__(RemoteStatus)
+        status.__dict__.update(
+            remote_id=remote_id,
+            state=state,
+            exit_code=exit_code,
+            started_at=started_at,
+            ended_at=ended_at,
+            reason=reason,
+            returned=False,
+            cause=cause,
+        )
+        return status
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The counts a change of jobs' states keeps (cigri.store.states, no trigger since migration 020): after any
-sequence of the store's state changes, job_counts, each input file's waiting and remaining counts and the
-outputs due are what a recount of the jobs gives."""
+sequence of the store's state changes, job_counts, the active jobs per cluster (job_places), each input
+file's waiting and remaining counts and the outputs due are what a recount of the jobs gives."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ def new_store() -> tuple[Store, int]:
 
 def recount_problems(store: Store, campaign_id: int) -> list[str]:
     problems = [f"job_counts: {row}" for row in store.miscounted()]
+    problems += [f"job_places: {row}" for row in store.miscounted_places()]
     rows = store.conn.execute(
         "SELECT f.id, f.waiting, f.remaining, "
         "(SELECT count(*) FROM job_files u JOIN jobs j ON j.id = u.job_id WHERE u.file_id = f.id "

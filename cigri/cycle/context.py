@@ -151,7 +151,8 @@ class Context:
         """Add to users' decayed usage the slot-seconds of jobs that held slots on the cluster, (campaign,
         seconds) each (in the caller's transaction)."""
         if held:
-            rows = [(self.user(c), self.settings(c)[cluster]["_slots"] * seconds) for c, seconds in held]
+            per = {c: (self.user(c), self.settings(c)[cluster]["_slots"]) for c in {c for c, _ in held}}
+            rows = [(per[c][0], per[c][1] * seconds) for c, seconds in held]
             self.store.add_usage(rows, self.clock.now(), config.half_life(self.store.settings()))
 
     def batch_key(self, *parts: object) -> str:

@@ -55,6 +55,8 @@ class Reason(StrEnum):
     WALLTIME = "walltime"
 
 
+RUNNING = JobState.RUNNING.value
+
 REPORTED = {
     Reason.FLOODING: "killed for flooding",
     Reason.TIMEOUT: "killed after waiting",
@@ -150,8 +152,9 @@ def run(ctx: Context) -> None:
         config.seconds(settings, config.QUEUE_TIMEOUT, ctx.patience.queue_timeout),
         config.seconds(settings, config.WALLTIME_GRACE, ctx.patience.walltime_grace),
     )
-    with ctx.store.transaction():
-        ctx.store.clear_kills()  # asked in a pass that died, and the job is no longer there: nothing to kill
+    if ctx.store.kills_to_clear():
+        with ctx.store.transaction():
+            ctx.store.clear_kills()  # asked in a pass that died, and the job is no longer there: nothing to kill
     per_cluster: dict[str, Kills] = defaultdict(Kills)
     for job_id, _, cluster, state, remote in ctx.store.jobs_to_kill():
         if state == JobState.LAUNCHING.value or remote is None:
@@ -187,7 +190,7 @@ def _own(ctx: Context, cluster: str, limits: Limits) -> dict[int, Own]:
     submitted_before = None if allowed is not None and queued > allowed else now - limits.queue_timeout
     for row in ctx.store.nikita_jobs(cluster, started_before=started_before, submitted_before=submitted_before):
         job_id, campaign_id, state, remote, submitted_at, started_at, reason, free, movable = row
-        running = state == JobState.RUNNING.value
+        running = state == RUNNING  # read once: an enum's value is a property, asked here per job
         where[job_id] = (campaign_id, remote, None if started_at is None else max(started_at, submitted_at or 0.0))
         if reason is None:
             settings = ctx.settings(campaign_id)[cluster]

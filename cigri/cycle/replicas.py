@@ -195,7 +195,10 @@ def follow(ctx: Context, cluster: str) -> None:
 def mark_stale(ctx: Context) -> None:
     """A job sent back to its bag (killed by its cluster, taken back, run elsewhere) while a replica of it
     is queued or running goes on as that replica. The other replicas whose job ended, was cancelled or runs
-    again elsewhere, or whose campaign is paused, cancelled or over: to kill (by :func:`cancel`)."""
+    again elsewhere, or whose campaign is paused, cancelled or over: to kill (by :func:`cancel`). With no
+    live replica, nothing to do (and no write lock taken for nothing)."""
+    if not ctx.store.has_live_replicas():
+        return
     with ctx.store.transaction():
         promoted = ctx.store.promote_replicas()
         ctx.store.stale_replicas()

@@ -4,7 +4,7 @@ then due prologues and epilogues."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import fields, replace
+from dataclasses import replace
 
 from .. import macros, staging
 from ..adapters import job_id_variable, packing
@@ -126,18 +126,9 @@ def _submit_batch(ctx: Context, batch_id: int, cluster: str, campaign: Campaign)
             if ctx.store.has_files(campaign.id):
                 jobs = ctx.store.batch_jobs(batch_id)  # without those the cache quota left out
                 base = replace(base, env={**base.env, "CIGRI_INPUT_DIR": staging.input_dir(ctx, cluster, campaign.id)})
-            shared = {
-                f.name: getattr(base, f.name)
-                for f in fields(JobSpec)
-                if f.name not in ("job_id", "name", "argv", "inputs")
-            }
             specs = [
-                JobSpec(
-                    job_id=job_id,
-                    name=name,
-                    argv=(*base.argv, *split_params(params, f"job {job_id}")),
-                    inputs=tuple(inputs.get(job_id, ())),
-                    **shared,
+                base.for_job(
+                    job_id, name, (*base.argv, *split_params(params, f"job {job_id}")), tuple(inputs.get(job_id, ()))
                 )
                 for job_id, name, params in jobs
             ]

@@ -30,6 +30,16 @@ from .context import STDERR_LINES, Context, log
 from .health import cluster_failed, usable
 
 SUBMITTED = JobState.SUBMITTED.value  # read once: an enum's value is a property, and collect asks it per job
+# and so are its members, each a lookup through the enum's class (as slow as a small function call)
+UNKNOWN, PENDING, RUNNING, EXITED, KILLED = (
+    RemoteState.UNKNOWN,
+    RemoteState.PENDING,
+    RemoteState.RUNNING,
+    RemoteState.EXITED,
+    RemoteState.KILLED,
+)
+TERMINATED, EVENT = JobState.TERMINATED, JobState.EVENT
+OTHER, MEMORY = KillCause.OTHER, KillCause.MEMORY
 RESUBMIT, RESUBMIT_AT_END = 66, 67  # CiGri's exit statuses: run me again, run me again after the others
 RESUBMIT_EXIT = (RESUBMIT, RESUBMIT_AT_END)
 LOST_AFTER = 3600  # seconds a job may stay unknown to its RM (and accounting) before it is run again
@@ -46,12 +56,17 @@ def run(ctx: Context) -> None:
         if ctx.adapter(name).concurrent() and (active := ctx.store.active_jobs(name)):
             ctx.adapter(name).ahead("states", [remote for _, _, _, remote, _ in active])
     collected = set()  # the clusters whose RM told the states of their jobs in this pass
+    # the prologues and epilogues running, read once: a cluster's collection changes only its own; and
+    # whether a replica runs anywhere (none is made while the clusters are read)
+    stages = ctx.store.stages_in(("submitted",)) if answering else []
+    following = bool(answering) and ctx.store.has_live_replicas()
     for name in answering:
         try:
             collect(ctx, name)
             collected.add(name)
-            _collect_stages(ctx, name)
-            replicas.follow(ctx, name)
+            _collect_stages(ctx, name, [s for s in stages if s[1] == name])
+            if following:
+                replicas.follow(ctx, name)
         except AdapterError as exc:
             cluster_failed(ctx, name, exc)
     blackhole.judge(ctx, collected)
@@ -120,21 +135,21 @@ def collect(ctx: Context, cluster: str) -> None:
     began = False  # did one of cigri's queued jobs start there (its queue moves)
     for job_id, campaign_id, state, remote, unknown_since in reported:
         status = statuses[remote]
-        if status is not None and status.state == RemoteState.UNKNOWN:
+        if status is not None and status.state == UNKNOWN:
             if unknown_since is None:
                 unknown.append(job_id)
             elif now - unknown_since > LOST_AFTER:  # never assumed done: taken as lost, run again
                 why = f"unknown to {cluster} for {LOST_AFTER // 60} minutes"
-                requeue.append(Again(job_id, campaign_id, why, KillCause.OTHER, remote=remote, ended=now))
+                requeue.append(Again(job_id, campaign_id, why, OTHER, remote=remote, ended=now))
             continue
         if unknown_since is not None and status is not None:
             known_again.append(job_id)
-        if status is None or status.state == RemoteState.PENDING:
+        if status is None or status.state == PENDING:
             continue
-        if state == SUBMITTED and (status.state == RemoteState.RUNNING or status.started_at is not None):
+        if state == SUBMITTED and (status.state == RUNNING or status.started_at is not None):
             began = True
             ctx.started[cluster] += ctx.settings(campaign_id)[cluster]["_slots"]  # the flow's observed starts
-        if status.state == RemoteState.RUNNING:
+        if status.state == RUNNING:
             if state == SUBMITTED:
                 started.append((job_id, now if status.started_at is None else status.started_at))
             continue
@@ -142,29 +157,29 @@ def collect(ctx: Context, cluster: str) -> None:
         start, end = status.started_at, now if status.ended_at is None else status.ended_at
         if start is not None:
             held.append((campaign_id, max(0.0, end - start)))
-        if status.state == RemoteState.KILLED and (job_id in stopping or status.returned):
+        if status.state == KILLED and (job_id in stopping or status.returned):
             preempted.append(job_id)
         elif (
-            status.state == RemoteState.KILLED
+            status.state == KILLED
             or status.exit_code in RESUBMIT_EXIT
             or checkpointed(ctx.settings(campaign_id)[cluster], status, checkpoint_exit)
         ):
             why = status.reason or f"exit status {status.exit_code}"
             # a kill its adapter gives no cause for is a kill all the same
-            cause = (status.cause or KillCause.OTHER) if status.state == RemoteState.KILLED else None
+            cause = (status.cause or OTHER) if status.state == KILLED else None
             requeue.append(Again(job_id, campaign_id, why, cause, status.exit_code, remote, end))
         elif status.exit_code == 0:
             exited.append((job_id, campaign_id, start, end))
-            ended.append((job_id, JobState.TERMINATED, 0, start, end))
+            ended.append((job_id, TERMINATED, 0, start, end))
             durations.append((campaign_id, cluster, max(0.0, end - (end if start is None else start)), end))
             outcomes[campaign_id] += "0"
         else:
-            if status.state == RemoteState.EXITED:
+            if status.state == EXITED:
                 exited.append((job_id, campaign_id, start, end))
             outcomes[campaign_id] += "1"
-            ended.append((job_id, JobState.EVENT, status.exit_code, start, end))
+            ended.append((job_id, EVENT, status.exit_code, start, end))
             how = f"exited with status {status.exit_code}" if status.exit_code is not None else status.reason
-            if status.cause == KillCause.MEMORY:  # the JDL asks no memory: an event for the user, not a retry
+            if status.cause == MEMORY:  # the JDL asks no memory: an event for the user, not a retry
                 how += " (out of memory)"
                 memory.add(job_id)
             failed.append((job_id, campaign_id, remote, how))
@@ -413,9 +428,8 @@ def watch_failures(ctx: Context, outcomes: Mapping[int, str]) -> None:
         log.warning("updator: campaign %d paused: %d of its last %d ends failed", campaign_id, failed, window)
 
 
-def _collect_stages(ctx: Context, cluster: str) -> None:
-    """Prologues and epilogues running on the cluster."""
-    pending = [s for s in ctx.store.stages_in(("submitted",)) if s[1] == cluster]
+def _collect_stages(ctx: Context, cluster: str, pending: Sequence[tuple[int, str, str, str, str | None]]) -> None:
+    """Prologues and epilogues running on the cluster (``pending``: those submitted there)."""
     if not pending:
         return
     adapter = ctx.adapter(cluster)

@@ -57,6 +57,10 @@ def valid_property(name: str, value: str) -> bool:
 
 # why the simulated RM killed a job, from its reason (an outage's jobs are lost: OTHER)
 KILL_CAUSES = {"walltime": KillCause.WALLTIME, "preempted": KillCause.PREEMPTED, "cancelled": KillCause.ADMIN}
+# an enum's member is a lookup through its class each time (as slow as a small call): read once, as every job's
+# every event asks them
+PENDING, RUNNING, EXITED, KILLED = RemoteState.PENDING, RemoteState.RUNNING, RemoteState.EXITED, RemoteState.KILLED
+OTHER = KillCause.OTHER
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,7 @@ class SimJob:
     inputs: tuple[str, ...]
     submitted: float
     eligible: float
-    state: RemoteState = RemoteState.PENDING
+    state: RemoteState = PENDING
     placed: tuple[int, ...] = ()  # the nodes it runs on
     started: float | None = None
     ended: float | None = None
@@ -304,7 +308,7 @@ class SimCluster:
         self.down = starting
         if starting:  # the jobs it ran are lost with it
             for job in list(self.running.values()):
-                self._stop(job, RemoteState.KILLED, None, "outage")
+                self._stop(job, KILLED, None, "outage")
 
     def _on_eligible(self, _payload) -> None:
         pass  # a pending job may start now: _start_what_fits runs after every event
@@ -312,14 +316,14 @@ class SimCluster:
     def _on_end(self, payload: tuple[str, int]) -> None:
         remote_id, generation = payload
         job = self.jobs.get(remote_id)
-        if job is None or job.state != RemoteState.RUNNING or job.generation != generation:
+        if job is None or job.state != RUNNING or job.generation != generation:
             return
         if job.walltime and job.duration > job.walltime:
-            self._stop(job, RemoteState.KILLED, None, "walltime")
+            self._stop(job, KILLED, None, "walltime")
         else:
             failed = self.spec.failure > 0 and self.rng.random() < self.spec.failure
             missing = any(path not in self.arrivals for path in job.inputs)  # cigri did not stage it here
-            self._stop(job, RemoteState.EXITED, 2 if missing else 1 if failed else 0, "")
+            self._stop(job, EXITED, 2 if missing else 1 if failed else 0, "")
 
     def _on_local_arrival(self, _payload) -> None:
         duration = self.rng.expovariate(1 / self.spec.local_duration)
@@ -357,14 +361,14 @@ class SimCluster:
         self.grid_by_user[job.user] -= job.slots
         held = job.slots * (self.now - job.started)
         self.usage.by_user[job.user] = self.usage.by_user.get(job.user, 0.0) + held
-        if job.sink and state == RemoteState.EXITED:
+        if job.sink and state == EXITED:
             self.usage.black_hole_times.append(self.now)
-        if state == RemoteState.EXITED and exit_code == 0:
+        if state == EXITED and exit_code == 0:
             self.usage.completions[job.job_id] = self.usage.completions.get(job.job_id, 0) + 1
             self._record_completion(job, held)
-        elif state == RemoteState.EXITED:
+        elif state == EXITED:
             self.usage.failed_slot_seconds += held
-        if state == RemoteState.KILLED:
+        if state == KILLED:
             self.usage.killed += 1
             self.usage.wasted_slot_seconds += held
             if reason == "cancelled" and self.ledger.completed.get(job.work):
@@ -404,7 +408,7 @@ class SimCluster:
                 self._push(self.now + duration, "local_end", (node, size))
         while self.pending:
             job = self.jobs.get(self.pending[0])
-            if job is None or job.state != RemoteState.PENDING:
+            if job is None or job.state != PENDING:
                 self.pending.popleft()
                 continue
             if job.eligible > self.now or total - self.grid_used - self.local_used < job.slots:
@@ -454,7 +458,7 @@ class SimCluster:
         for victim in sorted(victims[target], key=lambda j: (j.started, j.remote_id), reverse=True):
             if self.free[target] >= size:
                 break
-            self._stop(victim, RemoteState.KILLED, None, "preempted")
+            self._stop(victim, KILLED, None, "preempted")
         return target if self.free[target] >= size else None
 
     def _run(self, job: SimJob, placed: tuple[int, ...]) -> None:
@@ -462,7 +466,7 @@ class SimCluster:
         duration = BLACK_HOLE_DURATION if job.sink else job.duration / self.spec.speed
         if job.inputs and not job.sink:  # its slot is held until its files have arrived
             duration += max(0.0, max(self.arrivals.get(path, self.now) for path in job.inputs) - self.now)
-        job.state, job.started, job.placed = RemoteState.RUNNING, self.now, placed
+        job.state, job.started, job.placed = RUNNING, self.now, placed
         job.duration = duration
         self.running[job.remote_id] = job
         self.grid_used += job.slots
@@ -582,11 +586,11 @@ class SimCluster:
         out = {}
         for remote_id in asked:
             job = self.jobs[remote_id]
-            cause = KILL_CAUSES.get(job.reason, KillCause.OTHER) if job.state == RemoteState.KILLED else None
-            out[remote_id] = RemoteStatus(
-                remote_id, job.state, job.exit_code, job.started, job.ended, job.reason, cause=cause
+            cause = KILL_CAUSES.get(job.reason, OTHER) if job.state == KILLED else None
+            out[remote_id] = RemoteStatus.of(
+                remote_id, job.state, job.exit_code, job.started, job.ended, job.reason, cause
             )
-            if job.state in (RemoteState.EXITED, RemoteState.KILLED):
+            if job.state in (EXITED, KILLED):
                 del self.jobs[remote_id]  # reported: a week of millions of jobs need not stay in memory
         return out
 
@@ -603,10 +607,10 @@ class SimCluster:
             job = self.jobs.get(remote_id)
             if job is None:
                 continue
-            if job.state == RemoteState.RUNNING:
-                self._stop(job, RemoteState.KILLED, None, "cancelled")
-            elif job.state == RemoteState.PENDING:
-                job.state, job.reason, job.ended = RemoteState.KILLED, "cancelled", self.now
+            if job.state == RUNNING:
+                self._stop(job, KILLED, None, "cancelled")
+            elif job.state == PENDING:
+                job.state, job.reason, job.ended = KILLED, "cancelled", self.now
                 self.waiting -= 1
                 self.pending_slots -= job.slots
                 self.usage.cancelled_queued += 1
@@ -624,9 +628,7 @@ class SimCluster:
         """Held jobs go back to their place in the queue (submission order); others are left as they are."""
         self._reachable()
         queued = set(self.pending)
-        back = [
-            r for r in remote_ids if r not in queued and (job := self.jobs.get(r)) and job.state == RemoteState.PENDING
-        ]
+        back = [r for r in remote_ids if r not in queued and (job := self.jobs.get(r)) and job.state == PENDING]
         self.pending = deque(sorted([*self.pending, *back], key=int))
         self._start_what_fits()
 

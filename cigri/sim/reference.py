@@ -127,10 +127,10 @@ class _Holes:
         self.top = -math.inf  # no hole ends after this
 
     def add(self, hole: _Hole) -> None:
-        self._reaches = None
         self.top = max(self.top, hole[1])
         if not self.blocks:
             self.blocks, self.firsts, self.highs = [[hole]], [hole], [hole[1]]
+            self._reaches = None
             return
         b = max(bisect_right(self.firsts, hole) - 1, 0)
         block = self.blocks[b]
@@ -142,20 +142,25 @@ class _Holes:
             self.blocks[b : b + 1] = halves
             self.firsts[b : b + 1] = [half[0] for half in halves]
             self.highs[b : b + 1] = [max(h[1] for h in half) for half in halves]
+            self._reaches = None
+        elif self._reaches is not None and hole[1] > self._reaches[b]:
+            self._reaches = None  # the latest end up to this block and the next ones grew (else none changed)
 
     def remove(self, hole: _Hole) -> None:
-        self._reaches = None
         b = bisect_right(self.firsts, hole) - 1
         block = self.blocks[b]
         del block[bisect_left(block, hole)]
         if not block:
             del self.blocks[b], self.firsts[b], self.highs[b]
+            self._reaches = None
             if not self.blocks:
                 self.top = -math.inf
             return
         self.firsts[b] = block[0]
         if hole[1] == self.highs[b]:
             self.highs[b] = max(h[1] for h in block)
+            if self.highs[b] < hole[1]:
+                self._reaches = None  # the latest end up to this block may have shrunk (else none changed)
 
     def keep(self, after: float, shortest: float) -> list[_Hole]:
         """Forget the holes that end by ``after`` or are shorter than ``shortest``; return them."""
@@ -418,43 +423,77 @@ def _length_class(length: float) -> int:
 def schedule(capacities: list[Capacity], jobs: list[Work]) -> list[Placement] | None:
     """Every job placed, longest arrived job first on the cluster where it ends earliest (None: some job has
     no cluster where it could ever run)."""
+    placements: list[Placement] = []
+    return None if _schedule(capacities, jobs, placements) is None else placements
+
+
+def _schedule(capacities: list[Capacity], jobs: list[Work], placements: list[Placement] | None) -> float | None:
+    """:func:`schedule`, each placement appended to ``placements`` when given; the latest end (-inf with no
+    job; None: some job has no cluster where it could ever run).
+
+    The heaps of arrived jobs hold ranks, not tuples (ints compare faster, and a heap of 100,000 jobs compares
+    a lot): a job's rank in ``longest`` is its place among all the jobs by duration, longest first, the first
+    arrived first on a tie (as a tie-breaking count of arrivals would order them); in ``shortest`` by duration,
+    shortest first, the lowest index first on a tie."""
     clusters = [_Cluster(c) for c in capacities]
     order = sorted(range(len(jobs)), key=lambda i: jobs[i].release)
     durations = [jobs[i].duration for i in order]
     shortest_after = [*list(itertools.accumulate(reversed(durations), min))[::-1], math.inf]
-    ready: list[tuple[float, int, int]] = []  # (-duration, tie, job): the longest first
-    shortest_ready: list[tuple[float, int]] = []  # placed ones are dropped when they come up
+    longest = sorted(range(len(order)), key=durations.__getitem__, reverse=True)  # places in order (stable)
+    longest_rank = [0] * len(order)
+    for rank, k in enumerate(longest):
+        longest_rank[k] = rank
+    shortest = sorted(range(len(jobs)), key=lambda i: jobs[i].duration)  # job indexes (stable)
+    shortest_rank = [0] * len(jobs)
+    for rank, i in enumerate(shortest):
+        shortest_rank[i] = rank
+    ready: list[int] = []  # ranks in longest: the longest first
+    shortest_ready: list[int] = []  # ranks in shortest; placed ones are dropped when they come up
     oldest = 0  # order[oldest] is the first arrived job not placed yet, once placed ones are skipped
     placed = [False] * len(jobs)
-    tie = itertools.count()
-    placements: list[Placement] = []
+    done, latest = 0, -math.inf  # jobs placed, the latest end
     now, next_job = -math.inf, 0
-    while len(placements) < len(jobs):
+    heappush, heappop = heapq.heappush, heapq.heappop
+    while done < len(jobs):
         if not ready:
             now = max(now, jobs[order[next_job]].release)
         now = max(now, min(map(attrgetter("peek"), clusters))[0])
         while next_job < len(order) and jobs[order[next_job]].release <= now:
-            index = order[next_job]
-            heapq.heappush(ready, (-jobs[index].duration, next(tie), index))
-            heapq.heappush(shortest_ready, (jobs[index].duration, index))
+            heappush(ready, longest_rank[next_job])
+            heappush(shortest_ready, shortest_rank[order[next_job]])
             next_job += 1
         if not ready:
             continue
-        if len(placements) % 256 == 0:  # now and then, the holes no job left can use
+        if done % 256 == 0:  # now and then, the holes no job left can use
             while placed[order[oldest]]:
                 oldest += 1
             earliest = jobs[order[oldest]].release
-            shortest = min(shortest_after[next_job], _first_left(shortest_ready, placed))
+            while shortest_ready and placed[shortest[shortest_ready[0]]]:
+                heappop(shortest_ready)
+            left = jobs[shortest[shortest_ready[0]]].duration if shortest_ready else math.inf
+            least = min(shortest_after[next_job], left)
             for cluster in clusters:
-                cluster.forget_holes(earliest, shortest)
-        _, _, index = heapq.heappop(ready)
+                cluster.forget_holes(earliest, least)
+        index = order[longest[heappop(ready)]]
         (end, start, lanes), cluster = _where(clusters, jobs[index])
         if cluster is None or math.isinf(end):
             return None
         cluster.take(lanes, start, end)
         placed[index] = True
-        placements.append(Placement(index, cluster.capacity.name, tuple(lanes), start, end))
-    return placements
+        done += 1
+        if end > latest:
+            latest = end
+        if placements is not None:
+            placements.append(_placement(index, cluster.capacity.name, tuple(lanes), start, end))
+    return latest
+
+
+def _placement(job: int, cluster: str, lanes: tuple[int, ...], start: float, end: float) -> Placement:
+    """``Placement(job, cluster, lanes, start, end)`` without the generated ``__init__`` (frozen: a setattr
+    per field), one per job."""
+    placement = object.__new__(Placement)
+    placement.__dict__.update(job=job, cluster=cluster, lanes=lanes, start=start, end=end)
+    return placement
 
 
 def _where(clusters: list[_Cluster], job: Work) -> tuple[tuple[float, float, list[int]], _Cluster | None]:
@@ -502,18 +541,12 @@ def _where(clusters: list[_Cluster], job: Work) -> tuple[tuple[float, float, lis
     return best, clusters[chosen] if chosen >= 0 else None
 
 
-def _first_left(heap: list[tuple[float, int]], placed: list[bool]) -> float:
-    while heap and placed[heap[0][1]]:
-        heapq.heappop(heap)
-    return heap[0][0] if heap else math.inf
-
-
 def makespan(capacities: list[Capacity], jobs: list[Work], start: float) -> float | None:
     """The reference's makespan from ``start`` (the first submission), None if it has no schedule."""
-    placements = schedule(capacities, jobs)
-    if placements is None:
+    latest = _schedule(capacities, jobs, None)  # the placements themselves are not kept
+    if latest is None:
         return None
-    return max((p.end for p in placements), default=start) - start
+    return (latest if jobs else start) - start
 
 
 def overuse(capacities: list[Capacity], jobs: list[Work], placements: list[Placement]) -> list[str]:

@@ -743,12 +743,14 @@ class Simulation:
         """The offline reference's makespan (cigri/sim/reference.py) over the jobs that had to run: every job
         of the scenario but a test campaign's that never ran, on the capacity the clusters recorded."""
         completed = self.ledger.completed
-        jobs = [
-            Work(plan.arrival, duration, plan.cores, frozenset(plan.clusters))
-            for index, plan in enumerate(self.scenario.campaigns)
-            for i, duration in enumerate(plan.durations)
-            if plan.type != "test" or self.work_key(index, i) in completed
-        ]
+        jobs = []
+        for index, plan in enumerate(self.scenario.campaigns):
+            clusters = frozenset(plan.clusters)  # one per campaign, its jobs share it
+            jobs += [
+                Work(plan.arrival, duration, plan.cores, clusters)
+                for i, duration in enumerate(plan.durations)
+                if plan.type != "test" or self.work_key(index, i) in completed
+            ]
         capacities = [
             Capacity(name, tuple(c.usage.availability), c.spec.speed, c.spec.delay) for name, c in self.clusters.items()
         ]

@@ -22,8 +22,8 @@ class Batches(JobStates):
             (cluster, campaign_id, now),
         )
         batch_id = cur.lastrowid
-        # the jobs it takes, all from to_launch, as its UPDATE returns them: nothing is read before (their
-        # cluster is left out: the counts read it for terminations only)
+        # the jobs it takes, all from to_launch, as its UPDATE returns them: nothing is read before (they had
+        # no cluster: the counts place them on the batch's)
         moved = []
         for chunk in _chunks(list(job_ids)):
             moved += self.conn.execute(
@@ -31,7 +31,7 @@ class Batches(JobStates):
                 f"WHERE id IN ({_marks(len(chunk))}) AND state = 'to_launch' RETURNING id, campaign_id",
                 [cluster, batch_id, *chunk],
             ).fetchall()
-        self._moved([(job_id, campaign, "to_launch", None) for job_id, campaign in moved], "launching")
+        self._moved([(job_id, campaign, "to_launch", None) for job_id, campaign in moved], "launching", cluster)
         self.conn.execute(
             "UPDATE campaign_clusters SET launched = launched + ? WHERE campaign_id = ? AND cluster = ?",
             (len(job_ids), campaign_id, cluster),

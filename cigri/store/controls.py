@@ -116,16 +116,28 @@ class Controls:
         return [(*row[:7], bool(row[7]), bool(row[8])) for row in rows]
 
     def queued_counts(self, cluster: str) -> list[tuple[int, int]]:
-        """(campaign, jobs) of cigri's jobs queued on the cluster (sent, not started), from the index alone."""
+        """(campaign, jobs) of cigri's jobs queued on the cluster (sent, not started), in campaign order, from
+        the counts of the active jobs (``job_places``)."""
         return self.conn.execute(
-            f"SELECT campaign_id, count(*) FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} "
-            "AND state = 'submitted' GROUP BY campaign_id",
+            "SELECT campaign_id, n FROM job_places WHERE cluster = ? AND state = 'submitted' AND n != 0 "
+            "ORDER BY campaign_id",
             (cluster,),
         ).fetchall()
 
     def ask_kills(self, rows: Sequence[tuple[int, str]]) -> None:
         """(job, reason): nikita is about to ask the job's RM to kill it."""
         self.conn.executemany("UPDATE jobs SET nikita = ? WHERE id = ?", [(reason, job_id) for job_id, reason in rows])
+
+    def kills_to_clear(self) -> bool:
+        """Has a job no longer queued or running a kill nikita asked (what :meth:`clear_kills` without ids
+        forgets)? A seek of the index of asked kills: a pass with none takes no write lock for nothing."""
+        return (
+            self._one(
+                "SELECT 1 FROM jobs INDEXED BY jobs_nikita WHERE nikita IS NOT NULL "
+                "AND state NOT IN ('submitted', 'running') LIMIT 1"
+            )
+            is not None
+        )
 
     def clear_kills(self, job_ids: Sequence[int] | None = None) -> None:
         """Forget the kills nikita asked for these jobs; without ids, those of jobs no longer queued or running

@@ -76,6 +76,17 @@ class Integrity:
             "GROUP BY campaign_id, state HAVING sum(kept) != sum(real) ORDER BY campaign_id, state"
         ).fetchall()
 
+    def miscounted_places(self) -> list[tuple[str, str, int, int, int]]:
+        """(cluster, state, campaign, what job_places says, how many active jobs are there) where they differ."""
+        return self.conn.execute(
+            "SELECT cluster, state, campaign_id, sum(kept), sum(real) FROM ("
+            "SELECT cluster, state, campaign_id, n AS kept, 0 AS real FROM job_places "
+            "UNION ALL SELECT coalesce(cluster, ''), state, campaign_id, 0, count(*) FROM jobs "
+            f"WHERE {migrations.ACTIVE} "
+            "GROUP BY coalesce(cluster, ''), state, campaign_id) "
+            "GROUP BY cluster, state, campaign_id HAVING sum(kept) != sum(real) ORDER BY cluster, state, campaign_id"
+        ).fetchall()
+
     def misnumbered_campaigns(self) -> list[tuple[int, int, int]]:
         """(campaign, its nb_jobs, its jobs) where they differ."""
         return self.conn.execute(

@@ -16,6 +16,7 @@ from ._sql import _chunks, _marks
 from .states import COUNT_JOBS, JobStates
 
 ROWS_PER_INSERT = 4096
+TERMINATED = JobState.TERMINATED.value
 
 
 @lru_cache(maxsize=8)
@@ -247,13 +248,14 @@ class Jobs(JobStates):
         )
 
     def active_jobs_of(self, cluster: str, remote_ids: Sequence[str]) -> list[tuple]:
-        """:meth:`active_jobs` with these remote ids only (each seeks the index of remote ids)."""
+        """:meth:`active_jobs` with these remote ids only (each seeks the index of remote ids: an active job has
+        not ended)."""
         out: list[tuple] = []
         for chunk in _chunks(list(remote_ids)):
             out += self.conn.execute(
                 "SELECT id, campaign_id, state, remote_id, unknown_since FROM jobs INDEXED BY jobs_remote "
-                f"WHERE cluster = ? AND remote_id IN ({_marks(len(chunk))}) AND {migrations.ACTIVE} "
-                "AND state != 'launching'",
+                f"WHERE cluster = ? AND remote_id IN ({_marks(len(chunk))}) AND ended_at IS NULL "
+                f"AND {migrations.ACTIVE} AND state != 'launching'",
                 [cluster, *chunk],
             ).fetchall()
         return out
@@ -266,9 +268,9 @@ class Jobs(JobStates):
         return dict(rows.fetchall())
 
     def launching_count(self, cluster: str) -> int:
-        """How many of cigri's jobs are being submitted to the cluster (a seek in the active jobs' index)."""
+        """How many of cigri's jobs are being submitted to the cluster (the counts of the active jobs)."""
         return self._one(
-            f"SELECT count(*) FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} AND state = 'launching'", (cluster,)
+            "SELECT coalesce(sum(n), 0) FROM job_places WHERE cluster = ? AND state = 'launching'", (cluster,)
         )[0]
 
     def active_by_campaign(self, cluster: str) -> dict[int, int]:
@@ -299,17 +301,55 @@ class Jobs(JobStates):
         ).fetchall()
 
     def grid_counts(self, cluster: str) -> list[tuple[int, int, int]]:
-        """(campaign, jobs queued, jobs running) of cigri's jobs on the cluster (queued: not started), counted
-        from the active jobs' index alone, the campaigns in the order of their first running job's id."""
+        """(campaign, jobs queued, jobs running) of cigri's jobs on the cluster (queued: not started), the
+        campaigns in the order of their first running job's id (those without one first).
+
+        From the counts kept per (cluster, state, campaign) (``job_places``): a submitted job has not
+        started and a running one has, but for the odd ones a seek of the active jobs' index finds (a job
+        the RM runs with no start time known); then, for each campaign with a started job, its first one (a
+        seek of the campaigns' index, in id order). Nothing counts the jobs there one by one."""
+        per: dict[int, list] = {}
         rows = self.conn.execute(
-            "SELECT campaign_id, count(*) - count(started_at), count(started_at), "
-            "min(CASE WHEN started_at IS NOT NULL THEN id END) FROM jobs "
-            f"WHERE cluster = ? AND state IN ('submitted', 'running') AND {migrations.ACTIVE} GROUP BY campaign_id",
+            "SELECT campaign_id, state, n FROM job_places WHERE cluster = ? AND state IN ('submitted', 'running') "
+            "AND n != 0",
+            (cluster,),
+        )
+        for campaign_id, state, n in rows:
+            per.setdefault(campaign_id, [0, 0, None])[state == JobState.RUNNING.value] += n
+        odd = self.conn.execute(
+            "SELECT campaign_id, state, count(*) FROM jobs WHERE cluster = ? AND ("
+            "(state = 'running' AND started_at IS NULL) OR (state = 'submitted' AND started_at IS NOT NULL)) "
+            "GROUP BY campaign_id, state",
             (cluster,),
         ).fetchall()
-        # sorted here, not by a second temporary b-tree: those without a running job first
-        rows.sort(key=lambda row: (row[3] is not None, row[3] or 0))
-        return [(campaign_id, queued, started) for campaign_id, queued, started, _ in rows]
+        for campaign_id, state, n in odd:  # counted as started or not, whatever its state says
+            figures = per.setdefault(campaign_id, [0, 0, None])
+            moved = n if state == JobState.SUBMITTED.value else -n
+            figures[0], figures[1] = figures[0] - moved, figures[1] + moved
+        started_queued = {campaign_id for campaign_id, state, _ in odd if state == JobState.SUBMITTED.value}
+        for campaign_id, figures in per.items():
+            if not figures[1]:
+                continue
+            firsts = [
+                self._one(  # the first in id order there, read along the campaigns' index
+                    "SELECT min(id) FROM jobs INDEXED BY jobs_campaign_state WHERE campaign_id = ? "
+                    "AND state = 'running' AND cluster = ? AND started_at IS NOT NULL",
+                    (campaign_id, cluster),
+                )[0]
+            ]
+            if campaign_id in started_queued:
+                firsts.append(
+                    self._one(
+                        "SELECT min(id) FROM jobs INDEXED BY jobs_active WHERE cluster = ? AND state = 'submitted' "
+                        "AND started_at IS NOT NULL AND campaign_id = ?",
+                        (cluster, campaign_id),
+                    )[0]
+                )
+            figures[2] = min((first for first in firsts if first is not None), default=None)
+        # those without a running job first, then by their first running job's id (as a read of the jobs
+        # grouped by campaign gave them)
+        rows = sorted(per.items(), key=lambda item: (item[1][2] is not None, item[1][2] or 0, item[0]))
+        return [(campaign_id, queued, started) for campaign_id, (queued, started, _) in rows if queued or started]
 
     def oldest_queued(self, cluster: str) -> float | None:
         """When the longest-waiting of cigri's jobs queued on the cluster was submitted there (jobs of paused
@@ -328,14 +368,16 @@ class Jobs(JobStates):
         """(job, new state, exit code, started, ended) for jobs the RM says are over (one row per job). A
         terminated job's failures are forgotten: they only steer where its next run goes."""
         before = self._before_ids([row[0] for row in rows])
+        # each state's value read once (an enum's value is a property: a call per job)
+        values = [(job_id, state.value, code, started, ended) for job_id, state, code, started, ended in rows]
         self._update_rows(
             "state = v.state, exit_code = v.code, started_at = coalesce(v.started, jobs.started_at), "
             "ended_at = v.ended",
             ("id", "state", "code", "started", "ended"),
-            [(job_id, state.value, code, started, ended) for job_id, state, code, started, ended in rows],
+            values,
         )
-        self._moved(before, {job_id: state.value for job_id, state, *_ in rows})
-        terminated = [job_id for job_id, state, *_ in rows if state == JobState.TERMINATED]
+        self._moved(before, {job_id: state for job_id, state, *_ in values})
+        terminated = [job_id for job_id, state, *_ in values if state == TERMINATED]
         for chunk in _chunks(terminated):
             self.conn.execute(f"DELETE FROM job_failures WHERE job_id IN ({_marks(len(chunk))})", chunk)
 

@@ -579,6 +579,34 @@ def _m026_campaign_state_cover(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m027_job_places(conn: sqlite3.Connection) -> None:
+    """Cigri's active jobs per (cluster, state, campaign), kept by the code that changes their states as
+    job_counts is (cigri.store.states): the flow's reading of a cluster counts its queued and running jobs
+    there each pass, and a count of them read every job there (a thousand rows on a big cluster).
+
+    And the updator's index of remote ids holds the jobs that have one and have not ended (the active ones
+    once submitted, and those cancelled there): a job enters it once, when submitted, and leaves it once,
+    when it ends or goes back to its bag, where it was written again at each change of its state (launching
+    with no remote id, submitted, running, ended)."""
+    _run_script(
+        conn,
+        f"""
+        DROP INDEX jobs_remote;
+        CREATE INDEX jobs_remote ON jobs(cluster, remote_id) WHERE remote_id IS NOT NULL AND ended_at IS NULL;
+        CREATE TABLE job_places (
+            cluster TEXT NOT NULL,
+            state TEXT NOT NULL,
+            campaign_id INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            PRIMARY KEY (cluster, state, campaign_id)
+        ) WITHOUT ROWID;
+        INSERT INTO job_places (cluster, state, campaign_id, n)
+            SELECT coalesce(cluster, ''), state, campaign_id, count(*) FROM jobs WHERE {ACTIVE}
+            GROUP BY coalesce(cluster, ''), state, campaign_id;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -605,6 +633,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("024_cluster_kills", _m024_cluster_kills),
     ("025_job_errors", _m025_job_errors),
     ("026_campaign_state_cover", _m026_campaign_state_cover),
+    ("027_job_places", _m027_job_places),
 ]
 
 

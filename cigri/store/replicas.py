@@ -53,6 +53,10 @@ class Replicas(JobStates):
             (remote_id, now, replica_id),
         )
 
+    def has_live_replicas(self) -> bool:
+        """Is a replica being submitted, queued or running anywhere?"""
+        return self._one(f"SELECT 1 FROM replicas WHERE state IN {self.LIVE_REPLICA} LIMIT 1") is not None
+
     def live_replicas(self, cluster: str) -> list[tuple[int, int, str, str]]:
         """(replica, campaign, state, remote_id) of the replicas queued or running on the cluster."""
         return self.conn.execute(
@@ -100,7 +104,8 @@ class Replicas(JobStates):
         holds the job's old copy, to kill, as do the job's other replicas. Returns the job, or None, changing
         nothing, when the job was no longer that copy's (ended, cancelled, run again)."""
         row = self._one(
-            "SELECT r.job_id, r.cluster, r.remote_id, r.started_at, j.cluster, j.remote_id, j.started_at "
+            "SELECT r.job_id, r.cluster, r.remote_id, r.started_at, j.cluster, j.remote_id, j.started_at, "
+            "j.campaign_id, j.state "
             "FROM replicas r JOIN jobs j ON j.id = r.job_id JOIN campaigns c ON c.id = j.campaign_id WHERE r.id = ? "
             f"AND r.state IN {self.LIVE_REPLICA} AND j.state IN ('submitted', 'running') "
             "AND j.batch_id IS r.origin AND j.kill_requested = 0 AND c.state = 'in_treatment'",
@@ -108,11 +113,13 @@ class Replicas(JobStates):
         )
         if row is None:
             return None
-        job_id, cluster, remote_id, replica_started, job_cluster, job_remote, job_started = row
+        job_id, cluster, remote_id, replica_started, job_cluster, job_remote, job_started, campaign_id, state = row
         self.conn.execute(
             "UPDATE jobs SET cluster = ?, remote_id = ?, started_at = NULL, unknown_since = NULL WHERE id = ?",
             (cluster, remote_id, job_id),
         )
+        if cluster != job_cluster:  # the job is now the replica's copy, there
+            self._placed({(job_cluster, state, campaign_id): -1, (cluster, state, campaign_id): 1})
         self.mark_ended([(job_id, JobState.TERMINATED, 0, replica_started if started is None else started, ended)])
         self.conn.execute(
             f"UPDATE replicas SET state = 'kill' WHERE job_id = ? AND id != ? AND state IN {self.LIVE_REPLICA}",
@@ -141,7 +148,8 @@ class Replicas(JobStates):
                 "WHERE id = ?",
                 (replica_id, job_id),
             )
-            self._moved(before, self._one("SELECT state FROM jobs WHERE id = ?", (job_id,))[0])
+            state, cluster = self._one("SELECT state, cluster FROM jobs WHERE id = ?", (job_id,))
+            self._moved(before, state, cluster)
             self.conn.execute("UPDATE replicas SET state = 'promoted' WHERE id = ?", (replica_id,))
         return [job_id for _, job_id in rows]
 

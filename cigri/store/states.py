@@ -5,7 +5,9 @@ it row by row, three of them firing on every job's every change):
 - ``job_counts``: jobs per (campaign, state), so that nothing counts a million rows;
 - ``data_files.waiting`` and ``remaining``: the jobs using each input file that are to_launch, and not yet
   final (the ``data_files_unneeded`` trigger still marks a cluster's copy once no remaining job uses it);
-- ``outputs_due``: the jobs of a campaign with outputs to gather that just terminated.
+- ``outputs_due``: the jobs of a campaign with outputs to gather that just terminated;
+- ``job_places``: the active jobs (launching, submitted, running) per (cluster, state, campaign), so that a
+  pass counts a cluster's queued and running jobs without reading them (migration ``027_job_places``).
 
 A method that changes states reads the jobs it is about to change (:meth:`_before`, with the same
 condition as its UPDATE), changes them in as few statements as SQLite's parameter limit allows
@@ -17,13 +19,14 @@ cost grows with the jobs it changes, never with the state file.
 from __future__ import annotations
 
 import sqlite3
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from itertools import chain
 
 from ._sql import CHUNK, _chunks, _marks
 
 FINAL = frozenset({"terminated", "cancelled", "skipped"})  # a job there needs no file (migrations.FINAL)
+ACTIVE = frozenset({"launching", "submitted", "running"})  # a job there is on a cluster (migrations.ACTIVE)
 
 # (campaign, state, jobs more or fewer) and (jobs waiting more or fewer, remaining more or fewer, file)
 COUNT_JOBS = (
@@ -31,6 +34,11 @@ COUNT_JOBS = (
     "ON CONFLICT (campaign_id, state) DO UPDATE SET n = n + excluded.n"
 )
 COUNT_FILES = "UPDATE data_files SET waiting = waiting + ?, remaining = remaining + ? WHERE id = ?"
+# (cluster, state, campaign, jobs more or fewer) of the active jobs
+COUNT_PLACES = (
+    "INSERT INTO job_places (cluster, state, campaign_id, n) VALUES (coalesce(?, ''), ?, ?, ?) "
+    "ON CONFLICT (cluster, state, campaign_id) DO UPDATE SET n = n + excluded.n"
+)
 
 Before = tuple[int, int, str, str | None]  # (job, campaign, state, cluster) just before a change
 
@@ -77,26 +85,37 @@ class JobStates:
         )
         self._moved([(job_id, campaign_id, old, cluster) for job_id, campaign_id, cluster in moved], new)
 
-    def _moved(self, before: Sequence[Before], after: str | Mapping[int, str]) -> None:
-        """Keep the counts of the jobs ``before`` lists, now in state ``after`` (one for all, or each job's)."""
-        counts: dict[tuple[int, str], int] = defaultdict(int)
-        moves = []
-        campaigns = set()
-        each = None if isinstance(after, str) else after
-        for job_id, campaign_id, old, cluster in before:
-            new = after if each is None else each[job_id]
-            if new == old:
-                continue
-            counts[campaign_id, old] -= 1
-            counts[campaign_id, new] += 1
-            moves.append((job_id, campaign_id, old, cluster, new))
-            campaigns.add(campaign_id)
+    def _moved(self, before: Sequence[Before], after: str | Mapping[int, str], cluster: str | None = None) -> None:
+        """Keep the counts of the jobs ``before`` lists, now in state ``after`` (one for all, or each job's);
+        ``cluster``: where they now are, when the change also placed them (a batch's jobs), else where they
+        were."""
+        if isinstance(after, str):
+            moves = [(job_id, campaign, old, where, after) for job_id, campaign, old, where in before if old != after]
+        else:
+            moves = [
+                (job_id, campaign_id, old, where, new)
+                for job_id, campaign_id, old, where in before
+                if (new := after[job_id]) != old
+            ]
         if not moves:
             return
+        # the moves counted by kind (a handful of kinds for thousands of jobs), then the counts from the kinds
+        counts: dict[tuple[int, str], int] = defaultdict(int)
+        places: dict[tuple[str | None, str, int], int] = defaultdict(int)
+        campaigns = set()
+        for (campaign_id, old, where, new), n in Counter(move[1:] for move in moves).items():
+            counts[campaign_id, old] -= n
+            counts[campaign_id, new] += n
+            if old in ACTIVE:
+                places[where, old, campaign_id] -= n
+            if new in ACTIVE:
+                places[where if cluster is None else cluster, new, campaign_id] += n
+            campaigns.add(campaign_id)
         self.conn.executemany(
             COUNT_JOBS,
             [(campaign_id, state, n) for (campaign_id, state), n in counts.items() if n],
         )
+        self._placed(places)
         with_files = self._having("data_files", campaigns)
         if with_files:
             self._move_files([move for move in moves if move[1] in with_files])
@@ -119,6 +138,11 @@ class JobStates:
                 f"WHERE {where} GROUP BY f.file_id ORDER BY f.file_id",
                 params,
             ).fetchall()
+        per_cluster: list[tuple[str | None, int]] = []
+        if old != new and (old in ACTIVE or new in ACTIVE):  # active jobs are counted per cluster
+            per_cluster = self.conn.execute(
+                f"SELECT cluster, count(*) FROM jobs WHERE {where} GROUP BY cluster", params
+            ).fetchall()
         n = self.conn.execute(f"UPDATE jobs SET state = ? WHERE {where}", [new, *params]).rowcount
         if not n or old == new:
             return n
@@ -126,6 +150,13 @@ class JobStates:
             COUNT_JOBS,
             [(campaign_id, old, -n), (campaign_id, new, n)],
         )
+        places: dict[tuple[str | None, str, int], int] = defaultdict(int)
+        for cluster, jobs in per_cluster:
+            if old in ACTIVE:
+                places[cluster, old, campaign_id] -= jobs
+            if new in ACTIVE:
+                places[cluster, new, campaign_id] += jobs
+        self._placed(places)
         waiting = (new == "to_launch") - (old == "to_launch")
         remaining = (new not in FINAL) - (old not in FINAL)
         self.conn.executemany(
@@ -133,6 +164,17 @@ class JobStates:
             [(waiting * jobs, remaining * jobs, file_id) for file_id, jobs in per_file if waiting or remaining],
         )
         return n
+
+    def _placed(self, places: Mapping[tuple[str | None, str, int], int]) -> None:
+        """Add to ``job_places`` the active jobs more or fewer per (cluster, state, campaign); a count down to 0
+        goes (the table holds what is active now, not every campaign that ever ran)."""
+        rows = [(cluster, state, campaign_id, n) for (cluster, state, campaign_id), n in places.items() if n]
+        if rows:
+            self.conn.executemany(COUNT_PLACES, rows)
+            self.conn.executemany(
+                "DELETE FROM job_places WHERE cluster = coalesce(?, '') AND state = ? AND campaign_id = ? AND n = 0",
+                [row[:3] for row in rows if row[3] < 0],
+            )
 
     def _having(self, table: str, campaigns: set[int]) -> set[int]:
         """Those of the campaigns with a row in ``table`` (data_files, output_campaigns: seeks by campaign)."""
