@@ -16,6 +16,9 @@
 # temporary clone deleted afterwards, and a slurmrestd left in a deleted folder exits at its next job submission
 # ("getcwd failed: No such file or directory") while it still answers pings.
 set -euo pipefail
+# A caller that sourced ci.env carries its tokens: slurmctld started with SLURM_JWT in its environment exits
+# ("AuthType change requires restart of all Slurm daemons"), e.g. when a test restarts it from pytest.
+unset SLURM_JWT SLURM_JWT_USER
 
 RUN=/run/slurm                      # pid files, ownership records, env file (tmpfs: vanishes with the daemons)
 ENV_FILE=$RUN/ci.env
