@@ -431,3 +431,20 @@ def test_ten_short_ends_among_many_jobs_still_running_there_are_no_row():
         hole.end(job_id, 605, started=601)
     grid.at(606)
     assert len(black_holes(grid, cid)) == 1
+
+
+def test_a_streak_waits_while_as_many_jobs_started_since_still_run_there():
+    grid, hole, cid, fresh = busy_hole(20)
+    for job_id in fresh[:10]:
+        hole.end(job_id, 603, started=601)
+    grid.at(604)  # 10 suspects, 10 started with them still run (3 s so far): no row yet
+    assert not black_holes(grid, cid)
+    hole.end(fresh[10], 604.5, started=601)
+    grid.at(605)  # 11 suspects, 9 still running (for less than blackhole.seconds): a row
+    assert len(black_holes(grid, cid)) == 1
+    # one suspect more than the jobs still running is a row
+    grid, hole, cid, fresh = busy_hole(21)
+    for job_id in fresh[:11]:
+        hole.end(job_id, 603, started=601)
+    grid.at(604)  # 11 suspects, 10 still running
+    assert len(black_holes(grid, cid)) == 1
