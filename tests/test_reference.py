@@ -175,7 +175,7 @@ def test_a_tie_goes_to_the_first_cluster_even_from_its_hole():
     assert runs(clusters, [Work(0, 12), Work(6, 4)]) == {0: ("b", 0, 12), 1: ("a", 6, 10)}
 
 
-def searched_everywhere(clusters, job):
+def searched_everywhere(clusters, job, choices=None):
     """The unpruned placement: every allowed cluster searched in full, the earliest end, the first on a tie."""
     choices = []
     for cluster in clusters:

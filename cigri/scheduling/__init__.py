@@ -14,6 +14,7 @@ described situation through :func:`evaluator`.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -330,23 +331,22 @@ def _queue(taken, waiting, campaign: CampaignView, clusters: Sequence[ClusterVie
     def start(cluster: ClusterView) -> float:
         return (ahead[cluster.name] + 1) * campaign.estimates.get(cluster.name, 1.0) / cluster.drain_slots
 
-    open_ = [c for c in clusters if queues[c.name] > 0 and c.name in campaign.demands]
-    while waiting[campaign.id] > 0 and open_:
-        ranked = sorted(open_, key=start)
-        best = ranked[0]
-        rival = start(ranked[1]) if len(ranked) > 1 else None
-        per_job = campaign.estimates.get(best.name, 1.0) / best.drain_slots
+    # the open clusters in a heap by expected start (ties: list order); only the one that took jobs changes
+    ranked = [(start(c), i, c) for i, c in enumerate(clusters) if queues[c.name] > 0 and c.name in campaign.demands]
+    heapq.heapify(ranked)
+    while waiting[campaign.id] > 0 and ranked:
+        first, i, best = heapq.heappop(ranked)
         most = 1
-        if rival is not None:  # as many as keep it first
-            most = max(1, math.floor((rival - start(best)) / per_job) + 1)
+        if ranked:  # as many as keep it first
+            per_job = campaign.estimates.get(best.name, 1.0) / best.drain_slots
+            most = max(1, math.floor((ranked[0][0] - first) / per_job) + 1)
         used = _give(taken, waiting, campaign, best, queues[best.name], most)
         if used == 0:
-            open_.remove(best)
             continue
         queues[best.name] -= used
         ahead[best.name] += used // campaign.demands[best.name].slots_per_job
-        if queues[best.name] <= 0:
-            open_.remove(best)
+        if queues[best.name] > 0:
+            heapq.heappush(ranked, (start(best), i, best))
 
 
 def launches(taken: Mapping[tuple[str, int], int]) -> tuple[Assignment, ...]:

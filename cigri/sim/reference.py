@@ -23,7 +23,7 @@ import heapq
 import itertools
 import math
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter
 
@@ -454,6 +454,7 @@ def _schedule(capacities: list[Capacity], jobs: list[Work], placements: list[Pla
     done, latest = 0, -math.inf  # jobs placed, the latest end
     now, next_job = -math.inf, 0
     heappush, heappop = heapq.heappush, heapq.heappop
+    choices: dict[frozenset[str], list[tuple[int, _Cluster]]] = {}  # the clusters each set of names allows
     while done < len(jobs):
         if not ready:
             now = max(now, jobs[order[next_job]].release)
@@ -475,7 +476,7 @@ def _schedule(capacities: list[Capacity], jobs: list[Work], placements: list[Pla
             for cluster in clusters:
                 cluster.forget_holes(earliest, least)
         index = order[longest[heappop(ready)]]
-        (end, start, lanes), cluster = _where(clusters, jobs[index])
+        (end, start, lanes), cluster = _where(clusters, jobs[index], choices)
         if cluster is None or math.isinf(end):
             return None
         cluster.take(lanes, start, end)
@@ -496,7 +497,9 @@ def _placement(job: int, cluster: str, lanes: tuple[int, ...], start: float, end
     return placement
 
 
-def _where(clusters: list[_Cluster], job: Work) -> tuple[tuple[float, float, list[int]], _Cluster | None]:
+def _where(
+    clusters: list[_Cluster], job: Work, choices: dict[frozenset[str], list[tuple[int, _Cluster]]] | None = None
+) -> tuple[tuple[float, float, list[int]], _Cluster | None]:
     """(end, start, lanes) on the cluster where the job ends earliest (the first one on a tie) and that
     cluster, as if :meth:`_Cluster.best` had been asked on each; a one-core job is searched in full only where
     it could beat the best found.
@@ -506,9 +509,7 @@ def _where(clusters: list[_Cluster], job: Work) -> tuple[tuple[float, float, lis
     made in full, whatever its outcome, since it may turn a lane's time into a hole, as it would have had every
     cluster been searched. Then the holes, of the clusters that have one that may end the job by the best end
     found: none starts before ``lowest`` nor ends after ``latest_end``."""
-    allowed = (
-        enumerate(clusters) if not job.clusters else [(i, c) for i, c in enumerate(clusters) if c.name in job.clusters]
-    )
+    allowed = _allowed(clusters, job.clusters, {} if choices is None else choices)
     release, duration = job.release, job.duration
     if job.cores > 1:
         choices = [(c.best(release, duration, job.cores), i) for i, c in allowed]
@@ -525,7 +526,8 @@ def _where(clusters: list[_Cluster], job: Work) -> tuple[tuple[float, float, lis
         if ready < until and end <= until and until - free_at >= end - free_at:
             if end < best[0] or chosen < 0:
                 best, chosen = (end, ready, [number]), i
-            if max(earliest, cluster.lowest) + length <= end and cluster.latest_end >= earliest + length:
+            lowest = cluster.lowest
+            if (lowest if lowest > earliest else earliest) + length <= end and cluster.latest_end >= earliest + length:
                 unsearched.append((i, earliest, length, end))
         else:
             found = cluster.best(release, duration, 1)
@@ -539,6 +541,30 @@ def _where(clusters: list[_Cluster], job: Work) -> tuple[tuple[float, float, lis
             if found[0] < best[0] or (found[0] == best[0] and i <= chosen):
                 best, chosen = found, i
     return best, clusters[chosen] if chosen >= 0 else None
+
+
+def _allowed(
+    clusters: list[_Cluster], names: frozenset[str], choices: dict[frozenset[str], list[tuple[int, _Cluster]]]
+) -> list[tuple[int, _Cluster]]:
+    """(index, cluster) of the clusters a job may use (``names``; empty: any), kept in ``choices`` by ``names``
+    (the jobs of a campaign share theirs)."""
+    allowed = choices.get(names)
+    if allowed is None:
+        allowed = choices[names] = [(i, c) for i, c in enumerate(clusters) if not names or c.name in names]
+    return allowed
+
+
+def works(
+    release: float, durations: Iterable[float], cores: int = 1, clusters: frozenset[str] = frozenset()
+) -> list[Work]:
+    """``Work(release, duration, cores, clusters)`` of each duration, without the generated ``__init__`` (frozen:
+    a setattr per field), for the millions of jobs of a big scenario."""
+    out = []
+    for duration in durations:
+        job = object.__new__(Work)
+        job.__dict__.update(release=release, duration=duration, cores=cores, clusters=clusters)
+        out.append(job)
+    return out
 
 
 def makespan(capacities: list[Capacity], jobs: list[Work], start: float) -> float | None:

@@ -33,7 +33,7 @@ from ..store import Store
 from .clock import SimClock
 from .cluster import Ledger, SimCluster
 from .fileserver import FileServer
-from .reference import Capacity, Work
+from .reference import Capacity, works
 from .reference import makespan as reference_makespan
 from .scenario import CampaignPlan, Scenario
 
@@ -746,11 +746,10 @@ class Simulation:
         jobs = []
         for index, plan in enumerate(self.scenario.campaigns):
             clusters = frozenset(plan.clusters)  # one per campaign, its jobs share it
-            jobs += [
-                Work(plan.arrival, duration, plan.cores, clusters)
-                for i, duration in enumerate(plan.durations)
-                if plan.type != "test" or self.work_key(index, i) in completed
-            ]
+            durations = plan.durations
+            if plan.type == "test":
+                durations = [d for i, d in enumerate(durations) if self.work_key(index, i) in completed]
+            jobs += works(plan.arrival, durations, plan.cores, clusters)
         capacities = [
             Capacity(name, tuple(c.usage.availability), c.spec.speed, c.spec.delay) for name, c in self.clusters.items()
         ]
