@@ -122,3 +122,39 @@ def test_spritz_reads_a_campaigns_active_jobs_from_the_index_alone(tmp_path):
         store.close()
     assert len(reads) == 1  # the running ones, summed
     assert "SEARCH jobs USING COVERING INDEX jobs_campaign_state (campaign_id=? AND state=?)" in plans[0]
+
+
+def index_entries(store: Store, index: str) -> int:
+    """How many entries the index holds (SQLite's dbstat: the cells of its leaf pages)."""
+    return store.conn.execute(
+        "SELECT coalesce(sum(ncell), 0) FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (index,)
+    ).fetchone()[0]
+
+
+def test_the_jobs_kept_off_a_cluster_leave_its_index_once_they_run_again():
+    """The reads of the jobs kept off a cluster for a while (each pass: the metascheduler's snapshot, each
+    cluster's picking) seek an index that holds only waiting jobs: a job that ran again and ended keeps its
+    avoid_cluster, and a week of failures would otherwise be read at every pass."""
+    simulation = Simulation(parse(scenario()))
+    try:
+        simulation.run()
+        store = simulation.store
+        kept_off = store.conn.execute("SELECT count(*) FROM jobs WHERE avoid_cluster IS NOT NULL").fetchone()[0]
+        waiting = store.conn.execute(
+            "SELECT count(*) FROM jobs WHERE avoid_cluster IS NOT NULL AND state = 'to_launch'"
+        ).fetchone()[0]
+        entries = index_entries(store, "jobs_avoid")
+        seen: list[str] = []  # the reads as the store runs them
+        store.conn.set_trace_callback(seen.append)
+        store.avoided(0.0)
+        store.avoiding_jobs(1, 0.0)
+        store.conn.set_trace_callback(None)
+        plans = {sql: [d for *_, d in store.conn.execute(f"EXPLAIN QUERY PLAN {sql}")] for sql in seen}
+    finally:
+        simulation.cycle.close()
+        simulation.store.close()
+    assert kept_off > 0  # the catch is real: jobs were kept off a cluster, then ran again
+    assert (waiting, entries) == (0, 0)
+    assert len(plans) == 2
+    for sql, plan in plans.items():
+        assert any("INDEX jobs_avoid" in step for step in plan), (sql, plan)

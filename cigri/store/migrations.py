@@ -607,6 +607,20 @@ def _m027_job_places(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m028_waiting_avoid(conn: sqlite3.Connection) -> None:
+    """The index of the jobs kept off a cluster for a while holds only those waiting in their bag, the ones its
+    readers ask for (the metascheduler's snapshot and each cluster's picking, every pass): a job keeps its
+    avoid_cluster once it runs again and ends, and the index grew with every requeue of the state's history."""
+    _run_script(
+        conn,
+        """
+        DROP INDEX jobs_avoid;
+        CREATE INDEX jobs_avoid ON jobs(avoid_cluster, campaign_id) WHERE avoid_cluster IS NOT NULL
+            AND state = 'to_launch';
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -634,6 +648,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("025_job_errors", _m025_job_errors),
     ("026_campaign_state_cover", _m026_campaign_state_cover),
     ("027_job_places", _m027_job_places),
+    ("028_waiting_avoid", _m028_waiting_avoid),
 ]
 
 

@@ -87,8 +87,8 @@ class Picking:
     def avoiding_jobs(self, campaign_id: int, now: float) -> dict[str, set[int]]:
         """Cluster -> the campaign's to_launch jobs that may not go there yet (killed or taken back there)."""
         rows = self.conn.execute(
-            "SELECT avoid_cluster, id FROM jobs WHERE avoid_cluster IS NOT NULL AND campaign_id = ? "
-            "AND state = 'to_launch' AND avoid_until > ?",
+            "SELECT avoid_cluster, id FROM jobs INDEXED BY jobs_avoid WHERE avoid_cluster IS NOT NULL "
+            "AND campaign_id = ? AND state = 'to_launch' AND avoid_until > ?",
             (campaign_id, now),
         )
         avoided: dict[str, set[int]] = defaultdict(set)
