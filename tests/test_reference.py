@@ -175,7 +175,7 @@ def test_a_tie_goes_to_the_first_cluster_even_from_its_hole():
     assert runs(clusters, [Work(0, 12), Work(6, 4)]) == {0: ("b", 0, 12), 1: ("a", 6, 10)}
 
 
-def searched_everywhere(clusters, job, choices=None):
+def searched_everywhere(clusters, job, choices=None, ranks=None):
     """The unpruned placement: every allowed cluster searched in full, the earliest end, the first on a tie."""
     choices = []
     for cluster in clusters:
@@ -188,6 +188,47 @@ def searched_everywhere(clusters, job, choices=None):
 @settings(max_examples=300, deadline=None)
 @given(worlds())
 def test_the_pruned_search_places_every_job_as_a_search_of_every_cluster(world):
+    capacities, jobs = world
+    with mock.patch("cigri.sim.reference._where", searched_everywhere):
+        unpruned = schedule(capacities, jobs)
+    assert schedule(capacities, jobs) == unpruned
+
+
+@st.composite
+def many_clusters(draw):
+    """Up to 8 clusters, most of them up for good from the start (the open clusters the search looks at in
+    order of their keys), speeds and delays that tie often, and jobs that arrive over time."""
+    capacities = []
+    for k in range(draw(st.integers(2, 8))):
+        if draw(st.booleans()) or k == 0:
+            steps = ((0.0, draw(st.integers(1, 3))),)
+        else:
+            steps = tuple(sorted({float(t * 10): n for t, n in draw(capacity_steps)}.items()))
+            steps = ((0.0, max(1, steps[0][1])), *[s for s in steps if s[0] > 0], (600.0, 2))
+        capacities.append(
+            Capacity(
+                f"c{k}",
+                steps,
+                speed=draw(st.sampled_from([0.5, 1.0, 1.5, 2.0])),
+                delay=float(draw(st.sampled_from([0, 0, 5, 10]))),
+            )
+        )
+    names = [c.name for c in capacities]
+    jobs = [
+        Work(
+            release=float(draw(st.integers(0, 200))),
+            duration=float(draw(st.integers(1, 60))),
+            cores=draw(st.sampled_from([1, 1, 1, 2])),
+            clusters=frozenset(draw(st.lists(st.sampled_from(names), max_size=3))),
+        )
+        for _ in range(draw(st.integers(1, 60)))
+    ]
+    return capacities, jobs
+
+
+@settings(max_examples=300, deadline=None)
+@given(many_clusters())
+def test_the_open_clusters_looked_at_in_order_place_every_job_as_a_search_of_every_cluster(world):
     capacities, jobs = world
     with mock.patch("cigri.sim.reference._where", searched_everywhere):
         unpruned = schedule(capacities, jobs)

@@ -25,7 +25,7 @@ import math
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 
 @dataclass(frozen=True)
@@ -212,9 +212,10 @@ class _Cluster:
     ``latest_end``: none ends after it; ``oldest_end`` and ``least``: none ends before, none is shorter; the
     last three are only made exact when holes are forgotten)."""
 
-    def __init__(self, capacity: Capacity):
+    def __init__(self, capacity: Capacity, rank: int = 0):
         self.capacity = capacity
         self.name, self.speed, self.delay = capacity.name, capacity.speed, capacity.delay
+        self.rank = rank  # its place in the clusters given
         self.lanes = _lanes(capacity.availability)
         self.usable = sum(1 for lane in self.lanes if lane.starts)  # lanes ever up
         self.heap = [(lane.free_at, lane.number) for lane in self.lanes if lane.starts]
@@ -415,6 +416,41 @@ class _Cluster:
         self.least = min((h[1] - h[0] for h in every), default=math.inf)
 
 
+class _Ranks:
+    """The clusters split for :func:`_where`: ``open``, (key, cluster number) by key, of the clusters whose
+    first free lane stays up for good (a job's end on the lanes there is that lane's free time, or its arrival
+    there, plus its length: nothing to search), the key being that free time or, if sooner, the start of its
+    first hole (no job ends there sooner than its key plus its length); ``others``, the numbers of the rest in
+    order. A cluster is placed again (:meth:`refresh`) after each change of its lanes or holes."""
+
+    def __init__(self, clusters: list[_Cluster]) -> None:
+        self.clusters = clusters
+        self.keys: list[float | None] = [None] * len(clusters)  # each cluster's key in open (None: in others)
+        self.open: list[tuple[float, int]] = []
+        self.others: list[int] = list(range(len(clusters)))
+        self.fastest = max((c.speed for c in clusters), default=1.0)
+        for i in range(len(clusters)):
+            self.refresh(i)
+
+    def refresh(self, i: int) -> None:
+        cluster = self.clusters[i]
+        free_at, until, _ = cluster.peek
+        lowest = cluster.lowest
+        key = (lowest if lowest < free_at else free_at) if until == math.inf and free_at < math.inf else None
+        old = self.keys[i]
+        if key == old:
+            return
+        if old is None:
+            self.others.remove(i)
+        else:
+            del self.open[bisect_left(self.open, (old, i))]
+        if key is None:
+            insort(self.others, i)
+        else:
+            insort(self.open, (key, i))
+        self.keys[i] = key
+
+
 def _length_class(length: float) -> int:
     """A length's class: the quarter of a power of two it lies in (a class's holes differ by less than 19 %)."""
     return math.floor(math.log2(length) * 4) if length > 0 else -(2**62)
@@ -435,7 +471,7 @@ def _schedule(capacities: list[Capacity], jobs: list[Work], placements: list[Pla
     a lot): a job's rank in ``longest`` is its place among all the jobs by duration, longest first, the first
     arrived first on a tie (as a tie-breaking count of arrivals would order them); in ``shortest`` by duration,
     shortest first, the lowest index first on a tie."""
-    clusters = [_Cluster(c) for c in capacities]
+    clusters = [_Cluster(c, rank) for rank, c in enumerate(capacities)]
     order = sorted(range(len(jobs)), key=lambda i: jobs[i].release)
     durations = [jobs[i].duration for i in order]
     shortest_after = [*list(itertools.accumulate(reversed(durations), min))[::-1], math.inf]
@@ -454,7 +490,8 @@ def _schedule(capacities: list[Capacity], jobs: list[Work], placements: list[Pla
     done, latest = 0, -math.inf  # jobs placed, the latest end
     now, next_job = -math.inf, 0
     heappush, heappop = heapq.heappush, heapq.heappop
-    choices: dict[frozenset[str], list[tuple[int, _Cluster]]] = {}  # the clusters each set of names allows
+    choices: dict[frozenset[str], Allowed] = {}  # the clusters each set of names allows
+    ranks = _Ranks(clusters)
     while done < len(jobs):
         if not ready:
             now = max(now, jobs[order[next_job]].release)
@@ -473,13 +510,15 @@ def _schedule(capacities: list[Capacity], jobs: list[Work], placements: list[Pla
                 heappop(shortest_ready)
             left = jobs[shortest[shortest_ready[0]]].duration if shortest_ready else math.inf
             least = min(shortest_after[next_job], left)
-            for cluster in clusters:
+            for i, cluster in enumerate(clusters):
                 cluster.forget_holes(earliest, least)
+                ranks.refresh(i)
         index = order[longest[heappop(ready)]]
-        (end, start, lanes), cluster = _where(clusters, jobs[index], choices)
+        (end, start, lanes), cluster = _where(clusters, jobs[index], choices, ranks)
         if cluster is None or math.isinf(end):
             return None
         cluster.take(lanes, start, end)
+        ranks.refresh(cluster.rank)
         placed[index] = True
         done += 1
         if end > latest:
@@ -497,8 +536,14 @@ def _placement(job: int, cluster: str, lanes: tuple[int, ...], start: float, end
     return placement
 
 
+Allowed = tuple[list[tuple[int, "_Cluster"]], frozenset[int] | None]  # (index, cluster) and their indexes (None: all)
+
+
 def _where(
-    clusters: list[_Cluster], job: Work, choices: dict[frozenset[str], list[tuple[int, _Cluster]]] | None = None
+    clusters: list[_Cluster],
+    job: Work,
+    choices: dict[frozenset[str], Allowed] | None = None,
+    ranks: _Ranks | None = None,
 ) -> tuple[tuple[float, float, list[int]], _Cluster | None]:
     """(end, start, lanes) on the cluster where the job ends earliest (the first one on a tie) and that
     cluster, as if :meth:`_Cluster.best` had been asked on each; a one-core job is searched in full only where
@@ -507,17 +552,27 @@ def _where(
     First the lanes: where the lane that frees first takes the job as soon as it is free (``peek``), that is
     what :meth:`_Cluster.best` would find there without moving any lane, holes aside; elsewhere the search is
     made in full, whatever its outcome, since it may turn a lane's time into a hole, as it would have had every
-    cluster been searched. Then the holes, of the clusters that have one that may end the job by the best end
-    found: none starts before ``lowest`` nor ends after ``latest_end``."""
-    allowed = _allowed(clusters, job.clusters, {} if choices is None else choices)
+    cluster been searched. The open clusters of ``ranks`` (a lane up for good) are looked at in the order of
+    their keys, and only while one could end the job by the best end found (at the fastest speed, from its
+    key). Then the holes, of the clusters that have one that may end the job by the
+    best end found: none starts before ``lowest`` nor ends after ``latest_end``."""
+    allowed, indexes = _allowed(clusters, job.clusters, {} if choices is None else choices)
+    if ranks is None:
+        ranks = _Ranks(clusters)
     release, duration = job.release, job.duration
     if job.cores > 1:
-        choices = [(c.best(release, duration, job.cores), i) for i, c in allowed]
-        best, i = min(choices, key=lambda choice: choice[0][0], default=((math.inf, 0.0, []), -1))
+        ends = [(c.best(release, duration, job.cores), i) for i, c in allowed]
+        for i, _ in allowed:
+            ranks.refresh(i)
+        best, i = min(ends, key=lambda choice: choice[0][0], default=((math.inf, 0.0, []), -1))
         return best, clusters[i] if i >= 0 else None
     best, chosen = (math.inf, 0.0, []), -1
     unsearched = []  # (cluster's index, earliest start, length, end on its lane) where holes are yet to be seen
-    for i, cluster in allowed:
+    searched = []  # the clusters searched in full: placed again in ranks once the open ones are looked at
+    for i in ranks.others:  # in their order: ties go to the first
+        if indexes is not None and i not in indexes:
+            continue
+        cluster = clusters[i]
         free_at, until, number = cluster.peek
         length = duration / cluster.speed
         earliest = release + cluster.delay
@@ -532,8 +587,29 @@ def _where(
         else:
             found = cluster.best(release, duration, 1)
             cluster.peek = cluster._peek()
+            searched.append(i)
             if found[0] < best[0] or chosen < 0:
                 best, chosen = found, i
+    soonest = duration / ranks.fastest  # no cluster runs the job in less
+    for key, i in ranks.open:  # in the order of their keys, while one may end the job by the best end found
+        if key + soonest > best[0]:
+            break  # neither its lanes nor its holes end the job by the best end, nor do the next ones'
+        if indexes is not None and i not in indexes:
+            continue
+        cluster = clusters[i]
+        free_at, _, number = cluster.peek
+        length = duration / cluster.speed
+        earliest = release + cluster.delay
+        ready = free_at if free_at > earliest else earliest
+        end = ready + length
+        if end < best[0] or (end == best[0] and i < chosen) or chosen < 0:
+            best, chosen = (end, ready, [number]), i
+        lowest = cluster.lowest
+        if (lowest if lowest > earliest else earliest) + length <= end and cluster.latest_end >= earliest + length:
+            unsearched.append((i, earliest, length, end))
+    unsearched.sort(key=itemgetter(0))  # the holes in the clusters' order: ties go to the first
+    for i in searched:
+        ranks.refresh(i)
     for i, earliest, length, end in unsearched:
         bound = min(end, best[0])  # its hole beats the best, or ties it from a cluster before
         if max(earliest, clusters[i].lowest) + length <= bound:
@@ -543,14 +619,13 @@ def _where(
     return best, clusters[chosen] if chosen >= 0 else None
 
 
-def _allowed(
-    clusters: list[_Cluster], names: frozenset[str], choices: dict[frozenset[str], list[tuple[int, _Cluster]]]
-) -> list[tuple[int, _Cluster]]:
-    """(index, cluster) of the clusters a job may use (``names``; empty: any), kept in ``choices`` by ``names``
-    (the jobs of a campaign share theirs)."""
+def _allowed(clusters: list[_Cluster], names: frozenset[str], choices: dict[frozenset[str], Allowed]) -> Allowed:
+    """(index, cluster) of the clusters a job may use (``names``; empty: any) and their indexes (None: all),
+    kept in ``choices`` by ``names`` (the jobs of a campaign share theirs)."""
     allowed = choices.get(names)
     if allowed is None:
-        allowed = choices[names] = [(i, c) for i, c in enumerate(clusters) if not names or c.name in names]
+        pairs = [(i, c) for i, c in enumerate(clusters) if not names or c.name in names]
+        allowed = choices[names] = pairs, (frozenset(i for i, _ in pairs) if names else None)
     return allowed
 
 
