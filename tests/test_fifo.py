@@ -29,9 +29,13 @@ def test_a_higher_priority_goes_before_an_older_campaign():
     assert launched(campaign(1, 5, at=10, priority=-1), campaign(2, 5, at=20), free=7) == {2: 5, 1: 2}
 
 
-def queued(*clusters: ClusterView, waiting: int, estimates: dict[str, float] | None = None) -> dict[str, int]:
+def queued(
+    *clusters: ClusterView, waiting: int, estimates: dict[str, float] | None = None, estimate: float | None = None
+) -> dict[str, int]:
     demands = {c.name: Demand(1, 10**6) for c in clusters}
-    view = CampaignView(1, CampaignType.DEFAULT, "u", 0.0, waiting, demands, estimates=estimates or {})
+    view = CampaignView(
+        1, CampaignType.DEFAULT, "u", 0.0, waiting, demands, estimate=estimate, estimates=estimates or {}
+    )
     decision = metascheduler("fifo").decide(Snapshot(0.0, clusters, (view,)), {})
     return {a.cluster: a.jobs for a in decision.launches}
 
@@ -51,6 +55,14 @@ def test_a_cluster_where_the_campaigns_jobs_run_faster_drains_faster():
     fast = ClusterView("fast", 0, 50, slots=2)
     slow = ClusterView("slow", 0, 50, slots=2)
     assert queued(fast, slow, waiting=9, estimates={"fast": 10.0, "slow": 20.0}) == {"fast": 6, "slow": 3}
+
+
+def test_a_cluster_where_none_of_the_campaigns_jobs_ended_yet_is_priced_at_the_campaigns_mean():
+    """Its jobs there are expected to last the campaign's mean, not one second: such a cluster (one just
+    added, one the campaign has not used yet) does not take every queued job while another drains as fast."""
+    known = ClusterView("known", 0, 50, slots=2)
+    new = ClusterView("new", 0, 50, slots=2)
+    assert queued(known, new, waiting=10, estimates={"known": 100.0}, estimate=100.0) == {"known": 5, "new": 5}
 
 
 def test_a_queue_budget_is_never_exceeded():

@@ -324,12 +324,14 @@ def _give(taken, waiting, campaign: CampaignView, cluster: ClusterView, budget: 
 
 def _queue(taken, waiting, campaign: CampaignView, clusters: Sequence[ClusterView], queues, ahead) -> None:
     """The campaign's jobs to queue, each on the cluster where it is expected to start first: the jobs ahead of
-    it there times the campaign's mean duration there (Spritz's, when some ended there; else alike
-    everywhere) over the cluster's slots. The cluster with the earliest start takes jobs until its next start
-    is later than the runner-up's (ties: list order)."""
+    it there times the campaign's mean duration there (Spritz's, when some ended there; else its mean
+    anywhere, alike everywhere when none ended yet) over the cluster's slots. The cluster with the earliest
+    start takes jobs until its next start is later than the runner-up's (ties: list order)."""
+
+    fallback = campaign.estimate if campaign.estimate is not None else 1.0
 
     def start(cluster: ClusterView) -> float:
-        return (ahead[cluster.name] + 1) * campaign.estimates.get(cluster.name, 1.0) / cluster.drain_slots
+        return (ahead[cluster.name] + 1) * campaign.estimates.get(cluster.name, fallback) / cluster.drain_slots
 
     # the open clusters in a heap by expected start (ties: list order); only the one that took jobs changes
     ranked = [(start(c), i, c) for i, c in enumerate(clusters) if queues[c.name] > 0 and c.name in campaign.demands]
@@ -338,7 +340,7 @@ def _queue(taken, waiting, campaign: CampaignView, clusters: Sequence[ClusterVie
         first, i, best = heapq.heappop(ranked)
         most = 1
         if ranked:  # as many as keep it first
-            per_job = campaign.estimates.get(best.name, 1.0) / best.drain_slots
+            per_job = campaign.estimates.get(best.name, fallback) / best.drain_slots
             most = max(1, math.floor((ranked[0][0] - first) / per_job) + 1)
         used = _give(taken, waiting, campaign, best, queues[best.name], most)
         if used == 0:
