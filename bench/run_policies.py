@@ -140,8 +140,8 @@ def main() -> None:
     if missing:
         spread += (
             f"; the {missing} marked *not run* were not simulated in the session that made this table "
-            "(a grid-week run takes about 20 minutes here): `python bench/run_policies.py --only grid-week "
-            "--jobs 2` runs them"
+            "(a grid-week run takes about 30 minutes here and 6 GB of memory): "
+            "`python bench/run_policies.py --only grid-week --jobs 2` runs them"
         )
     body = f"""
 ## Strategies side by side (`bench/run_policies.py`)
