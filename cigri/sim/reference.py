@@ -593,9 +593,11 @@ def _where(
     soonest = duration / ranks.fastest  # no cluster runs the job in less
     for key, i in ranks.open:  # in the order of their keys, while one may end the job by the best end found
         if key + soonest > best[0]:
-            break  # neither its lanes nor its holes end the job by the best end, nor do the next ones'
+            break  # neither its lanes nor its holes end the job by the best end, nor do the next ones
         if indexes is not None and i not in indexes:
             continue
+        # the lane's end and the holes' test of the loop above, written out again rather than called: this
+        # runs for millions of jobs times the clusters, and a call each costs more than the lines
         cluster = clusters[i]
         free_at, _, number = cluster.peek
         length = duration / cluster.speed
