@@ -257,3 +257,49 @@ def test_holes_in_blocks_yield_in_order_every_hole_that_may_hold_a_job(spans, lo
         assert seen == sorted(seen)
         assert set(seen) <= {h for h in plain if h[0] >= low}
         assert set(seen) >= {h for h in plain if h[0] >= low and h[1] >= reach}
+
+
+def test_in_order_each_campaigns_jobs_start_in_their_order_the_campaigns_by_true_mean():
+    """The in-order reference knows what the plain one knows but takes each campaign's jobs in their order (as
+    cigri must: it cannot tell them apart), the campaign of the longer true mean first. x has a 10-s job last
+    behind four 1-s ones (mean 2.8); y two 3-s jobs (mean 3). Longest first, the 10-s job starts at once;
+    in order, y's jobs run first, then x's four short ones two by two, and the 10-s job last."""
+    two = [Capacity("a", ((0.0, 2),))]
+    x = [Work(0, 1), Work(0, 1), Work(0, 1), Work(0, 1), Work(0, 10)]
+    y = [Work(0, 3), Work(0, 3)]
+    jobs = x + y
+    assert makespan(two, jobs, start=0) == 10
+    priority = [2.8] * 5 + [3.0] * 2  # each job's campaign's true mean
+    placed = {p.job: (p.start, p.end) for p in schedule(two, jobs, in_order=priority)}
+    assert placed == {5: (0, 3), 6: (0, 3), 0: (3, 4), 1: (3, 4), 2: (4, 5), 3: (4, 5), 4: (5, 15)}
+    assert makespan(two, jobs, start=0, in_order=priority) == 15
+    assert makespan(two, x, start=0, in_order=[2.8] * 5) == 12  # alone: 1+1, 1+1, then the 10-s job
+
+
+def test_a_simulation_gives_its_in_order_reference_on_what_its_clusters_had():
+    """Simulation.in_order_reference: the in-order schedule of the scenario's jobs, each campaign's in their
+    order and ranked by its true mean, on each cluster's record of its capacity (an outage here)."""
+    from cigri.sim.run import Simulation
+    from cigri.sim.scenario import parse
+
+    data = {
+        "name": "o",
+        "period": 10,
+        "seed": 2,
+        "max_time": 20000,
+        "clusters": [{"name": "a", "slots": 3, "outages": [[100, 160]]}],
+        "campaigns": [
+            {"name": "c", "user": "u", "arrival": 0, "jobs": 12, "duration": {"dist": "uniform", "min": 5, "max": 90}},
+            {"name": "d", "user": "u", "arrival": 30, "jobs": 2, "duration": {"dist": "fixed", "value": 40}},
+        ],
+    }
+    simulation = Simulation(parse(data))
+    m = simulation.run()
+    [a] = [Capacity("a", tuple(c.usage.availability)) for c in simulation.clusters.values()]
+    assert (100.0, 0) in a.availability
+    c, d = simulation.scenario.campaigns
+    jobs = [Work(0, t) for t in c.durations] + [Work(30, t) for t in d.durations]
+    means = [sum(c.durations) / 12] * 12 + [40.0] * 2
+    expected = makespan([a], jobs, start=0, in_order=means)
+    assert simulation.in_order_reference() == expected
+    assert expected > m["reference"]  # this draw puts a long job of c late in its order

@@ -23,7 +23,7 @@ import heapq
 import itertools
 import math
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 
@@ -456,14 +456,23 @@ def _length_class(length: float) -> int:
     return math.floor(math.log2(length) * 4) if length > 0 else -(2**62)
 
 
-def schedule(capacities: list[Capacity], jobs: list[Work]) -> list[Placement] | None:
+def schedule(
+    capacities: list[Capacity], jobs: list[Work], in_order: Sequence[float] | None = None
+) -> list[Placement] | None:
     """Every job placed, longest arrived job first on the cluster where it ends earliest (None: some job has
-    no cluster where it could ever run)."""
+    no cluster where it could ever run). ``in_order``: each job's campaign's true mean duration; the arrived
+    job of the highest is placed first, and of a campaign's jobs the first given first, as cigri takes them
+    (it cannot tell a campaign's jobs apart): the in-order reference."""
     placements: list[Placement] = []
-    return None if _schedule(capacities, jobs, placements) is None else placements
+    return None if _schedule(capacities, jobs, placements, in_order) is None else placements
 
 
-def _schedule(capacities: list[Capacity], jobs: list[Work], placements: list[Placement] | None) -> float | None:
+def _schedule(
+    capacities: list[Capacity],
+    jobs: list[Work],
+    placements: list[Placement] | None,
+    in_order: Sequence[float] | None = None,
+) -> float | None:
     """:func:`schedule`, each placement appended to ``placements`` when given; the latest end (-inf with no
     job; None: some job has no cluster where it could ever run).
 
@@ -475,7 +484,8 @@ def _schedule(capacities: list[Capacity], jobs: list[Work], placements: list[Pla
     order = sorted(range(len(jobs)), key=lambda i: jobs[i].release)
     durations = [jobs[i].duration for i in order]
     shortest_after = [*list(itertools.accumulate(reversed(durations), min))[::-1], math.inf]
-    longest = sorted(range(len(order)), key=durations.__getitem__, reverse=True)  # places in order (stable)
+    first = durations if in_order is None else [in_order[i] for i in order]  # a campaign's jobs tie: stable
+    longest = sorted(range(len(order)), key=first.__getitem__, reverse=True)  # places in order (stable)
     longest_rank = [0] * len(order)
     for rank, k in enumerate(longest):
         longest_rank[k] = rank
@@ -644,9 +654,12 @@ def works(
     return out
 
 
-def makespan(capacities: list[Capacity], jobs: list[Work], start: float) -> float | None:
-    """The reference's makespan from ``start`` (the first submission), None if it has no schedule."""
-    latest = _schedule(capacities, jobs, None)  # the placements themselves are not kept
+def makespan(
+    capacities: list[Capacity], jobs: list[Work], start: float, in_order: Sequence[float] | None = None
+) -> float | None:
+    """The reference's makespan from ``start`` (the first submission), None if it has no schedule; the
+    in-order reference's with ``in_order`` (:func:`schedule`)."""
+    latest = _schedule(capacities, jobs, None, in_order)  # the placements themselves are not kept
     if latest is None:
         return None
     return (latest if jobs else start) - start
