@@ -261,7 +261,9 @@ def test_a_pass_killed_anywhere_loses_nothing_and_runs_nothing_twice(cli, tmp_pa
     cid = cli.submit(write_jdl(tmp_path, exec_file=str(job_script), params=[f"{n} sleep:0.1" for n in names]))
     if method == "mark_ended":  # let jobs run first, so that the killed pass is collecting them
         cli("almighty")
-        wait_for(lambda: len(runs(tmp_path)) == 2)
+        # at least the first two: the local cluster runs the next ones as slots free, so a poll that comes late
+        # (a loaded machine) sees four or more, never two again
+        wait_for(lambda: len(runs(tmp_path)) >= 2)
     script = CRASH.format(module=module, owner=owner, method=method, before=before)
     killed = subprocess.run([PYTHON, "-c", script, str(state)], capture_output=True, text=True, timeout=60)
     assert killed.returncode == -9, killed.stderr
