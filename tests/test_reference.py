@@ -290,7 +290,7 @@ def test_a_simulation_gives_its_in_order_reference_on_what_its_clusters_had():
         "clusters": [{"name": "a", "slots": 3, "outages": [[100, 160]]}],
         "campaigns": [
             {"name": "c", "user": "u", "arrival": 0, "jobs": 12, "duration": {"dist": "uniform", "min": 5, "max": 90}},
-            {"name": "d", "user": "u", "arrival": 30, "jobs": 2, "duration": {"dist": "fixed", "value": 40}},
+            {"name": "d", "user": "u", "arrival": 0, "jobs": 2, "duration": {"dist": "fixed", "value": 200}},
         ],
     }
     simulation = Simulation(parse(data))
@@ -298,8 +298,8 @@ def test_a_simulation_gives_its_in_order_reference_on_what_its_clusters_had():
     [a] = [Capacity("a", tuple(c.usage.availability)) for c in simulation.clusters.values()]
     assert (100.0, 0) in a.availability
     c, d = simulation.scenario.campaigns
-    jobs = [Work(0, t) for t in c.durations] + [Work(30, t) for t in d.durations]
-    means = [sum(c.durations) / 12] * 12 + [40.0] * 2
+    jobs = [Work(0, t) for t in c.durations] + [Work(0, t) for t in d.durations]
+    means = [sum(c.durations) / 12] * 12 + [200.0] * 2  # d first: its mean is longer
     expected = makespan([a], jobs, start=0, in_order=means)
     assert simulation.in_order_reference() == expected
     assert expected > m["reference"]  # this draw puts a long job of c late in its order
