@@ -57,6 +57,41 @@ def test_a_cluster_where_the_campaigns_jobs_run_faster_drains_faster():
     assert queued(fast, slow, waiting=9, estimates={"fast": 10.0, "slow": 20.0}) == {"fast": 6, "slow": 3}
 
 
+def test_a_cluster_with_room_does_not_take_jobs_a_full_one_would_start_sooner():
+    """Issue 21, never slower with more clusters: once every fast queue was full, a slow cluster added to the
+    grid took whatever jobs were left. A full queue takes jobs again at its next pass; the jobs it would
+    start sooner wait in the bag for it. 8 slots, 2 jobs ahead, 10 s jobs: its next jobs start at 3.75 s,
+    5 s, 6.25 s, ... every 1.25 s; the 1-slot cluster with room starts them at 10 s, 20 s, 30 s."""
+    full = ClusterView("full", 0, 0, slots=8, queued=2)
+    room = ClusterView("room", 0, 50, slots=1)
+    known = {"estimates": {"full": 10.0, "room": 10.0}, "estimate": 10.0}
+    assert queued(full, room, waiting=4, **known) == {}, "all four start sooner on the full cluster"
+    # of 20, the full one starts 6 by 10 s, 8 more by 20 s and 4 more by 21.25-25 s: the slow one starts 2
+    assert queued(full, room, waiting=20, **known) == {"room": 2}, "it holds back only what it starts in time"
+
+
+def test_a_full_queue_takes_jobs_again_at_its_next_pass_at_the_earliest():
+    """Its period (the time between cigri's looks at it) bounds how soon it starts a job held for it."""
+    full = ClusterView("full", 0, 0, slots=8, queued=2, period=30.0)
+    room = ClusterView("room", 0, 50, slots=1)
+    known = {"estimates": {"full": 10.0, "room": 10.0}, "estimate": 10.0}
+    assert queued(full, room, waiting=4, **known) == {"room": 3}, "starts at 10, 20 and 30 s (a tie: list order)"
+
+
+def test_no_job_waits_for_a_full_queue_before_the_campaigns_mean_is_known():
+    full = ClusterView("full", 0, 0, slots=8, queued=2)
+    room = ClusterView("room", 0, 50, slots=1)
+    assert queued(full, room, waiting=4) == {"room": 4}
+
+
+def test_a_closed_queue_with_nothing_queued_holds_no_job():
+    """A queue allowance of 0 with nothing of cigri's queued there (a flow strategy closed it) does not move."""
+    closed = ClusterView("closed", 0, 0, slots=8)
+    room = ClusterView("room", 0, 50, slots=1)
+    known = {"estimates": {"closed": 10.0, "room": 10.0}, "estimate": 10.0}
+    assert queued(closed, room, waiting=4, **known) == {"room": 4}
+
+
 def test_a_cluster_where_none_of_the_campaigns_jobs_ended_yet_is_priced_at_the_campaigns_mean():
     """Its jobs there are expected to last the campaign's mean, not one second: such a cluster (one just
     added, one the campaign has not used yet) does not take every queued job while another drains as fast."""

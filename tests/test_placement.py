@@ -622,3 +622,26 @@ def test_a_strategy_sees_the_jobs_of_the_pass_as_they_were_before_its_take_backs
     grid.at(400)  # idle started a job, busy none: jobs 2 and 3 are taken back in this pass
     assert sorted(busy.cancelled) == sorted([busy.remote_of(2), busy.remote_of(3)])
     assert looking.seen[-1]["busy"] == [2, 3], "read lazily, the snapshot still shows them on busy"
+
+
+class Timing(TestFirstFifo):
+    """fifo, noting each cluster's period as the strategy sees it."""
+
+    def __init__(self):
+        self.periods: list[dict[str, float]] = []
+
+    def decide(self, snapshot, state):
+        self.periods.append({c.name: c.period for c in snapshot.clusters})
+        return super().decide(snapshot, state)
+
+
+def test_a_strategy_sees_the_time_between_the_cycles_looks_at_each_cluster():
+    """Issue 21: a full queue takes jobs again at its next pass at the earliest; the strategy learns how far
+    away that is from the time between the cycle's last two looks at the cluster."""
+    busy = FakeRM("busy", 2, others=2, queue_depth=10)
+    grid, _ = Grid.placed(busy, jobs=3)
+    timing = Timing()
+    grid.cycle.ctx.scheduler = timing
+    grid.at(300)
+    grid.at(420)
+    assert timing.periods[-1] == {"busy": 120.0}

@@ -77,6 +77,7 @@ class Context:
         self.allowed: dict[str, int] = {}
         self.slots: dict[str, int] = {}  # this pass: each cluster's slots, as its capacity said (packs spread on them)
         self.allowances: dict[str, Allowance] = {}  # this pass: what each cluster's flow strategy answered
+        self.periods: dict[str, float] = {}  # this pass: seconds since each cluster's last flow reading (0: first)
         self.flow_rows: dict[str, tuple[str, dict]] = {}  # this pass: each cluster's flow state, to keep
         self.started: dict[str, int] = defaultdict(int)  # this pass: slots of cigri's queued jobs seen starting
         self.walltimes: dict[str, float] | None = None  # this pass: the shortest walltime on each cluster (nikita)
@@ -90,6 +91,7 @@ class Context:
         self.fresh.clear()
         self.allowed.clear()
         self.allowances.clear()
+        self.periods.clear()
         self.flow_rows.clear()
         self.started.clear()
         self.walltimes = None

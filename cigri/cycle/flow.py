@@ -81,6 +81,7 @@ def allow(
         if reading.stalled:  # free slots only: the stall ends when one of cigri's jobs starts there
             allowance = Allowance(0)
         ctx.allowances[name] = allowance
+        ctx.periods[name] = reading.period
         # nikita's threshold: what may wait once this pass's jobs are sent (its free slots too: a job sent
         # to a free slot may wait a moment); a stalled queue is the take-back's, not a flood to kill
         ctx.allowed[name] = capacity.free + (depth if reading.stalled else allowance.queue)

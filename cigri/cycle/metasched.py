@@ -91,6 +91,7 @@ def _clusters(ctx: Context, campaigns: Sequence[Campaign]) -> list[ClusterView]:
                 queued=max(0, capacity.queued + launching - capacity.free),
                 others=max(0, capacity.used - capacity.grid_used),
                 hazard=hazards.get(name, 0.0),
+                period=ctx.periods.get(name, 0.0),
                 jobs=GridJobs(lambda name=name: _grid_jobs(ctx, name)),
             )
         )

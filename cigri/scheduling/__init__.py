@@ -136,6 +136,7 @@ class ClusterView:
     jobs: Sequence[GridJob] = ()  # cigri's jobs running or waiting there (a tuple, or GridJobs read when needed)
     others: int = 0  # slots busy with jobs that are not cigri's (the cluster's local users)
     hazard: float = 0.0  # kills of cigri's running jobs per second of their run time there (learned)
+    period: float = 0.0  # seconds between cigri's last two looks at it (about its pass period; 0: the first look)
 
     @property
     def drain_slots(self) -> int:
@@ -326,28 +327,50 @@ def _queue(taken, waiting, campaign: CampaignView, clusters: Sequence[ClusterVie
     """The campaign's jobs to queue, each on the cluster where it is expected to start first: the jobs ahead of
     it there times the campaign's mean duration there (Spritz's, when some ended there; else its mean
     anywhere, alike everywhere when none ended yet) over the cluster's slots. The cluster with the earliest
-    start takes jobs until its next start is later than the runner-up's (ties: list order)."""
+    start takes jobs until its next start is later than the runner-up's (ties: list order).
+
+    A cluster whose queue is full still counts once the campaign's mean is known: it takes a job at its next
+    pass at the earliest (its period). The jobs it would start first wait in the bag for it, and only those
+    that a cluster with room would start sooner are queued now: a cluster with room does not take a job that
+    a full one would start sooner, and a full one holds back no more jobs than it would start in time."""
 
     fallback = campaign.estimate if campaign.estimate is not None else 1.0
+    held = dict.fromkeys(ahead, 0)  # the campaign's jobs left in the bag for each full cluster
 
     def start(cluster: ClusterView) -> float:
-        return (ahead[cluster.name] + 1) * campaign.estimates.get(cluster.name, fallback) / cluster.drain_slots
+        jobs = ahead[cluster.name] + held[cluster.name] + 1
+        first = jobs * campaign.estimates.get(cluster.name, fallback) / cluster.drain_slots
+        return first if queues[cluster.name] > 0 else max(cluster.period, first)
 
-    # the open clusters in a heap by expected start (ties: list order); only the one that took jobs changes
-    ranked = [(start(c), i, c) for i, c in enumerate(clusters) if queues[c.name] > 0 and c.name in campaign.demands]
+    def counted(cluster: ClusterView) -> bool:  # room in its queue, or a full queue that moves, its mean known
+        return queues[cluster.name] > 0 or (campaign.estimate is not None and ahead[cluster.name] > 0)
+
+    # the clusters in a heap by expected start (ties: list order); only the one that took jobs changes
+    ranked = [(start(c), i, c) for i, c in enumerate(clusters) if c.name in campaign.demands and counted(c)]
     heapq.heapify(ranked)
-    while waiting[campaign.id] > 0 and ranked:
+    left = waiting[campaign.id]  # the jobs neither given nor held yet
+    room = sum(queues[c.name] > 0 for _, _, c in ranked)  # the clusters in the heap with room in their queue
+    while left > 0 and room > 0:
         first, i, best = heapq.heappop(ranked)
-        most = 1
+        most = left
         if ranked:  # as many as keep it first
             per_job = campaign.estimates.get(best.name, fallback) / best.drain_slots
             most = max(1, math.floor((ranked[0][0] - first) / per_job) + 1)
+        if queues[best.name] <= 0:  # full: they wait in the bag for it
+            held[best.name] += min(most, left)
+            left -= min(most, left)
+            heapq.heappush(ranked, (start(best), i, best))
+            continue
+        room -= 1
+        before = waiting[campaign.id]
         used = _give(taken, waiting, campaign, best, queues[best.name], most)
         if used == 0:
             continue
+        left -= before - waiting[campaign.id]
         queues[best.name] -= used
         ahead[best.name] += used // campaign.demands[best.name].slots_per_job
-        if queues[best.name] > 0:
+        if counted(best):
+            room += queues[best.name] > 0
             heapq.heappush(ranked, (start(best), i, best))
 
 
