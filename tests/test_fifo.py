@@ -57,39 +57,73 @@ def test_a_cluster_where_the_campaigns_jobs_run_faster_drains_faster():
     assert queued(fast, slow, waiting=9, estimates={"fast": 10.0, "slow": 20.0}) == {"fast": 6, "slow": 3}
 
 
-def test_a_cluster_with_room_does_not_take_jobs_a_full_one_would_start_sooner():
+def test_a_slow_cluster_with_room_does_not_take_jobs_a_full_faster_one_would_start_sooner():
     """Issue 21, never slower with more clusters: once every fast queue was full, a slow cluster added to the
-    grid took whatever jobs were left. A full queue takes jobs again at its next pass; the jobs it would
-    start sooner wait in the bag for it. 8 slots, 2 jobs ahead, 10 s jobs: its next jobs start at 3.75 s,
-    5 s, 6.25 s, ... every 1.25 s; the 1-slot cluster with room starts them at 10 s, 20 s, 30 s."""
-    full = ClusterView("full", 0, 0, slots=8, queued=2)
-    room = ClusterView("room", 0, 50, slots=1)
-    known = {"estimates": {"full": 10.0, "room": 10.0}, "estimate": 10.0}
-    assert queued(full, room, waiting=4, **known) == {}, "all four start sooner on the full cluster"
-    # of 20, the full one starts 6 by 10 s, 8 more by 20 s and 4 more by 21.25-25 s: the slow one starts 2
-    assert queued(full, room, waiting=20, **known) == {"room": 2}, "it holds back only what it starts in time"
+    grid took whatever jobs were left, and they ended late. A full queue takes jobs again at its next pass;
+    the jobs it would start sooner wait in the bag for it. Fast: 8 slots, 2 jobs ahead, 10 s jobs, so its
+    next jobs start at 3.75 s, 5 s, 6.25 s, ... every 1.25 s. Slow: 4 slots, 40 s jobs, starts at 10 s, 20 s,
+    30 s, 40 s, ..."""
+    fast = ClusterView("fast", 0, 0, slots=8, queued=2)
+    slow = ClusterView("slow", 0, 50, slots=4)
+    known = {"estimates": {"fast": 10.0, "slow": 40.0}, "estimate": 10.0}
+    assert queued(fast, slow, waiting=4, **known) == {}, "all four start sooner on the full cluster"
+    # of 40: fast starts 6 by 10 s, 8 more by 20 s, by 30 s and by 40 s; slow one at 10, 20, 30 and 40 s
+    assert queued(fast, slow, waiting=40, **known) == {"slow": 4}, "it holds back only what it starts in time"
 
 
 def test_a_full_queue_takes_jobs_again_at_its_next_pass_at_the_earliest():
-    """Its period (the time between cigri's looks at it) bounds how soon it starts a job held for it."""
-    full = ClusterView("full", 0, 0, slots=8, queued=2, period=30.0)
-    room = ClusterView("room", 0, 50, slots=1)
-    known = {"estimates": {"full": 10.0, "room": 10.0}, "estimate": 10.0}
-    assert queued(full, room, waiting=4, **known) == {"room": 3}, "starts at 10, 20 and 30 s (a tie: list order)"
+    """Its period (the time between cigri's looks at it) bounds how soon it starts a job held for it: 29 s,
+    so the slow cluster (4 slots, 40 s jobs) starts two of them sooner, at 10 and 20 s."""
+    known = {"estimates": {"fast": 10.0, "slow": 40.0}, "estimate": 10.0}
+    slow = ClusterView("slow", 0, 50, slots=4)
+    fast = ClusterView("fast", 0, 0, slots=8, queued=2, period=29.0)
+    assert queued(fast, slow, waiting=4, **known) == {"slow": 2}
+    many = queued(fast, slow, waiting=10**6, **known)
+    assert many == {"slow": 50}, "a million waiting: it holds back what it starts in time, then slow is full"
 
 
-def test_no_job_waits_for_a_full_queue_before_the_campaigns_mean_is_known():
+def test_a_full_queue_holds_no_job_from_a_cluster_about_as_fast():
+    """Jobs wait in the bag only for a cluster faster (:data:`SLOWER`) than the one with room: between clusters
+    about as fast, each job goes where it starts first among those with room (a locality picker's ranges
+    stay with their clusters)."""
     full = ClusterView("full", 0, 0, slots=8, queued=2)
     room = ClusterView("room", 0, 50, slots=1)
-    assert queued(full, room, waiting=4) == {"room": 4}
+    assert queued(full, room, waiting=4, estimates={"full": 10.0, "room": 12.0}, estimate=10.0) == {"room": 4}
+
+
+def test_no_job_waits_for_a_full_queue_before_any_of_the_campaigns_jobs_ran():
+    fast = ClusterView("fast", 0, 0, slots=8, queued=2)
+    slow = ClusterView("slow", 0, 50, slots=4)
+    assert queued(fast, slow, waiting=4) == {"slow": 4}, "its duration unknown: nothing to compare"
 
 
 def test_a_closed_queue_with_nothing_queued_holds_no_job():
     """A queue allowance of 0 with nothing of cigri's queued there (a flow strategy closed it) does not move."""
     closed = ClusterView("closed", 0, 0, slots=8)
-    room = ClusterView("room", 0, 50, slots=1)
-    known = {"estimates": {"closed": 10.0, "room": 10.0}, "estimate": 10.0}
-    assert queued(closed, room, waiting=4, **known) == {"room": 4}
+    slow = ClusterView("slow", 0, 50, slots=4)
+    assert queued(closed, slow, waiting=4, estimates={"closed": 10.0, "slow": 40.0}, estimate=10.0) == {"slow": 4}
+
+
+def test_a_clusters_speed_learned_on_other_campaigns_prices_a_campaign_new_there():
+    """A campaign none of whose jobs ended on the slow cluster yet is priced there by what the others' jobs
+    took there against their means (here 4x); before any of its jobs ended, by how long its running ones
+    have run."""
+    fast = ClusterView("fast", 0, 0, slots=8, queued=2)
+    slow = ClusterView("slow", 0, 50, slots=4)
+    demands = {"fast": Demand(1, 10**6), "slow": Demand(1, 10**6)}
+    seen = CampaignView(
+        1, CampaignType.DEFAULT, "u", 0.0, 0, demands, estimate=10.0, estimates={"fast": 10.0, "slow": 40.0}
+    )
+    new = CampaignView(2, CampaignType.DEFAULT, "u", 1.0, 4, demands, estimate=100.0, estimates={"fast": 100.0})
+    running = CampaignView(3, CampaignType.DEFAULT, "u", 2.0, 4, demands, ran_for=50.0)
+
+    def launched(*views: CampaignView) -> dict[str, int]:
+        decision = metascheduler("fifo").decide(Snapshot(0.0, (fast, slow), views), {})
+        return {a.cluster: a.jobs for a in decision.launches}
+
+    assert launched(seen, new) == {}, "fast starts all four within 37.5 s; slow the first at 100 x 4 / 4 s"
+    assert launched(new) == {"slow": 4}, "alone, nothing says slow is slower"
+    assert launched(seen, running) == {}, "its jobs last at least 50 s: 200 s at least on slow"
 
 
 def test_a_cluster_where_none_of_the_campaigns_jobs_ended_yet_is_priced_at_the_campaigns_mean():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, overload
@@ -244,6 +245,7 @@ def decide(strategy: MetaScheduler, snapshot: Snapshot, state: State) -> Decisio
     return replace(decision, launches=(*tests, *decision.launches)) if tests else decision
 
 
+SLOWER = 1.25  # a full queue holds jobs back from a cluster with room where they take this many times as long
 RISKY = 1.5  # a job keeps off a cluster where it would take this many times its duration, restarts included,
 SAFE = 1.2  # when another of its clusters would take at most this many
 
@@ -298,10 +300,11 @@ def fill(
                 budget -= _give(taken, waiting, campaign, cluster, budget)
     queues = {cluster.name: cluster.queue for cluster in clusters}
     ahead = {cluster.name: cluster.queued for cluster in clusters}
+    speeds = slowness(order)
     for campaign in order:
         kept = avoid.get(campaign.id, ())
         allowed = [c for c in clusters if c.name not in kept] if kept else clusters
-        _queue(taken, waiting, campaign, allowed, queues, ahead)
+        _queue(taken, waiting, campaign, allowed, queues, ahead, speeds)
     return taken
 
 
@@ -323,45 +326,58 @@ def _give(taken, waiting, campaign: CampaignView, cluster: ClusterView, budget: 
     return n * demand.slots_per_job
 
 
-def _queue(taken, waiting, campaign: CampaignView, clusters: Sequence[ClusterView], queues, ahead) -> None:
+def _queue(
+    taken, waiting, campaign: CampaignView, clusters: Sequence[ClusterView], queues, ahead, speeds: Mapping[str, float]
+) -> None:
     """The campaign's jobs to queue, each on the cluster where it is expected to start first: the jobs ahead of
-    it there times the campaign's mean duration there (Spritz's, when some ended there; else its mean
-    anywhere, alike everywhere when none ended yet) over the cluster's slots. The cluster with the earliest
+    it there times the campaign's mean duration there over the cluster's slots. The cluster with the earliest
     start takes jobs until its next start is later than the runner-up's (ties: list order).
 
-    A cluster whose queue is full still counts once the campaign's mean is known: it takes a job at its next
-    pass at the earliest (its period). The jobs it would start first wait in the bag for it, and only those
-    that a cluster with room would start sooner are queued now: a cluster with room does not take a job that
-    a full one would start sooner, and a full one holds back no more jobs than it would start in time."""
+    The campaign's mean on a cluster is Spritz's where some of its jobs ended there; else its mean anywhere
+    (before any ended, how long its running jobs have run: they last at least that) times the cluster's
+    :func:`slowness`, the same everywhere when nothing is known.
 
-    fallback = campaign.estimate if campaign.estimate is not None else 1.0
+    A full queue still counts once some of the campaign's jobs ran: it starts a job at its next pass at the
+    earliest (its period), after the jobs ahead and those already held for it. A cluster with room where the
+    campaign's jobs take :data:`SLOWER` times as long as on a full one loses to it the jobs the full one
+    would start sooner: they wait in the bag for it. So a slow cluster that has room does not take the jobs
+    a faster one would start sooner, a full one holds back no more jobs than it would start in time, and
+    clusters about as fast keep the old order (a locality picker's ranges stay with their clusters)."""
+
+    known = campaign.floor
+    fallback = known if known is not None else 1.0
+    means = {c.name: campaign.estimates.get(c.name, fallback * speeds.get(c.name, 1.0)) for c in clusters}
     held = dict.fromkeys(ahead, 0)  # the campaign's jobs left in the bag for each full cluster
 
+    def behind(cluster: ClusterView) -> float:  # the start of its next job, queued behind the others
+        return (ahead[cluster.name] + held[cluster.name] + 1) * means[cluster.name] / cluster.drain_slots
+
     def start(cluster: ClusterView) -> float:
-        jobs = ahead[cluster.name] + held[cluster.name] + 1
-        first = jobs * campaign.estimates.get(cluster.name, fallback) / cluster.drain_slots
-        return first if queues[cluster.name] > 0 else max(cluster.period, first)
+        return behind(cluster) if queues[cluster.name] > 0 else max(cluster.period, behind(cluster))
 
-    def counted(cluster: ClusterView) -> bool:  # room in its queue, or a full queue that moves, its mean known
-        return queues[cluster.name] > 0 or (campaign.estimate is not None and ahead[cluster.name] > 0)
+    def counted(cluster: ClusterView) -> bool:  # room in its queue, or a full queue that moves, jobs that ran
+        return queues[cluster.name] > 0 or (known is not None and ahead[cluster.name] > 0)
 
-    # the clusters in a heap by expected start (ties: list order); only the one that took jobs changes
-    ranked = [(start(c), i, c) for i, c in enumerate(clusters) if c.name in campaign.demands and counted(c)]
+    mine = [(i, c) for i, c in enumerate(clusters) if c.name in campaign.demands]
+    full = [c for _, c in mine if queues[c.name] <= 0 and counted(c)]
+    # the clusters with room in a heap by expected start (ties: list order); only the one that took jobs changes
+    ranked = [(start(c), i, c) for i, c in mine if queues[c.name] > 0]
     heapq.heapify(ranked)
     left = waiting[campaign.id]  # the jobs neither given nor held yet
-    room = sum(queues[c.name] > 0 for _, _, c in ranked)  # the clusters in the heap with room in their queue
-    while left > 0 and room > 0:
+    while left > 0 and ranked:
         first, i, best = heapq.heappop(ranked)
-        most = left
-        if ranked:  # as many as keep it first
-            per_job = campaign.estimates.get(best.name, fallback) / best.drain_slots
-            most = max(1, math.floor((ranked[0][0] - first) / per_job) + 1)
-        if queues[best.name] <= 0:  # full: they wait in the bag for it
-            held[best.name] += min(most, left)
-            left -= min(most, left)
-            heapq.heappush(ranked, (start(best), i, best))
+        faster = [c for c in full if means[best.name] >= SLOWER * means[c.name]]
+        rival = min(faster, key=start, default=None)  # the full queue it loses its next job to, if any
+        if rival is not None and start(rival) < first:  # that job waits in the bag for it, and those after
+            n = min(left, max(1, math.floor((first - behind(rival)) * rival.drain_slots / means[rival.name]) + 1))
+            held[rival.name] += n
+            left -= n
+            heapq.heappush(ranked, (first, i, best))
             continue
-        room -= 1
+        limit = min(ranked[0][0] if ranked else math.inf, start(rival) if rival is not None else math.inf)
+        most = (
+            None if math.isinf(limit) else max(1, math.floor((limit - first) * best.drain_slots / means[best.name]) + 1)
+        )
         before = waiting[campaign.id]
         used = _give(taken, waiting, campaign, best, queues[best.name], most)
         if used == 0:
@@ -369,9 +385,22 @@ def _queue(taken, waiting, campaign: CampaignView, clusters: Sequence[ClusterVie
         left -= before - waiting[campaign.id]
         queues[best.name] -= used
         ahead[best.name] += used // campaign.demands[best.name].slots_per_job
-        if counted(best):
-            room += queues[best.name] > 0
+        if queues[best.name] > 0:
             heapq.heappush(ranked, (start(best), i, best))
+        elif counted(best):
+            full.append(best)
+
+
+def slowness(campaigns: Sequence[CampaignView]) -> dict[str, float]:
+    """How many times a campaign's mean duration its jobs take on each cluster: the mean of that ratio over the
+    campaigns with jobs ended there. What a cluster's speed says of a campaign none of whose jobs ended
+    there yet."""
+    ratios: dict[str, list[float]] = defaultdict(list)
+    for campaign in campaigns:
+        if campaign.estimate:
+            for name, mean in campaign.estimates.items():
+                ratios[name].append(mean / campaign.estimate)
+    return {name: sum(r) / len(r) for name, r in ratios.items()}
 
 
 def launches(taken: Mapping[tuple[str, int], int]) -> tuple[Assignment, ...]:
