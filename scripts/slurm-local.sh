@@ -309,8 +309,9 @@ job_healthy() {  # $1 job id: it ran to its end, or runs, or waits only because 
 job_check() {
   # A real one-task job as the unprivileged user: munge, slurmctld and the user switch; slurmd and slurmstepd too
   # when a core is free. A busy node (every core taken by other jobs) is healthy: its job waits and is cancelled.
+  # It runs in the best-effort partition, the lowest tier: in debug it would preempt (requeue) a best-effort job.
   local id
-  if ! id=$(runuser -u "$TEST_USER" -- sbatch --parsable --chdir=/tmp -p debug -n1 -J slurm-local-health \
+  if ! id=$(runuser -u "$TEST_USER" -- sbatch --parsable --chdir=/tmp -p besteffort -n1 -J slurm-local-health \
       -o /dev/null --wrap true 2>&1); then
     fail slurmctld "sbatch as $TEST_USER failed: ${id//$'\n'/ }"; return 0
   fi

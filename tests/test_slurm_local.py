@@ -59,19 +59,37 @@ def restart_from_root() -> None:
     assert start.returncode == 0, start.stderr
 
 
-@pytest.mark.slurm
-def test_start_succeeds_while_every_core_is_busy(slurm):
-    """The health check must not need an idle core: a node full of jobs is a healthy node."""
-    occupy = ["sbatch", "--parsable", "-p", slurm["SLURM_PARTITION"], "--exclusive", "-N1", "-J", "busy-node"]
-    occupy += ["-o", "/dev/null", "--chdir=/tmp", "--uid", slurm["SLURM_TEST_USER"], "--wrap", "sleep 600"]
+@contextlib.contextmanager
+def node_held(slurm: dict[str, str], partition: str):
+    """The node's every core held by one running job of the test user in ``partition``; its id."""
+    occupy = ["sbatch", "--parsable", "-p", partition, "--exclusive", "-N1", "-J", "busy-node", "-o", "/dev/null"]
+    occupy += ["--chdir=/tmp", "--uid", slurm["SLURM_TEST_USER"], "--wrap", "sleep 600"]
     busy = subprocess.run(occupy, capture_output=True, text=True, check=True).stdout.strip()
     try:
         wait_for(lambda: squeue("-j", busy, "-o", "%T").strip() == "RUNNING", timeout=60, interval=0.2)
+        yield busy
+    finally:
+        subprocess.run(["scancel", busy], check=True)
+
+
+@pytest.mark.slurm
+def test_start_succeeds_while_every_core_is_busy(slurm):
+    """The health check must not need an idle core: a node full of jobs is a healthy node."""
+    with node_held(slurm, slurm["SLURM_PARTITION"]):
         start = script("start")
         assert start.returncode == 0, start.stderr
         assert squeue("-n", "slurm-local-health", "-o", "%i") == ""  # its health check left no job behind
-    finally:
-        subprocess.run(["scancel", busy], check=True)
+
+
+@pytest.mark.slurm
+def test_start_preempts_no_best_effort_job(slurm):
+    """Its health check is a job like any user's: on a node full of best-effort jobs it waits, it does not
+    preempt one (a test restarting Slurm saw its job requeued by the health check, and run twice)."""
+    with node_held(slurm, slurm["SLURM_BESTEFFORT_PARTITION"]) as busy:
+        start = script("start")
+        assert start.returncode == 0, start.stderr
+        record = subprocess.run(["scontrol", "-o", "show", "job", busy], capture_output=True, text=True).stdout
+        assert "JobState=RUNNING" in record and "Restarts=0" in record, record
 
 
 @pytest.mark.slurm
