@@ -89,6 +89,7 @@ def test_a_full_queue_holds_no_job_from_a_cluster_about_as_fast():
     full = ClusterView("full", 0, 0, slots=8, queued=2)
     room = ClusterView("room", 0, 50, slots=1)
     assert queued(full, room, waiting=4, estimates={"full": 10.0, "room": 12.0}, estimate=10.0) == {"room": 4}
+    assert queued(full, room, waiting=4, estimates={"full": 10.0, "room": 12.5}, estimate=10.0) == {}, "1.25x: held"
 
 
 def test_no_job_waits_for_a_full_queue_before_any_of_the_campaigns_jobs_ran():
