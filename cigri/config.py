@@ -30,6 +30,10 @@ and nothing is written):
   (default :attr:`cigri.cycle.Patience.unreachable_running`, 5 minutes; never more than
   ``updator.unreachable``): waiting an hour to know would cost the campaign that hour, a copy that loses
   costs the slots it held;
+- ``updator.unreachable_tail``: the same for the jobs there, running or queued, of a campaign with no job
+  left to launch (default :attr:`cigri.cycle.Patience.unreachable_tail`, a minute; never more than
+  ``updator.unreachable``): no other job of theirs would use the slots elsewhere meanwhile, so
+  waiting costs the campaign's end what it waits, and a copy elsewhere costs only idle slots;
 - ``resubmit.max_attempts``: runs of a job that end asking to run again (an RM kill other than a preemption,
   exit 66 or 67) before it is a RESUBMIT_LIMIT event (default 3; a campaign's JDL ``max_attempts`` wins);
 - ``resubmit.max_resumes``: times a job may go back without a failure (preempted by its RM, checkpointed)
@@ -101,8 +105,10 @@ WALLTIME_GRACE = "nikita.walltime_grace"
 UNREACHABLE = "updator.unreachable"
 # issue 21, item 3: the running jobs of a silent cluster may be dead, they run again elsewhere sooner
 UNREACHABLE_RUNNING = "updator.unreachable_running"
+# issue 21, item 3: the jobs there of a campaign with none left to launch, sooner
+UNREACHABLE_TAIL = "updator.unreachable_tail"
 # the keys in seconds, at least this
-_SECONDS = {QUEUE_TIMEOUT: 1, WALLTIME_GRACE: 0, UNREACHABLE: 0, UNREACHABLE_RUNNING: 0}
+_SECONDS = {QUEUE_TIMEOUT: 1, WALLTIME_GRACE: 0, UNREACHABLE: 0, UNREACHABLE_RUNNING: 0, UNREACHABLE_TAIL: 0}
 # item 2 and 4 of issue 12 (resubmission, checkpoints): each key with its default and its check
 MAX_ATTEMPTS = "resubmit.max_attempts"
 MAX_RESUMES = "resubmit.max_resumes"
@@ -146,8 +152,8 @@ _CLUSTER_USERS = re.compile(r"^clusters\.(.+)\.users$")  # who may submit campai
 KEYS = (
     "metasched, metasched.NAME.OPTION, clusters.CLUSTER.metasched, flow, flow.NAME.OPTION, "
     f"clusters.CLUSTER.flow, clusters.CLUSTER.sensor, clusters.CLUSTER.reference, {QUEUE_TIMEOUT}, {WALLTIME_GRACE}, "
-    f"{UNREACHABLE}, {UNREACHABLE_RUNNING}, spritz, spritz.window, blackhole.streak, blackhole.seconds, "
-    "blackhole.ratio, locality, locality.generator_wait, "
+    f"{UNREACHABLE}, {UNREACHABLE_RUNNING}, {UNREACHABLE_TAIL}, spritz, spritz.window, blackhole.streak, "
+    "blackhole.seconds, blackhole.ratio, locality, locality.generator_wait, "
     + ", ".join(RESUBMIT_DEFAULTS)
     + ", "
     + ", ".join((*NOTIFY_KEYS, *ADMISSION_KEYS))
@@ -220,6 +226,7 @@ class Patience:
     avoid: float = 3600  # a job killed or taken back by a cluster is not sent there again for this long
     unreachable: float = 3600  # the jobs of a cluster unreachable this long run again elsewhere
     unreachable_running: float = 300  # its running ones (an outage may have killed them), this long
+    unreachable_tail: float = 60  # those of a campaign with no job left to launch (running or queued), this long
     queue_timeout: float = 7200  # a job pending longer is killed by nikita and returned to its bag, whatever
     walltime_grace: float = 1800  # a job running this long past its walltime is killed by nikita (CiGri's)
 
@@ -240,6 +247,7 @@ def defaults() -> dict[str, Any]:
         WALLTIME_GRACE: patience.walltime_grace,
         UNREACHABLE: patience.unreachable,
         UNREACHABLE_RUNNING: patience.unreachable_running,
+        UNREACHABLE_TAIL: patience.unreachable_tail,
         "spritz": "window",
         "spritz.window": WINDOW,
         "blackhole.streak": holes.streak,

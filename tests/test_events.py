@@ -204,16 +204,19 @@ def test_the_unreachable_span_is_the_users_and_the_copies_that_lost_are_waste(tm
     CliGrid(state)("config", "set", "updator.unreachable", "-1", code=4)
 
 
-def outage_scenario(unreachable: float | None) -> dict:
-    """a goes away at 100 s for 5000 s (its jobs die there unseen); b stays."""
+def outage_scenario(unreachable: float | None, *, tail: float | None = 7200, b_slots: int = 8) -> dict:
+    """a goes away at 100 s for 5000 s (its jobs die there unseen); b stays. Every job is on a cluster from
+    the first pass: a's queued jobs are the campaign's last, which wait for ``updator.unreachable`` only when
+    ``updator.unreachable_tail`` (``tail``; None: its default minute) is as long."""
+    config = {"updator.unreachable_tail": tail} if tail is not None else {}
     return {
         "name": "away",
         "period": 30,
         "seed": 3,
         "max_time": 40000,
-        "clusters": [{"name": "a", "slots": 8, "outages": [[100, 5100]]}, {"name": "b", "slots": 8}],
+        "clusters": [{"name": "a", "slots": 8, "outages": [[100, 5100]]}, {"name": "b", "slots": b_slots}],
         "campaigns": [{"name": "c", "jobs": 48, "duration": {"dist": "fixed", "value": 200}}],
-        **({"config": {"updator.unreachable": unreachable}} if unreachable is not None else {}),
+        "config": {**config, **({"updator.unreachable": unreachable} if unreachable else {})},
     }
 
 
@@ -223,6 +226,19 @@ def test_in_the_simulator_a_cluster_away_too_long_has_its_jobs_run_elsewhere_eac
         assert (result["jobs_done"], result["lost"], result["duplicated"]) == (48, 0, 0)  # the clusters' records
     # a's 24 jobs run on b from 400 s on (the configured 300 s), else from 3700 s (the default hour)
     assert soon["makespan"] < 3700 < default["makespan"] < 5100
+
+
+def test_in_the_simulator_the_last_jobs_of_a_campaign_leave_a_silent_cluster_within_a_minute():
+    """Issue 21, item 3: when a's outage catches jobs of a campaign with none left to launch, they run again
+    on b (room for all) a minute after a fell silent, running and queued ones alike, not after
+    ``updator.unreachable_running`` (running) or ``updator.unreachable`` (queued); each done once."""
+    tail = simulate(parse_scenario(outage_scenario(None, tail=None, b_slots=32)))
+    waited = simulate(parse_scenario(outage_scenario(300, b_slots=32)))  # all of a's after 300 s
+    for result in (tail, waited):
+        assert (result["jobs_done"], result["lost"], result["duplicated"]) == (48, 0, 0)  # the clusters' records
+    # a falls silent at 100 s: its jobs start on b by 100 + 60 + a pass and end 200 s later; waited on for
+    # 300 s, they start after 400 s
+    assert tail["makespan"] < 100 + 60 + 30 + 200 + 30 < 400 + 200 <= waited["makespan"]
 
 
 def test_through_a_real_adapter_a_cluster_away_too_long_has_its_jobs_rerun_here_and_its_copies_killed(

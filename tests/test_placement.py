@@ -34,7 +34,9 @@ from cigri.store import Store
 
 from .conftest import Grid as CliGrid
 
-PATIENCE = Patience(queue_grace=60, queue_wait=600, avoid=1200, unreachable=900, unreachable_running=900)
+PATIENCE = Patience(
+    queue_grace=60, queue_wait=600, avoid=1200, unreachable=900, unreachable_running=900, unreachable_tail=900
+)
 
 
 class FakeRM:
@@ -362,14 +364,50 @@ def test_jobs_of_a_cluster_unreachable_too_long_run_elsewhere_and_count_once():
     assert a.cancelled == [old]
 
 
-def test_the_running_jobs_of_a_silent_cluster_run_elsewhere_within_minutes_its_queued_ones_later():
-    """A running job on a cluster that stopped answering may be dead (an outage kills it): waiting an hour to
-    know costs the campaign that hour. A queued one has lost nothing and may start there when it answers."""
-    patience = Patience(queue_grace=60, queue_wait=3000, avoid=1200, unreachable=900, unreachable_running=300)
+def test_the_jobs_of_a_silent_cluster_whose_campaign_has_none_left_to_launch_run_elsewhere_within_a_minute():
+    """Issue 21, item 3: a campaign with no job left to launch has nothing else to run on the slots elsewhere:
+    each second its jobs on a silent cluster wait is a second of its end (on small.yaml, jobs beta's outage
+    caught ended their campaigns minutes late). Its running and queued jobs there run again elsewhere after
+    ``updator.unreachable_tail``; the copies left there are cancelled once it answers."""
+    patience = Patience(queue_grace=60, queue_wait=3000, unreachable=900, unreachable_running=300, unreachable_tail=60)
     a = FakeRM("a", 1, queue_depth=5)
     b = FakeRM("b", 2, queue_depth=0)
-    grid, _ = Grid.placed(a, b, jobs=4, patience=patience)
-    assert a.holds(RemoteState.PENDING) == [1, 2]
+    grid, cid = Grid.placed(a, b, jobs=4, patience=patience)
+    assert (a.holds(RemoteState.PENDING), b.holds(RemoteState.PENDING)) == ([1, 2], [3, 4])
+    assert grid.store.counts(cid)[JobState.TO_LAUNCH] == 0, "every job is on a cluster"
+    a.start(1, 5)
+    b.start(3, 5)
+    b.start(4, 5)
+    grid.at(10)
+    a.down = True
+    grid.at(30)  # the cluster's event opens
+    b.end(3, 40)
+    b.end(4, 40)
+    grid.at(60)
+    assert (grid.job(1).cluster, grid.job(2).cluster) == ("a", "a"), "silent for 30 s: waited on"
+    grid.at(90)
+    assert (grid.job(1).cluster, grid.job(2).cluster) == ("b", "b"), "past a minute, running and queued"
+    assert (grid.job(1).resubmits, grid.job(2).resubmits) == (0, 0)
+    assert grid.store.hazards(100.0)["a"] > 0, "the running one counts as a's kill, the queued one does not"
+    a.down = False
+    grid.at(120)
+    assert sorted(a.cancelled) == sorted([a.remote_of(1), a.remote_of(2)]), "the copies left there are cancelled"
+    b.end(1, 150, started=95)
+    b.end(2, 150, started=95)
+    grid.at(180)
+    assert grid.states(cid) == {JobState.TERMINATED: 4}
+
+
+def test_the_running_jobs_of_a_silent_cluster_run_elsewhere_within_minutes_its_queued_ones_later():
+    """A running job on a cluster that stopped answering may be dead (an outage kills it): waiting an hour to
+    know costs the campaign that hour. A queued one has lost nothing and may start there when it answers, while
+    its campaign has other jobs to run elsewhere (here the bag keeps jobs b has no room for)."""
+    patience = Patience(queue_grace=60, queue_wait=3000, avoid=1200, unreachable=900, unreachable_running=300)
+    a = FakeRM("a", 1, queue_depth=1)
+    b = FakeRM("b", 2, queue_depth=0)
+    grid, cid = Grid.placed(a, b, jobs=6, patience=patience)
+    assert (a.holds(RemoteState.PENDING), b.holds(RemoteState.PENDING)) == ([1, 2], [3, 4])
+    assert grid.store.counts(cid)[JobState.TO_LAUNCH] == 2
     a.start(1, 5)
     b.start(3, 5)
     b.start(4, 5)
@@ -383,6 +421,12 @@ def test_the_running_jobs_of_a_silent_cluster_run_elsewhere_within_minutes_its_q
     grid.at(340)
     assert (grid.job(1).cluster, grid.job(1).resubmits) == ("b", 0), "the running one runs again elsewhere"
     assert grid.job(2).cluster == "a", "the queued one waits for its cluster"
+    assert b.holds(RemoteState.PENDING) == [1, 5]
+    for job in (1, 5):
+        b.start(job, 345)
+        b.end(job, 900)
+    grid.at(910)
+    assert grid.job(2).cluster == "a", "job 6 took b's slot: the campaign still had one to launch"
     grid.at(940)
     assert grid.job(2).cluster == "b", "past updator.unreachable, the queued one too"
     a.down = False

@@ -60,6 +60,8 @@ def config():
                                     left there are killed when it answers (waste)
         updator.unreachable_running the same for its running jobs, which an outage
                                     may have killed (default 300)
+        updator.unreachable_tail    the same for its jobs of campaigns with no job left
+                                    to launch, running or queued (default 60)
         blacklist.errors            a campaign's job errors close a cluster to it once
         blacklist.window            this many (default 3) of its last window (default
                                     10) ends there failed (1: CiGri's first-error rule)

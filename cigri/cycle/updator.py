@@ -76,9 +76,11 @@ def run(ctx: Context) -> None:
 
 def _rerun_elsewhere(ctx: Context, cluster: str) -> None:
     """The jobs of a cluster unreachable for too long go back to their campaigns' bags (no resubmission
-    counted: they did nothing wrong): its running ones after ``updator.unreachable_running`` (an outage may
-    have killed them), all of them after ``updator.unreachable``. Their copies there are cancelled once it
-    answers, unread: each job's result is the one of the copy cigri still follows."""
+    counted: they did nothing wrong): those of campaigns with no job left to launch after
+    ``updator.unreachable_tail`` (no other job of theirs would use the slots elsewhere meanwhile: waiting would
+    cost their campaigns' ends what it waits), its running ones after ``updator.unreachable_running`` (an
+    outage may have killed them), all of them after ``updator.unreachable``. Their copies there are cancelled
+    once it answers, unread: each job's result is the one of the copy cigri still follows."""
     event = ctx.store.open_cluster_event(cluster)
     if event is None:
         return
@@ -86,15 +88,18 @@ def _rerun_elsewhere(ctx: Context, cluster: str) -> None:
     settings = ctx.store.settings()
     everything = config.seconds(settings, config.UNREACHABLE, ctx.patience.unreachable)
     running = min(everything, config.seconds(settings, config.UNREACHABLE_RUNNING, ctx.patience.unreachable_running))
-    if silent < running:
+    tails = min(everything, config.seconds(settings, config.UNREACHABLE_TAIL, ctx.patience.unreachable_tail))
+    if silent < min(running, tails):
         return
-    jobs = ctx.store.cluster_jobs(cluster, running_only=silent < everything)
+    jobs = ctx.store.cluster_jobs(
+        cluster, running=silent >= running, queued=silent >= everything, tails=silent >= tails
+    )
     if not jobs:
         return
-    remote_ids = [(remote, campaign) for _, remote, _, campaign in jobs if remote is not None]
+    remote_ids = [(remote, campaign) for _, remote, _, campaign, _ in jobs if remote is not None]
     # a batch still being submitted may have reached the RM: found by its key when the cluster answers
-    batches = {(campaign, batch) for _, remote, batch, campaign in jobs if remote is None and batch is not None}
-    lost = ctx.store.active_count(cluster).get(JobState.RUNNING.value, 0)  # its kills, as far as cigri can tell
+    batches = {(campaign, batch) for _, remote, batch, campaign, _ in jobs if remote is None and batch is not None}
+    lost = sum(state == JobState.RUNNING.value for *_, state in jobs)  # its kills, as far as cigri can tell
     with ctx.store.transaction():
         ctx.store.add_orphans(cluster, remote_ids, [(ctx.batch_key(c, "b", b), c) for c, b in sorted(batches)])
         ctx.store.requeue([job_id for job_id, *_ in jobs], count_resubmit=False, avoid=ctx.avoiding(cluster))

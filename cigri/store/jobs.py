@@ -281,14 +281,25 @@ class Jobs(JobStates):
         return dict(rows.fetchall())
 
     def cluster_jobs(
-        self, cluster: str, *, running_only: bool = False
-    ) -> list[tuple[int, str | None, int | None, int]]:
-        """(id, remote_id, batch, campaign) of every active job of the cluster, launching ones included (with
-        ``running_only``, those its RM last said run)."""
-        running = " AND state = 'running'" if running_only else ""
+        self, cluster: str, *, running: bool = True, queued: bool = True, tails: bool = True
+    ) -> list[tuple[int, str | None, int | None, int, str]]:
+        """(id, remote_id, batch, campaign, state) of the active jobs of the cluster, launching ones included:
+        those its RM last said run (``running``), the others (``queued``), and every one of a campaign with no
+        job left to launch (``tails``)."""
+        kinds = []
+        if tails:
+            kinds.append(
+                "NOT EXISTS (SELECT 1 FROM job_counts c WHERE c.campaign_id = jobs.campaign_id "
+                "AND c.state = 'to_launch' AND c.n > 0)"
+            )
+        if running:
+            kinds.append("state = 'running'")
+        if queued:
+            kinds.append("state != 'running'")
+        chosen = "" if running and queued else f" AND ({' OR '.join(kinds) or '0'})"
         return self.conn.execute(
-            f"SELECT id, remote_id, batch_id, campaign_id FROM jobs WHERE cluster = ? AND {migrations.ACTIVE}"
-            f"{running} ORDER BY state, id",
+            f"SELECT id, remote_id, batch_id, campaign_id, state FROM jobs WHERE cluster = ? AND {migrations.ACTIVE}"
+            f"{chosen} ORDER BY state, id",
             (cluster,),
         ).fetchall()
 
