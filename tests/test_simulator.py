@@ -15,6 +15,7 @@ from cigri.scheduling import TestFirstFifo
 from cigri.sim.clock import SimClock
 from cigri.sim.cluster import ClusterSpec, Ledger, NodeGroup, SimCluster
 from cigri.sim.run import Simulation, fair_shares, fairness, jain, percentile, simulate, work_bound
+from cigri.sim.scenario import load as load_scenario
 from cigri.sim.scenario import parse, read_trace
 
 from .conftest import Grid
@@ -582,3 +583,15 @@ def test_a_scenario_job_completed_on_two_clusters_is_done_once_and_its_second_ru
     assert ledger.completed == {"c0j1": 2, "c0j7": 1} and ledger.cores_by_user == {"u": 2}
     assert (first.usage.useful_slot_seconds, second.usage.useful_slot_seconds) == (100, 150)
     assert second.usage.duplicate_slot_seconds == 50
+
+
+def test_the_clean_small_scenario_leaves_no_luck_in_a_run():
+    """bench/scenarios/small-clean.yaml (small.yaml without failures, outage or local load) is what
+    bench/run_seeds.py runs once for every seed: its figures must not depend on the run's seed."""
+    path = Path(__file__).resolve().parent.parent / "bench" / "scenarios" / "small-clean.yaml"
+    first, other = simulate(load_scenario(path), seed=1), simulate(load_scenario(path), seed=7)
+    for result in (first, other):
+        result.pop("performance")
+        result.pop("seed")
+    assert json.dumps(first, sort_keys=True) == json.dumps(other, sort_keys=True)
+    assert first["jobs_done"] == first["jobs"] - first["skipped"]
