@@ -26,7 +26,9 @@ def test_ci_runs_exactly_the_readme_test_command_with_ci_true():
 
 def copy_of_the_checkout(destination: Path) -> Path:
     """The files git tracks (and the ones this change adds), without the checkout's venv or caches."""
-    ignore = shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.egg-info", ".pytest_cache", ".ruff_cache")
+    ignore = shutil.ignore_patterns(
+        ".venv", ".git", "__pycache__", "*.egg-info", ".pytest_cache", ".pytest-tmp", ".ruff_cache", ".hypothesis"
+    )
     shutil.copytree(ROOT, destination, ignore=ignore)
     return destination
 
