@@ -12,10 +12,11 @@ import pytest
 
 from cigri import campaigns as ops
 from cigri import config
-from cigri.errors import PermissionDenied
+from cigri.errors import ConfigError, PermissionDenied
 from cigri.model import CampaignState, EventCode, EventState, JobState, RemoteState
 from cigri.sim.run import simulate
 from cigri.sim.scenario import parse as parse_scenario
+from cigri.store import Store
 
 from .conftest import Grid as CliGrid
 from .conftest import runs, write_jdl
@@ -350,3 +351,27 @@ def test_the_admins_refusal_names_each_admin_once(tmp_path, monkeypatch, owner, 
         ops.blacklist_cluster(grid.store, "a", "", grid.clock, user="bob")
     assert str(refused.value) == message
     assert grid.store.events() == []
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (-1, "updator.unreachable_tail: expected seconds, at least 0, got -1"),
+        ("soon", "updator.unreachable_tail: expected seconds, at least 0, got 'soon'"),
+        (True, "updator.unreachable_tail: expected seconds, at least 0, got True"),
+    ],
+)
+def test_a_bad_unreachable_tail_is_refused_naming_the_key_and_nothing_is_written(tmp_path, value, message):
+    store = Store(tmp_path / "state.db")
+    with pytest.raises(ConfigError) as caught:
+        config.set_value(store, config.UNREACHABLE_TAIL, value)
+    assert str(caught.value) == message
+    assert config.UNREACHABLE_TAIL not in store.state_settings()
+
+
+def test_grid_config_sets_the_unreachable_tail_and_refuses_a_negative_one(cli):
+    cli("config", "set", "updator.unreachable_tail", "30")
+    assert cli.json("config", "show")["updator.unreachable_tail"] == 30
+    out = cli("config", "set", "updator.unreachable_tail", "-5", code=4)
+    assert "updator.unreachable_tail: expected seconds" in out and "Traceback" not in out
+    assert cli.json("config", "show")["updator.unreachable_tail"] == 30
