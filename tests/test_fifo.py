@@ -30,9 +30,13 @@ def test_a_higher_priority_goes_before_an_older_campaign():
 
 
 def queued(
-    *clusters: ClusterView, waiting: int, estimates: dict[str, float] | None = None, estimate: float | None = None
+    *clusters: ClusterView,
+    waiting: int,
+    estimates: dict[str, float] | None = None,
+    estimate: float | None = None,
+    limits: dict[str, int] | None = None,
 ) -> dict[str, int]:
-    demands = {c.name: Demand(1, 10**6) for c in clusters}
+    demands = {c.name: Demand(1, (limits or {}).get(c.name, 10**6)) for c in clusters}
     view = CampaignView(
         1, CampaignType.DEFAULT, "u", 0.0, waiting, demands, estimate=estimate, estimates=estimates or {}
     )
@@ -82,14 +86,31 @@ def test_a_full_queue_takes_jobs_again_at_its_next_pass_at_the_earliest():
     assert many == {"slow": 50}, "a million waiting: it holds back what it starts in time, then slow is full"
 
 
-def test_a_full_queue_holds_no_job_from_a_cluster_about_as_fast():
-    """Jobs wait in the bag only for a cluster faster (:data:`SLOWER`) than the one with room: between clusters
-    about as fast, each job goes where it starts first among those with room (a locality picker's ranges
-    stay with their clusters)."""
+def test_a_full_queue_holds_back_only_the_jobs_it_would_end_much_sooner():
+    """Jobs wait in the bag for a full cluster only where they would end there :data:`SLOWER` times sooner than
+    on the one with room (its expected start plus the campaign's mean there): per job about as fast is not
+    enough when the cluster with room is small and busy (issue 21: long jobs queued on a 16-slot cluster
+    behind a wave of long ones while a 64-slot one would start them sooner). Full: 8 slots, 2 queued, 10 s
+    jobs, its next job ends at 3.75 + 10 = 13.75 s."""
     full = ClusterView("full", 0, 0, slots=8, queued=2)
-    room = ClusterView("room", 0, 50, slots=1)
-    assert queued(full, room, waiting=4, estimates={"full": 10.0, "room": 12.0}, estimate=10.0) == {"room": 4}
-    assert queued(full, room, waiting=4, estimates={"full": 10.0, "room": 12.5}, estimate=10.0) == {}, "1.25x: held"
+    wide = ClusterView("room", 0, 50, slots=8)  # starts its first at 10 / 8 = 1.25 s, ends it at 11.25 s
+    assert queued(full, wide, waiting=4, estimates={"full": 10.0, "room": 10.0}, estimate=10.0) == {"room": 4}
+    narrow = ClusterView("room", 0, 50, slots=1)  # starts its first at 10 s, ends it at 20 s: 1.45x later
+    assert queued(full, narrow, waiting=4, estimates={"full": 10.0, "room": 10.0}, estimate=10.0) == {}
+    # 12 s jobs on 2 slots: the first ends at 6 + 12 = 18 s, 1.31x later; 10 s jobs: 15 s, 1.09x
+    pair = ClusterView("room", 0, 50, slots=2)
+    assert queued(full, pair, waiting=1, estimates={"full": 10.0, "room": 12.0}, estimate=10.0) == {}
+    assert queued(full, pair, waiting=1, estimates={"full": 10.0, "room": 10.0}, estimate=10.0) == {"room": 1}
+
+
+def test_a_full_queue_the_campaign_may_send_nothing_to_holds_no_job_back():
+    """Its jobs avoid the full cluster (taken back from it, killed there) or its max_jobs is reached there: no
+    job waits in the bag for a cluster it will not be sent to (issue 21: a job taken back stalled an hour)."""
+    full = ClusterView("full", 0, 0, slots=8, queued=2)
+    slow = ClusterView("slow", 0, 50, slots=4)
+    known = {"estimates": {"full": 10.0, "slow": 40.0}, "estimate": 10.0}
+    assert queued(full, slow, waiting=4, **known) == {}
+    assert queued(full, slow, waiting=4, limits={"full": 0}, **known) == {"slow": 4}
 
 
 def test_no_job_waits_for_a_full_queue_before_any_of_the_campaigns_jobs_ran():

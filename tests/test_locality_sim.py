@@ -29,5 +29,7 @@ def test_a_picker_stages_each_file_about_once_where_in_order_sends_it_everywhere
     in_order, done = staged("in-order", layout)
     chosen, chosen_done = staged(picker, layout)
     assert done == chosen_done == 48
-    assert chosen <= 8 * 1000 + 2 * 1000  # every file once, and a boundary's files twice at most
+    # every file once, and a boundary's files twice at most: one more boundary where the smaller cluster's
+    # jobs were held for the bigger one (it ends them sooner), and it ran out of range first and split the other's
+    assert chosen <= 8 * 1000 + 3 * 1000
     assert in_order > chosen

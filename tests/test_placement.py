@@ -276,6 +276,85 @@ def test_a_job_pending_past_the_queue_wait_is_taken_back_and_run_elsewhere():
     assert busy.holds(RemoteState.PENDING) == [3]
 
 
+def _queued_behind_two(
+    mean: float, big_mean: float | None = None, *, jobs: int = 4
+) -> tuple[Grid, FakeRM, FakeRM, int]:
+    """small (2 slots) runs jobs 1 and 2 from t=5 and queues the rest; big's one slot, held by a local user
+    until t=10, is free at the pass at t=20; the campaign's jobs take ``mean`` seconds on small, ``big_mean``
+    (else the same) on big (learned)."""
+    small = FakeRM("small", 2, queue_depth=10)
+    big = FakeRM("big", 1, others=1, queue_depth=0)
+    grid, cid = Grid.placed(small, big, jobs=jobs)
+    assert (small.holds(RemoteState.PENDING), big.owner) == (list(range(1, jobs + 1)), {})
+    with grid.store.transaction():
+        grid.store.add_durations([(cid, "small", mean, 0.0), (cid, "big", big_mean or mean, 0.0)], 60.0)
+    small.start(1, 5)
+    small.start(2, 5)
+    grid.at(10)  # the starts seen
+    big.others = 0
+    grid.at(20)  # big's slot free
+    return grid, small, big, cid
+
+
+def test_a_last_job_queued_behind_long_ones_is_taken_back_for_a_cluster_that_would_end_it_sooner():
+    """Issue 21: a campaign's last jobs waited in a small cluster's queue behind a wave of long ones while a
+    bigger cluster had room. Jobs 3 and 4 wait on small for jobs 1 and 2 (100 s, started at 5): they start
+    at about 105 and end at 205; big would end one at about 20 + 100 plus a pass. One is taken back (big
+    has room for one), well before the 600 s of the queue wait."""
+    grid, small, big, cid = _queued_behind_two(100.0)
+    assert small.cancelled == [small.remote_of(3)]
+    assert (big.holds(RemoteState.PENDING), small.holds(RemoteState.PENDING)) == ([3], [4])
+    job = grid.job(3)
+    assert (job.cluster, job.resubmits) == ("big", 0)
+    assert grid.store.events(campaign_id=cid) == []
+
+
+def test_a_job_about_to_start_where_it_waits_stays_there():
+    """Jobs of 70 s on small, 20 s on big: jobs 3 and 4 would end at about 145 on small, at about 60 on big,
+    but they start on small within the queue grace (60 s: its running jobs end at about 75): moving them
+    would cost a cancel for little."""
+    _, small, big, _ = _queued_behind_two(70.0, 20.0)
+    assert small.cancelled == [] and small.holds(RemoteState.PENDING) == [3, 4]
+    assert big.owner == {}
+
+
+def test_no_job_is_taken_back_for_a_cluster_that_would_likely_kill_it():
+    """Jobs of 300 s on small, 100 s on big, but big killed 40 of cigri's jobs (40 kills over an hour of
+    prior: a 100 s job takes about 1.8 times its duration there, kills included). Even so job 3 would end
+    sooner there (at about 200 against 585), but it would likely be killed on the way: jobs 3 and 4 wait
+    on small."""
+    small = FakeRM("small", 2, queue_depth=10)
+    big = FakeRM("big", 1, others=1, queue_depth=0)
+    grid, cid = Grid.placed(small, big, jobs=4)
+    with grid.store.transaction():
+        grid.store.add_durations([(cid, "small", 300.0, 0.0), (cid, "big", 100.0, 0.0)], 60.0)
+        grid.store.add_kills("big", 40)
+    small.start(1, 5)
+    small.start(2, 5)
+    grid.at(10)
+    big.others = 0
+    grid.at(20)
+    assert small.cancelled == [] and small.holds(RemoteState.PENDING) == [3, 4]
+
+
+def test_no_job_is_taken_back_while_its_campaign_has_jobs_left_to_launch():
+    """With jobs still in its bag, the room on big goes to one of them: taking a queued one back would
+    only add a cancel."""
+    small = FakeRM("small", 2, queue_depth=2)
+    big = FakeRM("big", 1, others=1, queue_depth=0)
+    grid, cid = Grid.placed(small, big, jobs=6)
+    assert small.holds(RemoteState.PENDING) == [1, 2, 3, 4] and grid.states(cid)[JobState.TO_LAUNCH] == 2
+    with grid.store.transaction():
+        grid.store.add_durations([(cid, "small", 100.0, 0.0), (cid, "big", 100.0, 0.0)], 60.0)
+    small.start(1, 5)
+    small.start(2, 5)
+    grid.at(10)
+    big.others = 0
+    grid.at(20)
+    assert small.cancelled == []
+    assert big.holds(RemoteState.PENDING) == [5], "big's slot went to a job of the bag"
+
+
 def test_taking_back_is_recorded_before_the_cancel_and_finished_after_a_crash():
     busy = FakeRM("busy", 1, others=1)
     idle = FakeRM("idle", 1, queue_depth=0)

@@ -4,6 +4,7 @@ for the runner, and their states for the next pass."""
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -14,6 +15,8 @@ from ..adapters import packing
 from ..model import ACTIVE_JOB_STATES, Campaign, CampaignState, CampaignType, EventClass, EventCode, JobState
 from ..prediction import Spread
 from ..scheduling import (
+    RISKY,
+    SLOWER,
     Assignment,
     CampaignView,
     ClusterView,
@@ -24,6 +27,7 @@ from ..scheduling import (
     State,
     Stop,
     decide,
+    slowdown,
 )
 from . import flow, ondemand, picking, replicas
 from .context import Context, log
@@ -193,8 +197,9 @@ def _take_back(ctx: Context, campaigns: Sequence[Campaign], budgets: Sequence[Cl
     naming it; another job is taken back when a cluster of its campaign has a free slot for it now (it
     then avoids the cluster it waited on). Sooner, past the queue grace: a job queued on a cluster that
     started none of cigri's jobs in that grace, while another cluster of its campaign did (it would start
-    sooner there: local users or a blocked queue hold the first). Recorded here; :func:`_recall` asks the
-    RMs."""
+    sooner there: local users or a blocked queue hold the first). Sooner still, once it has waited a pass:
+    a job of a campaign with no job left to launch, where another of its clusters with room would end it
+    much sooner (:func:`_sooner_elsewhere`). Recorded here; :func:`_recall` asks the RMs."""
     now = ctx.clock.now()
     free = {b.name: b.free for b in budgets}
     grace = ctx.patience.queue_grace
@@ -202,11 +207,17 @@ def _take_back(ctx: Context, campaigns: Sequence[Campaign], budgets: Sequence[Cl
     by_id = {c.id: c for c in campaigns}  # running campaigns: a paused one's jobs stay where they are
     places: dict[int, dict[str, dict]] = {}
     means: dict[int, float] = {}
+    room = {b.name: b.free + b.queue for b in budgets}
+    known: dict[int, dict[str, Spread]] = {}  # campaigns' durations per cluster, when asked
+    empty: dict[int, bool] = {}  # campaigns with no job to launch, when asked
+    queues = {b.name: Queue(ctx, b, known) for b in budgets}
     for cluster in free:
         recall, stalled_tests = [], []
         quiet = cluster not in moving and bool(moving)
+        # a job queued for a pass at least may start sooner elsewhere (the other rules wait longer)
+        look = ctx.periods.get(cluster) or ctx.patience.queue_wait
         for job_id, campaign_id, remote, submitted in ctx.store.overdue_jobs(
-            cluster, now - (min(grace, ctx.patience.queue_wait) if quiet else ctx.patience.queue_wait)
+            cluster, now - min(look, grace if quiet else ctx.patience.queue_wait)
         ):
             campaign = by_id.get(campaign_id)
             if campaign is None or (remote and packing.is_packed(remote)):
@@ -227,8 +238,16 @@ def _take_back(ctx: Context, campaigns: Sequence[Campaign], budgets: Sequence[Cl
                 free[elsewhere] -= settings[elsewhere]["_slots"]
                 recall.append(job_id)
             elif (
+                submitted is not None
+                and _bag_empty(ctx, campaign_id, empty)
+                and (sooner := _sooner_elsewhere(ctx, job_id, campaign_id, cluster, places, room, queues)) is not None
+            ):
+                room[sooner] -= settings[sooner]["_slots"]
+                recall.append(job_id)
+            elif (
                 quiet
                 and submitted is not None
+                and submitted < now - grace
                 and submitted < now - _mean_duration(ctx, campaign_id, means)
                 and any(name in moving for name in places[campaign_id] if name != cluster)
             ):
@@ -249,6 +268,123 @@ def _take_back(ctx: Context, campaigns: Sequence[Campaign], budgets: Sequence[Cl
                     job_id=job_id,
                 )
         log.info("metasched: %s: %d pending jobs taken back", cluster, len(recall) + len(stalled_tests))
+
+
+def _bag_empty(ctx: Context, campaign_id: int, cache: dict[int, bool]) -> bool:
+    """Has the campaign no job left to launch (read once a pass)? Only then may a job of it queued on one
+    cluster be taken back for room on another: else that room goes to one of the jobs to launch anyway."""
+    if campaign_id not in cache:
+        cache[campaign_id] = not ctx.store.counts(campaign_id)[JobState.TO_LAUNCH]
+    return cache[campaign_id]
+
+
+def _sooner_elsewhere(
+    ctx: Context,
+    job_id: int,
+    campaign_id: int,
+    cluster: str,
+    places: dict[int, dict[str, dict]],
+    room: dict[str, int],
+    queues: dict[str, Queue],
+) -> str | None:
+    """Another cluster of the campaign with room for a job now (free slots, or its queue allowance) where the
+    job queued on ``cluster`` would end :data:`~cigri.scheduling.SLOWER` times sooner: the expected start of a
+    job queued there now plus its campaign's mean duration there, against the job's expected start where it
+    waits plus its mean there (:class:`Queue`), each run stretched by the kills the cluster is likely to deal
+    (:func:`~cigri.scheduling.slowdown`). Never a cluster that would likely kill it (over
+    :data:`~cigri.scheduling.RISKY`). None when there is none, or its durations are not known."""
+    queue = queues[cluster]
+    start, here = queue.start(job_id), queue.mean(campaign_id)
+    if start is None or here is None:
+        return None
+    now = ctx.clock.now()
+    if start - now < ctx.patience.queue_grace:  # about to start: moving it would cost a cancel for little
+        return None
+    left = start - now + here * slowdown(queue.view, here)  # its time to an end if it stays (kills included)
+    settings = ctx.settings(campaign_id)
+    best = None
+    for name in places[campaign_id]:
+        if name == cluster or room.get(name, 0) < settings[name]["_slots"]:
+            continue
+        there, mean = queues[name].next_start(), queues[name].mean(campaign_id)
+        if there is None or mean is None or slowdown(queues[name].view, mean) > RISKY:  # it would likely die there
+            continue
+        end = there - now + mean * slowdown(queues[name].view, mean) + (ctx.periods.get(name) or 0.0)
+        if left > SLOWER * end and (best is None or end < best[0]):
+            best = (end, name)
+    return None if best is None else best[1]
+
+
+class Queue:
+    """What cigri expects of its jobs on one cluster (read when first asked): when each queued one starts, as
+    the slots local users do not hold free (cigri's running jobs at their campaign's mean duration there, at
+    once past it; then the jobs queued before, in the order they were queued, for theirs), and when a job
+    queued now would start. Unknown (None) when a campaign of its jobs has no mean there."""
+
+    def __init__(self, ctx: Context, view: ClusterView, known: dict[int, dict[str, Spread]]):
+        self.ctx, self.view, self.known = ctx, view, known
+        self._starts: dict[int, float] | None = None
+        self._next: float | None = None
+
+    def spread(self, campaign_id: int) -> Spread | None:
+        return _cluster_spreads(self.ctx, campaign_id, self.known).get(self.view.name)
+
+    def mean(self, campaign_id: int) -> float | None:
+        spread = self.spread(campaign_id)
+        return None if spread is None else spread.mean
+
+    def start(self, job_id: int) -> float | None:
+        if self._starts is None:
+            self._expect()
+        return self._starts.get(job_id)
+
+    def next_start(self) -> float | None:
+        if self._starts is None:
+            self._expect()
+        return self._next
+
+    def _expect(self) -> None:
+        self._starts = {}
+        now = self.ctx.clock.now()
+        jobs = self.view.jobs.read()
+        frees: list[float] = []
+        for job in jobs:
+            if job.running:
+                spread = self.spread(job.campaign_id)
+                if spread is None:
+                    return
+                frees += [now + _left(spread, now - job.started_at)] * job.slots
+        frees += [now] * max(0, self.view.drain_slots - len(frees))
+        heapq.heapify(frees)
+        for job in sorted((job for job in jobs if not job.running), key=lambda job: (job.submitted_at, job.job_id)):
+            mean = self.mean(job.campaign_id)
+            if mean is None or len(frees) < job.slots:
+                return
+            start = max(heapq.heappop(frees) for _ in range(job.slots))
+            self._starts[job.job_id] = start
+            for _ in range(job.slots):
+                heapq.heappush(frees, start + mean)
+        self._next = frees[0] if frees else None
+
+
+def _cluster_spreads(ctx: Context, campaign_id: int, cache: dict[int, dict[str, Spread]]) -> dict[str, Spread]:
+    """The durations of the campaign's jobs on each cluster where some terminated (Spritz's), read once a pass
+    (``cache``)."""
+    if campaign_id not in cache:
+        cache[campaign_id] = {
+            name: there
+            for name, figures in ctx.store.cluster_stats(campaign_id).items()
+            if (there := Spread.kept(figures)).n and there.mean is not None
+        }
+    return cache[campaign_id]
+
+
+def _left(spread: Spread, ran: float) -> float:
+    """What a job that has run ``ran`` seconds is expected to run yet: to its campaign's mean there, and
+    past it half as long as it has run. The mean of the jobs ended so far is short of the truth while the
+    long ones still run (only the short ones could end yet), so a job past it says more of its own length."""
+    assert spread.mean is not None
+    return max(spread.mean - ran, ran / 2)
 
 
 def _mean_duration(ctx: Context, campaign_id: int, means: dict[int, float]) -> float:

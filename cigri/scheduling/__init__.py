@@ -245,7 +245,7 @@ def decide(strategy: MetaScheduler, snapshot: Snapshot, state: State) -> Decisio
     return replace(decision, launches=(*tests, *decision.launches)) if tests else decision
 
 
-SLOWER = 1.25  # a full queue holds jobs back from a cluster with room where they take this many times as long
+SLOWER = 1.25  # a full queue holds jobs back from a cluster with room where they would end this many times later
 RISKY = 1.5  # a job keeps off a cluster where it would take this many times its duration, restarts included,
 SAFE = 1.2  # when another of its clusters would take at most this many
 
@@ -339,10 +339,11 @@ def _queue(
 
     A full queue still counts once some of the campaign's jobs ran: it starts a job at its next pass at the
     earliest (its period), after the jobs ahead and those already held for it. A cluster with room where the
-    campaign's jobs take :data:`SLOWER` times as long as on a full one loses to it the jobs the full one
-    would start sooner: they wait in the bag for it. So a slow cluster that has room does not take the jobs
-    a faster one would start sooner, a full one holds back no more jobs than it would start in time, and
-    clusters about as fast keep the old order (a locality picker's ranges stay with their clusters)."""
+    campaign's next job would end :data:`SLOWER` times later (its expected start plus its mean there) than on
+    a full one loses to it the jobs the full one would start sooner: they wait in the bag for it. So a slow
+    cluster, or a small busy one, that has room does not take the jobs a full one would end much sooner, and
+    a full one holds back no more jobs than it would start in time. A full cluster the campaign may send no
+    more jobs to (its jobs there avoid it, its ``max_jobs``) holds none back."""
 
     known = campaign.floor
     fallback = known if known is not None else 1.0
@@ -359,14 +360,19 @@ def _queue(
         return queues[cluster.name] > 0 or (known is not None and ahead[cluster.name] > 0)
 
     mine = [(i, c) for i, c in enumerate(clusters) if c.name in campaign.demands]
-    full = [c for _, c in mine if queues[c.name] <= 0 and counted(c)]
+    # a full queue the campaign may send no more jobs to (its jobs there avoid it, max_jobs) holds none back
+    full = [
+        c
+        for _, c in mine
+        if queues[c.name] <= 0 and counted(c) and campaign.demands[c.name].limit > taken.get((c.name, campaign.id), 0)
+    ]
     # the clusters with room in a heap by expected start (ties: list order); only the one that took jobs changes
     ranked = [(start(c), i, c) for i, c in mine if queues[c.name] > 0]
     heapq.heapify(ranked)
     left = waiting[campaign.id]  # the jobs neither given nor held yet
     while left > 0 and ranked:
         first, i, best = heapq.heappop(ranked)
-        faster = [c for c in full if means[best.name] >= SLOWER * means[c.name]]
+        faster = [c for c in full if first + means[best.name] >= SLOWER * (start(c) + means[c.name])]
         rival = min(faster, key=start, default=None)  # the full queue it loses its next job to, if any
         if rival is not None and start(rival) < first:  # that job waits in the bag for it, and those after
             n = min(left, max(1, math.floor((first - behind(rival)) * rival.drain_slots / means[rival.name]) + 1))
