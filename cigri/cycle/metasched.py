@@ -211,14 +211,16 @@ def _take_back(ctx: Context, campaigns: Sequence[Campaign], budgets: Sequence[Cl
     known: dict[int, dict[str, Spread]] = {}  # campaigns' durations per cluster, when asked
     empty: dict[int, bool] = {}  # campaigns with no job to launch, when asked
     queues = {b.name: Queue(ctx, b, known) for b in budgets}
+    tails = [c.id for c in campaigns if _bag_empty(ctx, c.id, empty)]
     for cluster in free:
         recall, stalled_tests = [], []
         quiet = cluster not in moving and bool(moving)
-        # a job queued for a pass at least may start sooner elsewhere (the other rules wait longer)
-        look = ctx.periods.get(cluster) or ctx.patience.queue_wait
-        for job_id, campaign_id, remote, submitted in ctx.store.overdue_jobs(
-            cluster, now - min(look, grace if quiet else ctx.patience.queue_wait)
-        ):
+        before = now - (min(grace, ctx.patience.queue_wait) if quiet else ctx.patience.queue_wait)
+        overdue = ctx.store.overdue_jobs(cluster, before)
+        look = ctx.periods.get(cluster)
+        if tails and look and now - look > before:  # the tails' jobs queued for a pass at least, too
+            overdue = sorted(overdue + ctx.store.overdue_jobs(cluster, now - look, campaigns=tails, since=before))
+        for job_id, campaign_id, remote, submitted in overdue:
             campaign = by_id.get(campaign_id)
             if campaign is None or (remote and packing.is_packed(remote)):
                 continue  # a paused campaign's job stays; a packed one waits its turn in its pack
@@ -247,7 +249,7 @@ def _take_back(ctx: Context, campaigns: Sequence[Campaign], budgets: Sequence[Cl
             elif (
                 quiet
                 and submitted is not None
-                and submitted < now - grace
+                and submitted < before
                 and submitted < now - _mean_duration(ctx, campaign_id, means)
                 and any(name in moving for name in places[campaign_id] if name != cluster)
             ):

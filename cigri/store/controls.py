@@ -18,14 +18,23 @@ class Controls:
 
     # -- take-backs
 
-    def overdue_jobs(self, cluster: str, before: float) -> list[tuple[int, int, str | None, float]]:
-        """(id, campaign, remote id, submitted at) of cigri's jobs queued on the cluster since before ``before``,
-        not yet being taken back nor killed."""
+    def overdue_jobs(
+        self, cluster: str, before: float, *, campaigns: Sequence[int] | None = None, since: float | None = None
+    ) -> list[tuple[int, int, str | None, float]]:
+        """(id, campaign, remote id, submitted at) of cigri's jobs queued on the cluster since before ``before``
+        (and not before ``since``), not yet being taken back nor killed; of these campaigns only, if named."""
+        where, params = "", [cluster, before]
+        if since is not None:
+            where += " AND submitted_at >= ?"
+            params.append(since)
+        if campaigns is not None:
+            where += f" AND campaign_id IN ({_marks(len(campaigns))})"
+            params += campaigns
         return self.conn.execute(
             f"SELECT id, campaign_id, remote_id, submitted_at FROM jobs WHERE cluster = ? AND {migrations.ACTIVE} "
-            "AND state = 'submitted' AND submitted_at < ? AND recall = 0 AND kill_requested = 0 AND nikita IS NULL "
-            "ORDER BY id",
-            (cluster, before),
+            "AND state = 'submitted' AND submitted_at < ? AND recall = 0 AND kill_requested = 0 AND nikita IS NULL"
+            f"{where} ORDER BY id",
+            params,
         ).fetchall()
 
     def request_recall(self, job_ids: Sequence[int], cluster: str, now: float) -> None:
