@@ -319,8 +319,8 @@ def _sooner_elsewhere(
 
 class Queue:
     """What cigri expects of its jobs on one cluster (read when first asked): when each queued one starts, as
-    the slots local users do not hold free (cigri's running jobs at their campaign's mean duration there, at
-    once past it; then the jobs queued before, in the order they were queued, for theirs), and when a job
+    the slots local users do not hold free (cigri's running jobs after what :func:`_left` gives them, then
+    the jobs queued before, in the order they were queued, for their campaign's mean there), and when a job
     queued now would start. Unknown (None) when a campaign of its jobs has no mean there."""
 
     def __init__(self, ctx: Context, view: ClusterView, known: dict[int, dict[str, Spread]]):
