@@ -200,6 +200,18 @@ def test_jobs_that_ran_long_without_an_end_yet_keep_off_a_cluster_that_would_lik
     assert shunned(replace(view, ran_for=10.0), (risky, safe)) == frozenset(), "a short floor proves nothing"
 
 
+def test_a_safe_cluster_the_campaign_may_send_nothing_to_keeps_it_off_no_other():
+    """Its waiting jobs all avoid the safe cluster (taken back or killed there) or its max_jobs is reached
+    there: the safe cluster starts none of them, so the risky one serves (else they wait in the bag until
+    the avoidance ends, an hour)."""
+    risky = ClusterView("risky", 8, 0, slots=8, hazard=1e-3)
+    safe = ClusterView("safe", 2, 0, slots=2)
+    view = CampaignView(
+        1, CampaignType.DEFAULT, "u", 0.0, 20, {"risky": Demand(1, 99), "safe": Demand(1, 0)}, ran_for=1000.0
+    )
+    assert shunned(view, (risky, safe)) == frozenset()
+
+
 def test_a_risky_cluster_still_serves_when_waiting_for_the_safe_one_would_cost_more_than_its_kills():
     """Keeping off a cluster that kills pays only when the safe one starts the job soon: behind a queue that
     ends later than the risky run would, restarts included, the risky cluster's free slots are used."""

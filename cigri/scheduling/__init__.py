@@ -259,7 +259,8 @@ def slowdown(cluster: ClusterView, estimate: float | None) -> float:
 
 def shunned(campaign: CampaignView, clusters: Sequence[ClusterView]) -> frozenset[str]:
     """The clusters the campaign's jobs keep off: those that would likely kill them (a slowdown over
-    :data:`RISKY`) while another of its clusters would likely not (:data:`SAFE`) and would start one soon
+    :data:`RISKY`) while another of its clusters would likely not (:data:`SAFE`), may still take its jobs
+    (they do not all avoid it, its ``max_jobs`` is not reached) and would start one soon
     enough to end it sooner (its free slots now, else the jobs queued there over its slots, each of the
     campaign's duration). Short jobs keep none. A campaign none of whose jobs ended yet is judged on how long
     its running ones have run: its jobs last at least that."""
@@ -271,7 +272,8 @@ def shunned(campaign: CampaignView, clusters: Sequence[ClusterView]) -> frozense
     def wait(cluster: ClusterView) -> float:
         return 0.0 if cluster.free > 0 else (cluster.queued + 1) * estimate / cluster.drain_slots
 
-    safe = [wait(c) for c in mine if slowdown(c, estimate) <= SAFE]
+    # a safe cluster counts only where the campaign may still send jobs (not all of them avoid it, max_jobs)
+    safe = [wait(c) for c in mine if slowdown(c, estimate) <= SAFE and campaign.demands[c.name].limit > 0]
     if not safe:
         return frozenset()
     soonest = min(safe) + estimate
