@@ -465,10 +465,7 @@ def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) ->
     else:
         spread = Spread.kept(ctx.store.stats(campaign.id))
         estimate, confidence = spread.mean, spread.n
-        for name, figures in ctx.store.cluster_stats(campaign.id).items():
-            there = Spread.kept(figures)
-            if there.n:
-                estimates[name] = there.mean
+        estimates = {name: there.mean for name, there in _cluster_spreads(ctx, campaign.id, {}).items()}
         if estimate is None and active:
             since = ctx.store.first_running(campaign.id)
             ran_for = 0.0 if since is None else max(0.0, ctx.clock.now() - since)
