@@ -309,6 +309,26 @@ def test_a_last_job_queued_behind_long_ones_is_taken_back_for_a_cluster_that_wou
     assert grid.store.events(campaign_id=cid) == []
 
 
+def test_jobs_running_past_their_mean_are_expected_to_run_half_as_long_again():
+    """The mean of the jobs ended so far is short while long ones still run: jobs 1 and 2 (mean 100 s) have run
+    195 s at t=200, and are expected to run about 97 s more, not to end at once. So jobs 3 and 4 would start
+    at about 297 on small and end at about 397; big, free at last, ends one at about 310: one is taken
+    back."""
+    small = FakeRM("small", 2, queue_depth=10)
+    big = FakeRM("big", 1, others=1, queue_depth=0)
+    grid, cid = Grid.placed(small, big, jobs=4)
+    with grid.store.transaction():
+        grid.store.add_durations([(cid, "small", 100.0, 0.0), (cid, "big", 100.0, 0.0)], 60.0)
+    small.start(1, 5)
+    small.start(2, 5)
+    for t in range(10, 200, 10):  # big's slot held by its local user: no room for a take-back
+        grid.at(t)
+    assert small.cancelled == []
+    big.others = 0
+    grid.at(200)
+    assert small.cancelled == [small.remote_of(3)] and big.holds(RemoteState.PENDING) == [3]
+
+
 def test_a_job_about_to_start_where_it_waits_stays_there():
     """Jobs of 70 s on small, 20 s on big: jobs 3 and 4 would end at about 145 on small, at about 60 on big,
     but they start on small within the queue grace (60 s: its running jobs end at about 75): moving them
