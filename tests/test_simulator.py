@@ -59,7 +59,7 @@ def test_every_job_ends_exactly_once_despite_failures_preemption_and_outages():
     data = scenario(
         clusters=[
             {"name": "a", "slots": 8, "failure": 0.1, "outages": [[100, 400]]},
-            {"name": "b", "slots": 8, "local_load": {"rate": 0.01, "duration": 30, "size": 8}},
+            {"name": "b", "slots": 8, "local_load": {"rate": 0.02, "duration": 30, "size": 8}},
         ]
     )
     result = simulate(parse(data))
@@ -604,3 +604,38 @@ def test_the_clean_small_scenario_leaves_no_luck_in_a_run():
         result.pop("seed")
     assert json.dumps(first, sort_keys=True) == json.dumps(other, sort_keys=True)
     assert first["jobs_done"] == first["jobs"] - first["skipped"]
+
+
+# ---- common random numbers: one change to the schedule does not redraw the world's luck ---------------------
+
+
+def test_a_jobs_failure_does_not_depend_on_the_order_jobs_end():
+    """Whether a job's run fails is its own draw (the run's seed, the cluster, the job, which run of it there),
+    not the next number of a stream the other jobs' ends also consume: two schedules of the same jobs fail
+    the same ones, so comparing them measures the schedules, not the luck of the draw."""
+    spec = ClusterSpec("a", (NodeGroup(1, 40),), failure=0.5)
+    failed = []
+    for durations in (range(1, 41), range(40, 0, -1)):  # the same 40 jobs, ending in opposite orders
+        cluster = SimCluster(spec, SimClock(), random.Random(1))
+        cluster.submit("b", [sim_job(i, d) for i, d in zip(range(1, 41), durations, strict=True)])
+        cluster.advance_to(100)
+        failed.append({job.work for job in cluster.jobs.values() if job.exit_code == 1})
+    assert 5 < len(failed[0]) < 35 and failed[0] == failed[1]
+
+
+def test_a_second_run_of_a_job_on_a_cluster_draws_its_failure_anew():
+    spec = ClusterSpec("a", (NodeGroup(1, 1),), failure=0.5)
+    cluster = SimCluster(spec, SimClock(), random.Random(1))
+    for run in range(40):
+        cluster.submit(f"b{run}", [sim_job(1, 1)])
+        cluster.advance_to(run + 1)
+    codes = [job.exit_code for job in cluster.jobs.values()]
+    assert len(codes) == 40 and 5 < codes.count(1) < 35
+
+
+def test_a_clusters_local_users_come_the_same_whatever_other_clusters_the_scenario_has():
+    loaded = {"name": "y", "slots": 8, "local_load": {"rate": 0.01, "duration": 100, "size": 2}}
+    alone = Simulation(parse(scenario(clusters=[loaded])))
+    beside = Simulation(parse(scenario(clusters=[{"name": "x", "slots": 4, "failure": 0.1}, loaded])))
+    assert alone.clusters["y"].events == beside.clusters["y"].events  # its first local arrival is queued
+    assert alone.clusters["y"].rng.random() == beside.clusters["y"].rng.random()

@@ -21,6 +21,7 @@ records, never from what cigri counts about itself.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import random
 from collections import deque
@@ -219,6 +220,8 @@ class SimCluster:
         self.name = spec.name
         self.clock = clock
         self.rng = rng
+        self.salt = rng.getrandbits(64)  # this cluster's failure draws: see :meth:`_fails`
+        self.runs: dict[str, int] = {}  # runs of each scenario job that ended here, by its work
         self.best_effort = spec.best_effort
         self.queue_depth = spec.queue_depth if spec.queue_depth is not None else max(16, spec.slots // 4)
         self.max_batch = None
@@ -321,9 +324,18 @@ class SimCluster:
         if job.walltime and job.duration > job.walltime:
             self._stop(job, KILLED, None, "walltime")
         else:
-            failed = self.spec.failure > 0 and self.rng.random() < self.spec.failure
+            failed = self.spec.failure > 0 and self._fails(job)
             missing = any(path not in self.arrivals for path in job.inputs)  # cigri did not stage it here
             self._stop(job, EXITED, 2 if missing else 1 if failed else 0, "")
+
+    def _fails(self, job: SimJob) -> bool:
+        """Does this run of the job fail? Its own draw, from the cluster's salt, the job and which of its
+        runs here this is: the same whatever other jobs end before it (common random numbers: two schedules
+        of the same world fail the same runs, so their difference is theirs, not the luck of the draw)."""
+        work = job.work or job.remote_id
+        run = self.runs[work] = self.runs.get(work, 0) + 1
+        digest = hashlib.blake2b(f"{self.salt}:{work}:{run}".encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big") / 2**64 < self.spec.failure
 
     def _on_local_arrival(self, _payload) -> None:
         duration = self.rng.expovariate(1 / self.spec.local_duration)

@@ -198,7 +198,6 @@ class Simulation:
     ):
         self.scenario = scenario
         self.seed = scenario.seed if seed is None else seed
-        self.rng = random.Random(self.seed)
         self.clock = SimClock(0.0, on_advance=self._advance_clusters)
         self.store = Store(":memory:")
         self.ledger = Ledger()
@@ -206,7 +205,7 @@ class Simulation:
         for spec in scenario.clusters:
             quota = {} if spec.cache_quota is None else {"cache_quota": spec.cache_quota}
             self.store.add_cluster(spec.name, "sim", quota, 0.0)
-            rng = random.Random(self.rng.random())
+            rng = random.Random(f"{self.seed}:{spec.name}")  # the same whatever other clusters there are
             self.clusters[spec.name] = SimCluster(spec, self.clock, rng, self.ledger)
         self.file_server = self._file_server()
         self._configure(scenario.config)

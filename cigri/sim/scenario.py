@@ -47,6 +47,12 @@ from then on), ``bandwidth`` (bytes/s of its link: cigri's staging of input file
 one file at a time, and a job whose files have not arrived holds its slot until they have; 0: instant),
 ``cache_quota`` (bytes, the cluster's cache_quota), ``queue_depth``, ``best_effort``.
 
+The seed draws the campaigns' durations and each cluster's luck. A cluster's local users arrive from a
+stream of its own (the seed and its name: the same whatever other clusters the scenario has), and each run
+of a job fails (``failure``) on a draw of its own (the cluster, the job, which run of it there is), not on the
+next number of a stream every job's end takes from. So two schedules of one world meet the same luck, and
+comparing them (a strategy against another, a cluster removed or added) measures the schedules.
+
 A campaign's input files (staged by cigri's runner into the clusters' caches, :mod:`cigri.staging`):
 ``input_files: [NAME, ...]`` (every job reads them all; their sizes in the top-level ``files: {NAME: BYTES}``),
 or ``files: {count: N, size: BYTES, per_job: K, layout: shared|contiguous}`` with keys ``f0.dat``.. padded to
