@@ -42,7 +42,7 @@ and nothing is written):
   0.5) of whose last ``failure_window`` (default 20, at least 10) ends failed is paused with a FAILURE_RATE
   event;
 - ``blacklist.errors`` and ``blacklist.window``: a campaign's job errors on a cluster keep it off that cluster
-  (a BLACKLIST event, until fixed) once ``errors`` (default 3) of its last ``window`` (default 10) ends there
+  (a BLACKLIST event, until fixed) once ``errors`` (default 5) of its last ``window`` (default 10) ends there
   failed (a job that used all its attempts there closes it at once); below, each failed job is an event of
   its own and the campaign goes on there (CiGri's rule, a blacklist at the first error: ``blacklist.errors``
   1);
@@ -126,7 +126,7 @@ RESUBMIT_DEFAULTS: dict[str, int | float] = {
     FAILURE_WINDOW: 20,
     FAILURE_RATE: 0.5,
     CHECKPOINT_EXIT: 68,
-    BLACKLIST_ERRORS: 3,
+    BLACKLIST_ERRORS: 5,
     BLACKLIST_WINDOW: 10,
     ERROR_RETRIES: 1,
 }

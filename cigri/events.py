@@ -3,7 +3,7 @@ fixing the causes lifts the blacklist.
 
 - A job's error on a cluster (EXIT_ERROR, RESUBMIT_LIMIT, ...: :func:`job_error`) is a job event. Once
   ``blacklist.errors`` of the campaign's last ``blacklist.window`` ends on that cluster failed
-  (:func:`too_many_errors`; default 3 of 10, CiGri's first-error rule with 1), or at once for a job that used
+  (:func:`too_many_errors`; default 5 of 10, CiGri's first-error rule with 1), or at once for a job that used
   all its attempts there (RESUBMIT_LIMIT), the error also opens a
   BLACKLIST event of the campaign for that cluster, whose parent is that cause; later causes on the pair
   join it (their parent is the blacklist). While it is open

@@ -63,7 +63,7 @@ def config():
         updator.unreachable_tail    the same for its jobs of campaigns with no job left
                                     to launch, running or queued (default 60)
         blacklist.errors            a campaign's job errors close a cluster to it once
-        blacklist.window            this many (default 3) of its last window (default
+        blacklist.window            this many (default 5) of its last window (default
                                     10) ends there failed (1: CiGri's first-error rule)
         spritz                      the predictor of campaigns' ends: window (default) or ewma
         spritz.window               seconds of terminations the throughput is measured over (3600)
