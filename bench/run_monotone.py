@@ -56,8 +56,8 @@ def variant(scenario: Scenario, label: str) -> Scenario:
 
 
 def simulate(name: str, label: str, seed: int, save: Path | None) -> tuple[str, str, dict, float]:
-    scenario = variant(load(SCENARIOS / f"{name}.yaml"), label)
-    return measured(Simulation(scenario, seed=seed), f"{name} seed {seed}", label, save)
+    scenario = variant(load(SCENARIOS / f"{name}.yaml", seed=seed), label)
+    return measured(Simulation(scenario), f"{name} seed {seed}", label, save)
 
 
 def rows(results: dict, tasks: list[tuple[str, str, int]]) -> tuple[list[str], list[str]]:
@@ -89,8 +89,8 @@ def rows(results: dict, tasks: list[tuple[str, str, int]]) -> tuple[list[str], l
 
 def averages(results: dict, tasks: list[tuple[str, str, int]]) -> list[str]:
     """Per scenario and variant, the mean makespan with the cluster more over the mean without it, across
-    the seeds where both ran: the average effect of a cluster more, which the random draws of each run (a job
-    failing on one run and not on the other) blur run by run."""
+    the seeds where both ran: the average effect of a cluster more. A seed is one world (durations, each
+    cluster's local users, each job run's failure) for both variants: what differs is where the jobs ran."""
     out = []
     for name in dict.fromkeys(n for n, _, _ in tasks):
         for label in dict.fromkeys(lb for n, lb, _ in tasks if n == name and lb != "as is"):
@@ -136,6 +136,8 @@ def main() -> None:
 
 Each scenario as it is, with each of its clusters removed, and with a small slow cluster added (`slowpoke`: 4
 slots, speed 0.5, 30-s delay), default strategy, seeds 1-{args.seeds} ({total:,.0f} s of simulation wall time).
+A seed draws one world for every variant of it: the campaigns' durations, each cluster's local users (from
+the seed and its name) and each job run's failure (its own draw, whichever jobs end before it).
 Run: {stamp()}. The last column compares the makespan with one cluster more against the same without it.
 
 | scenario | variant | makespan | x reference | jobs done | one cluster more vs without |

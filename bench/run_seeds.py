@@ -37,8 +37,7 @@ ROWS_HEADER = (
 
 
 def simulate(name: str, label: str, seed: int, save: Path | None) -> tuple[str, str, dict, float]:
-    scenario = load(SCENARIOS / f"{name}.yaml")
-    simulation = Simulation(scenario, seed=seed, policy=metascheduler(label))
+    simulation = Simulation(load(SCENARIOS / f"{name}.yaml", seed=seed), policy=metascheduler(label))
     return measured(simulation, f"{name} seed {seed}", label, save, in_order)
 
 
@@ -83,9 +82,11 @@ Run: {stamp()} ({total:,.0f} s of simulation wall time). x reference: the makesp
 the same world with each campaign's jobs started in their order, the campaign of the longest true mean first
 (cigri cannot tell a campaign's jobs apart, nor know its mean before its jobs end): the part of the gap a
 scheduler without that knowledge could close. Twice (hidden): jobs run to an end twice because their
-cluster's outage began within a period of their first end, before cigri could see it.
-`small-clean` is `small.yaml` without failures, outage or local load: nothing random is left, so its one run
-is every seed's, and its gap to the references is cigri's own order and placement, with no luck in it.
+cluster's outage began within a period of their first end, before cigri could see it. A seed draws the whole
+world: the campaigns' durations, each cluster's local users and each job run's failure (its own draw: the
+same run fails under either strategy).
+`small-clean` is `small.yaml` without failures, outage or local load: its one run (seed 1) has no luck in
+it, and its gap to the references is cigri's own order and placement.
 
 | scenario | strategy | mean x reference | worst | mean x in order | worst | seeds |
 |---|---|---|---|---|---|---|

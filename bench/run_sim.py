@@ -71,7 +71,7 @@ DEFAULT = "default seed"
 
 
 def simulate(name: str, label: str, seed: int | None, save: Path | None) -> tuple[str, str, dict, float]:
-    simulation = Simulation(load(SCENARIOS / f"{name}.yaml"), seed=seed)
+    simulation = Simulation(load(SCENARIOS / f"{name}.yaml", seed=seed))
     return measured(simulation, name, label, save, lambda simulation: {"growth": growth(simulation)})
 
 

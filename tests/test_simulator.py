@@ -222,6 +222,23 @@ def test_grid_simulate_prints_the_figures_and_json(tmp_path, state):
     assert "scenario " in missing and "none.yaml: cannot read: No such file or directory" in missing
 
 
+def test_grid_simulate_seed_draws_the_whole_world_anew_durations_included(tmp_path, state):
+    """``--seed N`` runs the scenario as if its file said ``seed: N``: the campaigns' durations too, not only
+    the clusters' luck (else "seeds 1-5" of a bench would run one workload five times)."""
+    given, written = tmp_path / "given.yaml", tmp_path / "written.yaml"
+    given.write_text(json.dumps(scenario(seed=1)))
+    written.write_text(json.dumps(scenario(seed=4)))
+    cli = Grid(state)
+    runs = [
+        json.loads(cli("simulate", str(given), "--json", "--seed", "4")),
+        json.loads(cli("simulate", str(written), "--json")),
+    ]
+    for run in runs:
+        run.pop("performance")
+    assert runs[0] == runs[1]
+    assert load_scenario(given, seed=4).campaigns == load_scenario(written).campaigns != load_scenario(given).campaigns
+
+
 def test_the_ci_scenario_runs_and_plots(tmp_path, state):
     small = Path(__file__).parent.parent / "bench" / "scenarios" / "small.yaml"
     png = tmp_path / "small.png"

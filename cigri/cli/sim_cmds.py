@@ -169,7 +169,7 @@ def _plot(simulation, path: str) -> None:
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @policy_option
 @flow_option
-@click.option("--seed", type=int, help="Random seed (default: the scenario's).")
+@click.option("--seed", type=int, help="Random seed, the campaigns' durations included (default: the scenario's).")
 @click.option(
     "--oracle",
     is_flag=True,
@@ -231,7 +231,7 @@ def simulate(scenario, policy, flow, seed, oracle, as_json, plot, stall):
     if not a.verbose:  # cluster events are the point of a simulation, not news: -v shows them
         logging.getLogger("cigri").setLevel(logging.ERROR)
 
-    plan = load(scenario)
+    plan = load(scenario, seed=seed)
     if stall is not None:
         plan = dataclasses.replace(plan, stall=stall)
     simulation = Simulation(plan, policy=policy, seed=seed, oracle=oracle, flow=flow)

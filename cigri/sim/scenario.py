@@ -208,7 +208,8 @@ def read_trace(path: Path, *, user: str = "trace", scale: float = 1.0, prefix: s
     return plans
 
 
-def load(path: str | Path) -> Scenario:
+def load(path: str | Path, *, seed: int | None = None) -> Scenario:
+    """The scenario of a YAML file; ``seed`` in place of the file's (:func:`parse`)."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text())
@@ -218,7 +219,7 @@ def load(path: str | Path) -> Scenario:
         _fail(str(path), f"not valid YAML ({exc})")
     if not isinstance(data, dict):
         _fail(str(path), "expected a mapping")
-    return parse(data, base_dir=path.parent)
+    return parse(data, base_dir=path.parent, seed=seed)
 
 
 def _count(value, path: str) -> int:
@@ -526,8 +527,10 @@ def _config(raw) -> dict[str, object]:
     return {str(key): value for key, value in raw.items()}
 
 
-def parse(data: dict, *, base_dir: Path = Path(".")) -> Scenario:
-    seed = int(data.get("seed", 1))
+def parse(data: dict, *, base_dir: Path = Path("."), seed: int | None = None) -> Scenario:
+    """The scenario ``data`` describes. ``seed`` (default: its ``seed``, else 1) draws the whole world: the
+    campaigns' durations here, the clusters' luck in the simulation."""
+    seed = int(data.get("seed", 1)) if seed is None else seed
     rng = random.Random(seed)
     clusters = [_cluster(raw, i) for i, raw in enumerate(data.get("clusters") or [])]
     if not clusters:
