@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -67,9 +68,13 @@ class ArgvWatch:
 
     def _watch(self) -> None:
         while self._on.is_set():
-            for path in Path("/proc").glob("[0-9]*/cmdline"):
+            # listed, not globbed: pathlib's glob stats each match and raises ProcessLookupError (ESRCH) for a
+            # process that ends between the listing and the stat
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
                 try:
-                    line = path.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    line = Path("/proc", pid, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
                 except OSError:  # the process ended meanwhile
                     continue
                 self.seen.add(line)
