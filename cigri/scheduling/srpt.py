@@ -16,7 +16,12 @@ cluster here, and a probe is a campaign being eligible on that cluster:
   in front of them) before choosing anew. Eagle's workers re-choose by SRPT after every task; giving the
   running campaigns precedence is the cluster-level reading (option ``sticky``, default true).
 - **Reserved short share**: long campaigns never hold more than ``1 - short_share`` of a cluster's slots and
-  never take the idle slots of the reservation short campaigns do not use. A campaign with no estimate yet
+  never take the idle slots of the reservation short campaigns do not use. With ``lend`` (off by default:
+  Eagle's static share), while every campaign is known to be long, the share shrinks to one slot of each
+  cluster where the long jobs running there would free the rest within the cutoff as they end: a campaign
+  that comes starts at once on that slot, and the share is kept again, its slots taken back from the long
+  campaigns as their jobs end. On ``long-first.yaml`` it brings srpt's long p90 from 1.08x to 0.99x
+  ``fifo``'s (short p90 682 s -> 1,671 s); on the trace short p90 grows 55 %. A campaign with no estimate yet
   (none of its jobs has ended or run past the cutoff) may be long: it holds what a long campaign may, or
   :data:`PROBES` job on a cluster where a long one may hold none, whose end teaches its estimate. So long
   campaigns that arrive first leave the share to the short ones behind them, and a short one starts at once
@@ -303,22 +308,25 @@ class Srpt:
         cap: float = 5.0,
         default_estimate: float = 60.0,
         sticky: bool = True,
+        lend: bool = False,
     ):
         self.cutoff = cutoff  # seconds: a campaign is long iff its estimate is above
         self.short_share = short_share  # fraction of each cluster's slots long campaigns leave to short ones
         self.cap = cap  # a campaign may be bypassed until its delay reaches cap x its estimate
         self.default_estimate = default_estimate  # a campaign's job duration until the predictor has one
         self.sticky = sticky  # False: no precedence for running campaigns, SRPT alone as in Eagle's workers
+        self.lend = lend  # True: the short share is lent to long jobs while no short work is around
 
     @classmethod
     def configure(cls, options: Mapping[str, Any]) -> Srpt:
         """Check the ``metasched.srpt.*`` options; a bad one raises ConfigError naming its key."""
         path = f"metasched.{cls.name}"
         for key in options:
-            if key not in cls.DEFAULTS and key != "sticky":
-                raise ConfigError(f"{path}.{key}: no such option (valid: {', '.join(cls.DEFAULTS)}, sticky)")
+            if key not in cls.DEFAULTS and key not in ("sticky", "lend"):
+                raise ConfigError(f"{path}.{key}: no such option (valid: {', '.join(cls.DEFAULTS)}, sticky, lend)")
         values: dict[str, Any] = {key: read.number(options, key, path, default=v) for key, v in cls.DEFAULTS.items()}
         values["sticky"] = read.flag(options, "sticky", path, default=True)
+        values["lend"] = read.flag(options, "lend", path, default=False)
         if values["short_share"] >= 1:
             raise ConfigError(
                 f"{path}.short_share: must be below 1 (long campaigns need slots), got {values['short_share']!r}"
@@ -378,10 +386,15 @@ class _Pass:
         runs = _runs(snapshot)
         # every campaign's kind, those with no job left to place too: the slots their jobs hold count as theirs
         self.holds_long: dict[int, bool] = {}
+        self.shorts_around = False  # a campaign short, or not known yet, waits or runs: the share is kept
+        self.durations: dict[int, float] = {}  # the long campaigns' job durations
         for c in snapshot.campaigns:
             est = _learned(c, *runs.get(c.id, (0, 0.0, 0.0)), policy.cutoff)
             long = est is not None and est > policy.cutoff
             self.holds_long[c.id] = est is None or long
+            self.shorts_around |= not long
+            if long:
+                self.durations[c.id] = est
             if c.waiting > 0 and c.demands:
                 unknown, est = est is None, policy.default_estimate if est is None else est
                 delay = float(delays.get(str(c.id), 0.0))
@@ -401,6 +414,7 @@ class _Pass:
         self.budget: dict[str, int] = {}
         self.held_short: dict[str, int] = {}
         self.held_long: dict[str, int] = {}
+        self.freeing: dict[str, float] = {}  # slots per second the long jobs running there free, as they end
         self.work: dict[str, float] = {}  # estimated seconds of cigri's work per slot
         self.sticky: dict[str, set[Probe]] = {}
         for cl in self.clusters:
@@ -410,7 +424,7 @@ class _Pass:
         """The slots cigri's short and long jobs hold on the cluster, its work left per slot (a running job
         counts what its estimate has left, as Eagle's LWL does) and the short campaigns it runs (sticky)."""
         short = long = 0
-        work = 0.0
+        work = freeing = 0.0
         sticky = set()
         probes, default, holds_long = self.probes, self.policy.default_estimate, self.holds_long
         for job in cluster.jobs:
@@ -431,9 +445,12 @@ class _Pass:
                     sticky.add(probe)
             if started is not None:
                 est -= now - started
+                if (duration := self.durations.get(job.campaign_id)) is not None:
+                    freeing += slots / duration
             if est > 0:
                 work += est * slots
         self.held_short[cluster.name], self.held_long[cluster.name] = short, long
+        self.freeing[cluster.name] = freeing
         self.work[cluster.name] = work / max(cluster.slots, 1)
         self.sticky[cluster.name] = sticky
 
@@ -461,11 +478,18 @@ class _Pass:
 
     def long_room(self, cluster: ClusterView, kind: str) -> float:
         """Slots of this budget long campaigns may take: never more than the cluster's slots outside the
-        short share (running or queued), never the idle slots of the share short campaigns do not hold. A
-        cluster of unknown size (slots 0) keeps no share."""
+        short share (running or queued), never the idle slots of the share short campaigns do not hold. With
+        ``lend``, while every campaign is known to be long, the share of free slots is one slot where the
+        long jobs would give the rest back within the cutoff. A cluster of unknown size (slots 0) keeps no
+        share."""
         room: float = self.budget[cluster.name]
         if cluster.slots > 0:
             reserved = int(self.policy.short_share * cluster.slots)
+            if self.policy.lend and not self.shorts_around and reserved > 1 and kind == "free":
+                # lent to long campaigns when their jobs there give it back within the cutoff as they end
+                freeing = self.freeing[cluster.name]
+                if freeing > 0 and (reserved - 1) / freeing <= self.policy.cutoff:
+                    reserved = 1
             room = min(room, cluster.slots - reserved - self.held_long[cluster.name])
             if kind == "free":
                 room = min(room, self.budget[cluster.name] - max(0, reserved - self.held_short[cluster.name]))
