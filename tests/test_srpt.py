@@ -425,6 +425,8 @@ def test_with_lend_and_no_short_work_around_the_share_goes_to_long_jobs_that_giv
     held = [GridJob(i, 1, 1, 900.0, 900.0) for i in range(85)]  # 85 jobs of 1,000 s free 9 slots in 106 s
     assert decide([long], [cluster(free=15, slots=100, jobs=held)], lend=True)[0] == {("c0", 1): 14}
     assert decide([long], [cluster(free=15, slots=100, jobs=held)])[0] == {("c0", 1): 5}, "Eagle's by default"
+    queue = cluster(free=0, queue=30, slots=100, jobs=held)  # lent free slots only: nothing long queued there
+    assert decide([long], [queue], lend=True)[0] == {("c0", 1): 5}
     longer = campaign(1, 100, 100_000)  # they would take 10,600 s: the share is kept
     assert decide([longer], [cluster(free=15, slots=100, jobs=held)], lend=True)[0] == {("c0", 1): 5}
     assert decide([long], [cluster(free=20, slots=100)], lend=True)[0] == {("c0", 1): 10}, "none runs: kept"

@@ -234,7 +234,7 @@ def simulate(scenario, policy, flow, seed, oracle, as_json, plot, stall):
     plan = load(scenario, seed=seed)
     if stall is not None:
         plan = dataclasses.replace(plan, stall=stall)
-    simulation = Simulation(plan, policy=policy, seed=seed, oracle=oracle, flow=flow)
+    simulation = Simulation(plan, policy=policy, oracle=oracle, flow=flow)  # the seed is the plan's
     progress = None
     if sys.stderr.isatty() and not as_json:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn

@@ -387,13 +387,13 @@ class _Pass:
         # every campaign's kind, those with no job left to place too: the slots their jobs hold count as theirs
         self.holds_long: dict[int, bool] = {}
         self.shorts_around = False  # a campaign short, or not known yet, waits or runs: the share is kept
-        self.durations: dict[int, float] = {}  # the long campaigns' job durations
+        self.durations: dict[int, float] = {}  # the long campaigns' job durations (read with ``lend`` only)
         for c in snapshot.campaigns:
             est = _learned(c, *runs.get(c.id, (0, 0.0, 0.0)), policy.cutoff)
             long = est is not None and est > policy.cutoff
             self.holds_long[c.id] = est is None or long
             self.shorts_around |= not long
-            if long:
+            if long and policy.lend:
                 self.durations[c.id] = est
             if c.waiting > 0 and c.demands:
                 unknown, est = est is None, policy.default_estimate if est is None else est
@@ -445,7 +445,7 @@ class _Pass:
                     sticky.add(probe)
             if started is not None:
                 est -= now - started
-                if (duration := self.durations.get(job.campaign_id)) is not None:
+                if self.durations and (duration := self.durations.get(job.campaign_id)) is not None:
                     freeing += slots / duration
             if est > 0:
                 work += est * slots
