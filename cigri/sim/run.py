@@ -14,6 +14,7 @@ hole); a test campaign's jobs that never ran are skipped, any other job that nev
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import math
 import random
@@ -476,6 +477,12 @@ class Simulation:
         return [c.id for c in self.store.campaigns(states=[CampaignState.IN_TREATMENT])]
 
     def run(self, on_pass: Callable[[Simulation], None] | None = None) -> dict:
+        try:
+            return self._run(on_pass)
+        finally:
+            gc.unfreeze()  # what the run froze (see _run) is the collector's again, the caller's objects with it
+
+    def _run(self, on_pass: Callable[[Simulation], None] | None) -> dict:
         scenario = self.scenario
         arrivals = list(scenario.campaigns)
         period = scenario.period
@@ -494,6 +501,9 @@ class Simulation:
             self._sample(time.perf_counter() - wall)
             if on_pass:
                 on_pass(self)
+            # what survived the pass leaves the collector's generations: its full scans walked every object of
+            # the run (millions in the grid week); garbage the next passes make is still collected
+            gc.freeze()
             idle = not self._running()
             if idle and not arrivals:
                 break
