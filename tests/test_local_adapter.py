@@ -132,8 +132,13 @@ def test_home_macros_expand_to_the_clusters_home(local, tmp_path, monkeypatch):
 
 
 def test_a_killed_daemon_is_replaced_and_its_jobs_reported_lost(local):
-    ids = local.submit("k", [spec(1, "sleep", "1"), spec(2, "true")])
-    wait_for(lambda: local.states(ids)[ids[0]].state == RemoteState.RUNNING)
+    ids = local.submit("k", [spec(1, "sleep", "5"), spec(2, "true")])
+
+    def one_runs_two_ended():  # the kill comes once the daemon recorded the second's end (a loaded machine is slow)
+        states = local.states(ids)
+        return states[ids[0]].state == RemoteState.RUNNING and states[ids[1]].state == RemoteState.EXITED
+
+    wait_for(one_runs_two_ended)
     os.kill(local.spool.daemon_pid(), signal.SIGKILL)
     wait_for(lambda: local.spool.daemon_pid() is None)
     states = wait_for(lambda: finished(local, ids), timeout=15)  # states() starts a new daemon
