@@ -52,8 +52,8 @@ def test_a_failed_transaction_writes_nothing(tmp_path):
 
 def test_an_in_memory_state_is_a_private_memdb_database_that_rolls_back():
     """The simulator's state: a database of SQLite's memdb VFS (the legacy ``:memory:`` keeps every page of the
-    database dirty, and each commit walks them all: a commit in a state of millions of jobs cost 60 times one
-    in a state of 100,000), private to its Store, whose failed transactions still write nothing."""
+    database dirty, and each commit walks them all: the updator's commits cost 25 times more at the grid
+    week's 1.6M jobs), private to its Store, whose failed transactions still write nothing."""
     first, second = Store(":memory:"), Store(":memory:")
     name = first.conn.execute("PRAGMA database_list").fetchone()[2]
     assert name.startswith("/cigri-") and name != second.conn.execute("PRAGMA database_list").fetchone()[2]

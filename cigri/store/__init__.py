@@ -70,8 +70,8 @@ _MEMDB = itertools.count(1)
 def _memdb_uri() -> str:
     """A new database of SQLite's memdb VFS, named for this Store alone (a name is shared by the process's
     connections that open it; the database goes with the last one closed). Not the legacy ``:memory:``:
-    that one keeps every page of the database dirty, and each commit walks them all, so that a commit in
-    the simulator's state of millions of jobs cost 60 times one of 100,000 (tests/test_store.py)."""
+    that one keeps every page of the database dirty, and each commit walks them all: the commit of the same
+    60 changed rows cost 40 times more in an indexed table of 2M rows than in one of 100,000."""
     return f"file:/cigri-{os.getpid()}-{next(_MEMDB)}?vfs=memdb"
 
 
