@@ -248,6 +248,7 @@ def decide(strategy: MetaScheduler, snapshot: Snapshot, state: State) -> Decisio
 SLOWER = 1.25  # a full queue holds jobs back from a cluster with room where they would end this many times later
 RISKY = 1.5  # a job keeps off a cluster where it would take this many times its duration, restarts included,
 SAFE = 1.2  # when another of its clusters would take at most this many
+TOO_SLOW = 1.5  # a cluster whose slots run jobs this many times longer than the grid's average slot is slow
 
 
 def slowdown(cluster: ClusterView, estimate: float | None) -> float:
@@ -288,11 +289,18 @@ def fill(
     """Spend the clusters' budgets on campaigns in ``order``: every cluster's free slots first, then the queue
     allowances, so that jobs do not wait in one cluster's queue while another has idle slots. A cluster's
     free slots go to the first campaign of ``order`` that can use them and does not keep off it
-    (:func:`shunned`); a campaign's jobs to queue go one by one where they are expected to start first
-    (:func:`_queue`). Returns jobs per (cluster, campaign id), adding to ``taken``."""
+    (:func:`shunned`, :func:`too_slow`); a campaign's jobs to queue go one by one where they are expected to
+    start first (:func:`_queue`). Returns jobs per (cluster, campaign id), adding to ``taken``."""
     taken = {} if taken is None else taken
     waiting = {c.id: c.waiting - sum(n for (_, cid), n in taken.items() if cid == c.id) for c in order}
     avoid = {c.id: shunned(c, clusters) for c in order} if any(c.hazard for c in clusters) else {}
+    speeds = slowness(order)
+    if speeds:
+        horizon = _horizon(order, clusters)
+        for campaign in order:
+            slow = too_slow(campaign, clusters, speeds, horizon)
+            if slow:
+                avoid[campaign.id] = avoid.get(campaign.id, frozenset()) | slow
     for cluster in clusters:
         budget = cluster.free
         for campaign in order:
@@ -302,12 +310,69 @@ def fill(
                 budget -= _give(taken, waiting, campaign, cluster, budget)
     queues = {cluster.name: cluster.queue for cluster in clusters}
     ahead = {cluster.name: cluster.queued for cluster in clusters}
-    speeds = slowness(order)
     for campaign in order:
         kept = avoid.get(campaign.id, ())
         allowed = [c for c in clusters if c.name not in kept] if kept else clusters
         _queue(taken, waiting, campaign, allowed, queues, ahead, speeds)
     return taken
+
+
+def _horizon(campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> float:
+    """Seconds until the grid drains the campaigns' remaining work (waiting jobs and half the active ones, at
+    their floor) on all its slots: about when the last of them ends."""
+    work = sum((c.waiting + c.active / 2) * (c.floor or 0.0) for c in campaigns)
+    return work / max(1, sum(c.slots for c in clusters))
+
+
+def too_slow(
+    campaign: CampaignView, clusters: Sequence[ClusterView], speeds: Mapping[str, float], horizon: float
+) -> frozenset[str]:
+    """The clusters the campaign keeps off as too slow for it (issue 21, never slower with more clusters):
+    those whose slots run jobs :data:`TOO_SLOW` times longer than the grid's average slot (the clusters'
+    :func:`slowness`, weighted by their slots), before any of its jobs ended (they may be the longest), or
+    where its mean there would end a job past the ``horizon`` (the grid drains its work by then: a job there
+    would end after the rest). A margin of 1.5, not 1.25: a cluster's learned speed is noisy (on small.yaml a
+    64-slot cluster looked 1.25 times slower than the average after its jobs drew long durations). Only
+    while another of its clusters takes jobs: free slots, room in its queue, or cigri's jobs queued or running
+    there."""
+    mine = [c for c in clusters if c.name in campaign.demands and campaign.demands[c.name].limit > 0]
+    if len(mine) < 2:
+        return frozenset()
+    slots = sum(c.slots for c in clusters) or 1
+    average = slots / sum(c.slots / speeds.get(c.name, 1.0) for c in clusters)
+    estimate = campaign.estimate
+    slow = set()
+    for c in mine:
+        speed = speeds.get(c.name, 1.0)
+        if speed < TOO_SLOW * average:
+            continue
+        mean = campaign.estimates.get(c.name, (estimate or 0.0) * speed)
+        if estimate is None or mean > horizon:
+            slow.add(c.name)
+    # the others must take jobs: room there, jobs queued, or cigri's jobs running there that will free their
+    # slots (a closed queue with nothing of cigri's there takes none)
+    if not any(c.free > 0 or c.queue > 0 or c.queued > 0 or c.used > c.others for c in mine if c.name not in slow):
+        return frozenset()
+    return frozenset(slow)
+
+
+def off_slow(snapshot: Snapshot) -> tuple[Stop, ...]:
+    """The jobs queued (not started) on a cluster their campaign keeps off as too slow for it (:func:`too_slow`):
+    they go back to the bag, to be placed again on a faster cluster (a queued job costs only its cancel)."""
+    speeds = slowness(snapshot.campaigns)
+    if not speeds:
+        return ()
+    horizon = _horizon(snapshot.campaigns, snapshot.clusters)
+    off = {c.id: slow for c in snapshot.campaigns if (slow := too_slow(c, snapshot.clusters, speeds, horizon))}
+    if not off:
+        return ()
+    return tuple(
+        Stop(cluster.name, job.job_id, "kept off a cluster too slow for its campaign")
+        for cluster in snapshot.clusters
+        if any(cluster.name in slow for slow in off.values())
+        for job in cluster.jobs
+        if not job.running and not job.replica and cluster.name in off.get(job.campaign_id, ())
+    )
 
 
 def _give(taken, waiting, campaign: CampaignView, cluster: ClusterView, budget: int, most: int | None = None) -> int:
@@ -423,7 +488,7 @@ class TestFirstFifo:
     name = "fifo"
 
     def decide(self, snapshot: Snapshot, state: State) -> Decision:
-        return Decision(launches=tuple(self.plan(snapshot.campaigns, snapshot.clusters)))
+        return Decision(launches=tuple(self.plan(snapshot.campaigns, snapshot.clusters)), stops=off_slow(snapshot))
 
     def plan(self, campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> list[Assignment]:
         order = sorted(campaigns, key=lambda c: (-c.priority, c.submitted_at, c.id))

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import ConfigError
-from . import CampaignView, ClusterView, Decision, Snapshot, State, fill, inputs, launches, register
+from . import CampaignView, ClusterView, Decision, Snapshot, State, fill, inputs, launches, off_slow, register
 
 CUTOFF = 600.0  # seconds: a campaign whose jobs take less is short (srpt's cutoff)
 SHORT_SHARE = 0.1  # of each cluster's free slots, first for short campaigns
@@ -68,7 +68,7 @@ class Lpt:
         return cls(cutoff=inputs.positive(options, "cutoff", path, CUTOFF), short_share=share)
 
     def decide(self, snapshot: Snapshot, state: State) -> Decision:
-        return Decision(launches=launches(self.plan(snapshot.campaigns, snapshot.clusters)))
+        return Decision(launches=launches(self.plan(snapshot.campaigns, snapshot.clusters)), stops=off_slow(snapshot))
 
     def plan(self, campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> dict[tuple[str, int], int]:
         ranked = order(campaigns, clusters)
