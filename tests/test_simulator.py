@@ -699,3 +699,22 @@ def test_a_small_slow_cluster_added_does_not_lengthen_the_campaigns():
     assert long_ends == ["fast"] * 16
     last = max(t for _, t in ends.values())
     assert last <= 1.02 * max(t for _, t in alone.clusters["fast"].ledger.first_ends.values())
+
+
+def test_the_world_records_each_jobs_failed_and_killed_runs():
+    """bench/run_monotone.py names a late failure as the cause of a longer makespan from these records: each
+    scenario job's runs that exited non-zero and those killed while running, across the clusters. Checked
+    against the clusters' own counts: their kills, and their failure draws less their completions."""
+    data = scenario(
+        clusters=[
+            {"name": "a", "slots": 10, "delay": 2, "outages": [[100, 300]]},
+            {"name": "b", "slots": 5, "speed": 2.0, "failure": 0.2},
+        ]
+    )
+    simulation = Simulation(parse(data))
+    simulation.run()
+    ledger, b = simulation.ledger, simulation.clusters["b"]
+    assert ledger.failed and ledger.killed, "the scenario fails some runs on b and kills some in a's outage"
+    assert sum(ledger.killed.values()) == sum(c.usage.killed for c in simulation.clusters.values())
+    assert sum(ledger.failed.values()) == sum(b.runs.values()) - sum(b.usage.completions.values())
+    assert all(ledger.completed.get(work) for work in {*ledger.failed, *ledger.killed}), "each ran again to its end"

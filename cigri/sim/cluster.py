@@ -156,12 +156,14 @@ class SimJob:
 @dataclass
 class Ledger:
     """The simulated world's record, across its clusters, of the scenario jobs that ran to a real end (exit 0,
-    not on a black hole): how many times each did."""
+    not on a black hole): how many times each did; and of their runs that failed or were killed."""
 
     completed: dict[str, int] = field(default_factory=dict)
     cores_by_user: dict[str, int] = field(default_factory=dict)  # cores of each user's completed jobs
     firsts: list[tuple[str, float]] = field(default_factory=list)  # (scenario job, when) of each first completion
     first_ends: dict[str, tuple[str, float]] = field(default_factory=dict)  # scenario job -> (cluster, when) first
+    failed: dict[str, int] = field(default_factory=dict)  # scenario job -> its runs that exited non-zero
+    killed: dict[str, int] = field(default_factory=dict)  # scenario job -> its runs killed while running
 
 
 @dataclass
@@ -380,8 +382,10 @@ class SimCluster:
             self._record_completion(job, held)
         elif state == EXITED:
             self.usage.failed_slot_seconds += held
+            self.ledger.failed[job.work] = self.ledger.failed.get(job.work, 0) + 1
         if state == KILLED:
             self.usage.killed += 1
+            self.ledger.killed[job.work] = self.ledger.killed.get(job.work, 0) + 1
             self.usage.wasted_slot_seconds += held
             if reason == "cancelled" and self.ledger.completed.get(job.work):
                 self.usage.superseded += 1
