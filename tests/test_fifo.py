@@ -304,3 +304,20 @@ def test_jobs_queued_on_a_cluster_too_slow_for_their_campaign_go_back_to_the_bag
         assert [(stop.cluster, stop.job_id) for stop in decision.stops] == [("slow", 1)], name
     nothing = metascheduler("lpt").decide(Snapshot(0.0, (fast, slow), (new,)), {})
     assert nothing.stops == (), "nothing learned of the clusters' speeds yet"
+
+
+def test_a_cluster_that_seems_to_end_jobs_at_once_does_not_make_the_others_slow():
+    """A black hole ends its jobs at once: its speed would make every other cluster look too slow, and the
+    campaigns would leave them for it (tests/test_blackhole.py caught it: its jobs went back to the hole before
+    its verdict). A cluster ending jobs 5 times sooner than their campaigns' mean says nothing of speed."""
+    good = ClusterView("good", 0, 50, slots=5)
+    hole = ClusterView("hole", 2, 50, slots=40)
+    demands = {"good": Demand(1, 10**6), "hole": Demand(1, 10**6)}
+    seen = CampaignView(
+        9, CampaignType.DEFAULT, "u", 0.0, 0, demands, estimate=200.0, estimates={"good": 600.0, "hole": 0.2}
+    )
+    new = CampaignView(1, CampaignType.DEFAULT, "u", 1.0, 6, demands)
+    assert _placed(seen, new, clusters=(good, hole)) == {"hole": 6}, "free slots first, then the queues: as before"
+    jobs = (GridJob(1, 1, 1, 0.0),)
+    decision = metascheduler("lpt").decide(Snapshot(0.0, (replace(good, jobs=jobs), hole), (seen, new)), {})
+    assert decision.stops == ()

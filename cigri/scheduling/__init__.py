@@ -249,6 +249,7 @@ SLOWER = 1.25  # a full queue holds jobs back from a cluster with room where the
 RISKY = 1.5  # a job keeps off a cluster where it would take this many times its duration, restarts included,
 SAFE = 1.2  # when another of its clusters would take at most this many
 TOO_SLOW = 1.5  # a cluster whose slots run jobs this many times longer than the grid's average slot is slow
+SWALLOWS = 5.0  # a cluster ending jobs this many times sooner than their campaigns' mean: not a speed to trust
 
 
 def slowdown(cluster: ClusterView, estimate: float | None) -> float:
@@ -329,7 +330,8 @@ def too_slow(
 ) -> frozenset[str]:
     """The clusters the campaign keeps off as too slow for it (issue 21, never slower with more clusters):
     those whose slots run jobs :data:`TOO_SLOW` times longer than the grid's average slot (the clusters'
-    :func:`slowness`, weighted by their slots), before any of its jobs ended (they may be the longest), or
+    :func:`slowness`, weighted by their slots, those ending jobs :data:`SWALLOWS` times sooner than their
+    campaigns' mean left out: likely a black hole), before any of its jobs ended (they may be the longest), or
     where its mean there would end a job past the ``horizon`` (the grid drains its work by then: a job there
     would end after the rest). A margin of 1.5, not 1.25: a cluster's learned speed is noisy (on small.yaml a
     64-slot cluster looked 1.25 times slower than the average after its jobs drew long durations). Only
@@ -338,8 +340,12 @@ def too_slow(
     mine = [c for c in clusters if c.name in campaign.demands and campaign.demands[c.name].limit > 0]
     if len(mine) < 2:
         return frozenset()
-    slots = sum(c.slots for c in clusters) or 1
-    average = slots / sum(c.slots / speeds.get(c.name, 1.0) for c in clusters)
+    # a cluster ending jobs in a fifth of their campaigns' mean likely swallows them (a black hole): no speed
+    plausible = [c for c in clusters if speeds.get(c.name, 1.0) >= 1 / SWALLOWS]
+    slots = sum(c.slots for c in plausible)
+    if not slots:
+        return frozenset()
+    average = slots / sum(c.slots / speeds.get(c.name, 1.0) for c in plausible)
     estimate = campaign.estimate
     slow = set()
     for c in mine:
