@@ -6,10 +6,7 @@ duration first: a campaign is critical when, started after the rest, it would en
 work over the slots it may use, plus one of its jobs, reaches the remaining work of every campaign over
 every slot. A campaign without an estimate yet (none of its jobs ended) counts as critical and goes first
 among them: its jobs may be the longest, and its first ends tell (how long its running jobs have run so far
-is only a floor of their duration). Except behind a long campaign (estimate at least ``cutoff``) that is
-critical: there a newcomer goes first only for a probe, as many jobs as it has clusters, and its other jobs
-rank as if its duration were twice what its running jobs have run (:func:`behind_long`). The other campaigns
-follow, oldest first (CiGri's order): work that
+is only a floor of their duration). The other campaigns follow, oldest first (CiGri's order): work that
 cannot set the end does not hold short campaigns back. An estimate is Spritz's mean duration; remaining work
 counts its waiting jobs and half of its active ones, at the estimate, or at that floor for a campaign
 without one.
@@ -35,48 +32,22 @@ CUTOFF = 600.0  # seconds: a campaign whose jobs take less is short (srpt's cuto
 SHORT_SHARE = 0.1  # of each cluster's free slots, first for short campaigns
 
 
-def order(
-    campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView], cutoff: float = CUTOFF
-) -> list[CampaignView]:
+def order(campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> list[CampaignView]:
     """The campaigns in lpt's order (see the module's docstring)."""
     slots = {c.name: c.slots for c in clusters}
     left = {c.id: (c.waiting + c.active / 2) * (c.floor or 0.0) for c in campaigns}
     everything = sum(left.values()) / max(1, sum(slots.values()))
 
-    def critical(campaign: CampaignView, estimate: float) -> bool:
-        usable = max(1, sum(slots.get(name, 0) for name in campaign.demands))
-        return left[campaign.id] / usable + estimate >= everything
-
-    held = behind_long(campaigns, clusters, cutoff)
-
     def key(campaign: CampaignView) -> tuple:
         estimate = campaign.estimate
         if estimate is None:
-            if not held:
-                return (-campaign.priority, 0, -math.inf, campaign.submitted_at, campaign.id)
-            estimate = 2 * campaign.ran_for  # its running jobs' expected total: twice what they ran so far
-        if critical(campaign, estimate):
+            return (-campaign.priority, 0, -math.inf, campaign.submitted_at, campaign.id)
+        usable = max(1, sum(slots.get(name, 0) for name in campaign.demands))
+        if left[campaign.id] / usable + estimate >= everything:
             return (-campaign.priority, 0, -estimate, campaign.submitted_at, campaign.id)
         return (-campaign.priority, 1, 0.0, campaign.submitted_at, campaign.id)
 
     return sorted(campaigns, key=key)
-
-
-def behind_long(campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView], cutoff: float) -> bool:
-    """Does a campaign known to be long (its estimate at least ``cutoff``) set the end (critical)? Then a
-    campaign with no estimate yet goes first only for its probe, as many jobs as it has clusters: its jobs are
-    not likely longer, and all of them first would hold the long work back (on the trace, five newcomers in a
-    row took the slots a 17,000-s campaign waited for). Its other jobs rank by twice what its running ones
-    have run."""
-    slots = {c.name: c.slots for c in clusters}
-    left = {c.id: (c.waiting + c.active / 2) * (c.floor or 0.0) for c in campaigns}
-    everything = sum(left.values()) / max(1, sum(slots.values()))
-    return any(
-        c.estimate is not None
-        and c.estimate >= cutoff
-        and left[c.id] / max(1, sum(slots.get(name, 0) for name in c.demands)) + c.estimate >= everything
-        for c in campaigns
-    )
 
 
 @register
@@ -100,38 +71,21 @@ class Lpt:
         return Decision(launches=launches(self.plan(snapshot.campaigns, snapshot.clusters)), stops=off_slow(snapshot))
 
     def plan(self, campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> dict[tuple[str, int], int]:
-        ranked = order(campaigns, clusters, self.cutoff)
+        ranked = order(campaigns, clusters)
         short = sorted(
             (c for c in campaigns if c.estimate is not None and c.estimate < self.cutoff),
             key=lambda c: (-c.priority, c.submitted_at, c.id),
         )
         taken: dict[tuple[str, int], int] = {}
-        if behind_long(campaigns, clusters, self.cutoff):  # newcomers' probes first: a job per cluster each
-            probes = [
-                replace(c, waiting=min(c.waiting, max(0, len(c.demands) - c.active)))
-                for c in campaigns
-                if c.estimate is None
-            ]
-            fill([c for c in probes if c.waiting > 0], clusters, taken)
-        rest = _left_after(taken, campaigns, clusters)
+        rest = list(clusters)
         if short and self.short_share > 0:
             reserve = [
                 replace(c, free=min(c.free, max(1, math.floor(c.free * self.short_share))), queue=0) for c in rest
             ]
             fill(short, reserve, taken)
-            rest = _left_after(taken, campaigns, clusters)
+            slots = {c.id: c.demands for c in short}
+            spent = {c.name: 0 for c in rest}
+            for (name, campaign_id), n in taken.items():
+                spent[name] += n * slots[campaign_id][name].slots_per_job
+            rest = [replace(c, free=max(0, c.free - spent[c.name])) for c in rest]
         return fill(ranked, rest, taken)
-
-
-def _left_after(
-    taken: dict[tuple[str, int], int], campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]
-) -> list[ClusterView]:
-    """The clusters' budgets less the slots ``taken`` spends: free slots first, then the queue allowance."""
-    demands = {c.id: c.demands for c in campaigns}
-    spent = {c.name: 0 for c in clusters}
-    for (name, campaign_id), n in taken.items():
-        spent[name] += n * demands[campaign_id][name].slots_per_job
-    return [
-        replace(c, free=max(0, c.free - spent[c.name]), queue=max(0, c.queue - max(0, spent[c.name] - c.free)))
-        for c in clusters
-    ]
