@@ -228,13 +228,21 @@ def test_a_risky_cluster_still_serves_when_waiting_for_the_safe_one_would_cost_m
     assert shunned(replace(view, estimate=1000.0), (risky, replace(full, queued=0))) == {"risky"}, "0.5 + 1 < 1.72"
 
 
+def _learned(estimates: dict[str, float], estimate: float = 10.0) -> CampaignView:
+    """A campaign with nothing left to launch whose jobs took ``estimates`` seconds on each cluster: what the
+    grid learned of the clusters' speeds."""
+    demands = {name: Demand(1, 10**6) for name in estimates}
+    return CampaignView(9, CampaignType.DEFAULT, "u", 0.0, 0, demands, estimate=estimate, estimates=estimates)
+
+
 def _speeds_learned(fast: ClusterView, slow: ClusterView) -> CampaignView:
-    """A campaign with nothing left to launch whose jobs took 4 times as long on ``slow`` as on ``fast``: what
-    the grid learned of the two clusters' speeds."""
-    demands = {fast.name: Demand(1, 10**6), slow.name: Demand(1, 10**6)}
-    return CampaignView(
-        9, CampaignType.DEFAULT, "u", 0.0, 0, demands, estimate=10.0, estimates={"fast": 10.0, "slow": 40.0}
-    )
+    """Jobs 4 times as long on ``slow`` as on ``fast``."""
+    return _learned({fast.name: 10.0, slow.name: 40.0})
+
+
+def _new(*clusters: ClusterView) -> CampaignView:
+    """A campaign of 6 jobs none of which ended yet."""
+    return CampaignView(1, CampaignType.DEFAULT, "u", 1.0, 6, {c.name: Demand(1, 10**6) for c in clusters})
 
 
 def _placed(*views: CampaignView, clusters: tuple[ClusterView, ...]) -> dict[str, int]:
@@ -250,7 +258,7 @@ def test_a_campaign_none_of_whose_jobs_ended_keeps_off_a_cluster_known_to_be_slo
     slot until its jobs' durations are known."""
     fast = ClusterView("fast", 0, 50, slots=8)
     slow = ClusterView("slow", 4, 50, slots=4)  # 4 times slower: 1 / (8/12 + 4/12 / 4) = 1.33 x the average
-    new = CampaignView(1, CampaignType.DEFAULT, "u", 1.0, 6, {"fast": Demand(1, 10**6), "slow": Demand(1, 10**6)})
+    new = _new(fast, slow)
     assert _placed(new, clusters=(fast, slow)) == {"slow": 4, "fast": 2}, "nothing learned: slow serves"
     assert _placed(_speeds_learned(fast, slow), new, clusters=(fast, slow)) == {"fast": 6}
     only = replace(new, demands={"fast": Demand(1, 0), "slow": Demand(1, 10**6)})
@@ -277,13 +285,9 @@ def test_a_cluster_looking_a_little_slower_is_not_kept_off():
     margin, made seed 2 end 15 % later. Only a cluster 1.5 times slower than the average slot is too slow."""
     big = ClusterView("fast", 0, 50, slots=64)
     small = ClusterView("slow", 4, 50, slots=16)
-    demands = {"fast": Demand(1, 10**6), "slow": Demand(1, 10**6)}
     # 1.4 times slower on the 16-slot cluster: 1.33 times the average slot (80 / (64 + 16 / 1.4) = 1.06)
-    learned = CampaignView(
-        9, CampaignType.DEFAULT, "u", 0.0, 0, demands, estimate=10.0, estimates={"fast": 10.0, "slow": 14.0}
-    )
-    new = CampaignView(1, CampaignType.DEFAULT, "u", 1.0, 6, demands)
-    assert _placed(learned, new, clusters=(big, small))["slow"] == 4
+    learned = _learned({"fast": 10.0, "slow": 14.0})
+    assert _placed(learned, _new(big, small), clusters=(big, small))["slow"] == 4
 
 
 def test_jobs_queued_on_a_cluster_too_slow_for_their_campaign_go_back_to_the_bag():
@@ -298,7 +302,7 @@ def test_jobs_queued_on_a_cluster_too_slow_for_their_campaign_go_back_to_the_bag
     fast = ClusterView("fast", 0, 50, slots=8)
     slow = ClusterView("slow", 0, 50, slots=4, jobs=jobs)
     learned = replace(_speeds_learned(fast, slow), waiting=100)
-    new = CampaignView(1, CampaignType.DEFAULT, "u", 1.0, 6, {"fast": Demand(1, 10**6), "slow": Demand(1, 10**6)})
+    new = _new(fast, slow)
     for name in ("fifo", "lpt"):
         decision = metascheduler(name).decide(Snapshot(0.0, (fast, slow), (learned, new)), {})
         assert [(stop.cluster, stop.job_id) for stop in decision.stops] == [("slow", 1)], name
@@ -312,11 +316,8 @@ def test_a_cluster_that_seems_to_end_jobs_at_once_does_not_make_the_others_slow(
     its verdict). A cluster ending jobs 5 times sooner than their campaigns' mean says nothing of speed."""
     good = ClusterView("good", 0, 50, slots=5)
     hole = ClusterView("hole", 2, 50, slots=40)
-    demands = {"good": Demand(1, 10**6), "hole": Demand(1, 10**6)}
-    seen = CampaignView(
-        9, CampaignType.DEFAULT, "u", 0.0, 0, demands, estimate=200.0, estimates={"good": 600.0, "hole": 0.2}
-    )
-    new = CampaignView(1, CampaignType.DEFAULT, "u", 1.0, 6, demands)
+    seen = _learned({"good": 600.0, "hole": 0.2}, estimate=200.0)
+    new = _new(good, hole)
     assert _placed(seen, new, clusters=(good, hole)) == {"hole": 6}, "free slots first, then the queues: as before"
     jobs = (GridJob(1, 1, 1, 0.0),)
     decision = metascheduler("lpt").decide(Snapshot(0.0, (replace(good, jobs=jobs), hole), (seen, new)), {})

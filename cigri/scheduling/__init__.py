@@ -297,9 +297,9 @@ def fill(
     avoid = {c.id: shunned(c, clusters) for c in order} if any(c.hazard for c in clusters) else {}
     speeds = slowness(order)
     if speeds:
-        horizon = _horizon(order, clusters)
+        drained = horizon(order, clusters)
         for campaign in order:
-            slow = too_slow(campaign, clusters, speeds, horizon)
+            slow = too_slow(campaign, clusters, speeds, drained)
             if slow:
                 avoid[campaign.id] = avoid.get(campaign.id, frozenset()) | slow
     for cluster in clusters:
@@ -318,7 +318,7 @@ def fill(
     return taken
 
 
-def _horizon(campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> float:
+def horizon(campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> float:
     """Seconds until the grid drains the campaigns' remaining work (waiting jobs and half the active ones, at
     their floor) on all its slots: about when the last of them ends."""
     work = sum((c.waiting + c.active / 2) * (c.floor or 0.0) for c in campaigns)
@@ -368,8 +368,8 @@ def off_slow(snapshot: Snapshot) -> tuple[Stop, ...]:
     speeds = slowness(snapshot.campaigns)
     if not speeds:
         return ()
-    horizon = _horizon(snapshot.campaigns, snapshot.clusters)
-    off = {c.id: slow for c in snapshot.campaigns if (slow := too_slow(c, snapshot.clusters, speeds, horizon))}
+    drained = horizon(snapshot.campaigns, snapshot.clusters)
+    off = {c.id: slow for c in snapshot.campaigns if (slow := too_slow(c, snapshot.clusters, speeds, drained))}
     if not off:
         return ()
     return tuple(

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import ConfigError
-from . import CampaignView, ClusterView, Decision, Snapshot, State, fill, inputs, launches, off_slow, register
+from . import CampaignView, ClusterView, Decision, Snapshot, State, fill, horizon, inputs, launches, off_slow, register
 
 CUTOFF = 600.0  # seconds: a campaign whose jobs take less is short (srpt's cutoff)
 SHORT_SHARE = 0.1  # of each cluster's free slots, first for short campaigns
@@ -36,7 +36,7 @@ def order(campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) ->
     """The campaigns in lpt's order (see the module's docstring)."""
     slots = {c.name: c.slots for c in clusters}
     left = {c.id: (c.waiting + c.active / 2) * (c.floor or 0.0) for c in campaigns}
-    everything = sum(left.values()) / max(1, sum(slots.values()))
+    everything = horizon(campaigns, clusters)
 
     def key(campaign: CampaignView) -> tuple:
         estimate = campaign.estimate
