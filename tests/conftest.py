@@ -129,6 +129,24 @@ def require_root(why: str) -> None:
         unavailable(message)
 
 
+def state_before(path: Path, migration: str):
+    """A state file migrated up to, not including, ``migration``: an open sqlite3 connection to it, to write
+    the rows an older cigri would have left, then commit and close before a Store opens it."""
+    import sqlite3
+
+    from cigri.store import migrations
+
+    assert migration in dict(migrations.MIGRATIONS)
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
+    for name, step in migrations.MIGRATIONS:
+        if name == migration:
+            break
+        step(conn)
+        conn.execute("INSERT INTO _migrations VALUES (?, datetime('now'))", (name,))
+    return conn
+
+
 def wait_for(condition, timeout: float = 20.0, interval: float = 0.02):
     """Poll ``condition`` until it returns something true, or fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

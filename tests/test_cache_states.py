@@ -94,19 +94,13 @@ def test_a_job_reads_its_own_states_input_while_another_state_cleans_the_shared_
 def test_copies_staged_before_caches_were_kept_apart_are_staged_again(tmp_path):
     """A state upgraded from migration 020 holds copies at ``<cache_dir>/<campaign id>/``, where no job looks
     any more: they are forgotten (a job would otherwise find no input)."""
-    import sqlite3
+    from cigri.store import Store
 
-    from cigri.store import Store, migrations
+    from .conftest import state_before
 
     path = tmp_path / "state.db"
-    conn = sqlite3.connect(path)
+    conn = state_before(path, "021_cache_by_state")
     try:
-        conn.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
-        for name, step in migrations.MIGRATIONS:
-            if name == "021_cache_by_state":
-                break
-            step(conn)
-            conn.execute("INSERT INTO _migrations VALUES (?, datetime('now'))", (name,))
         conn.execute("INSERT INTO cluster_files VALUES ('a', 1, 'held', 10, 0.0, 0.0)")
         conn.commit()
     finally:

@@ -33,6 +33,7 @@ from cigri.sim.scenario import parse as parse_scenario
 from cigri.store import Store
 
 from .conftest import Grid as CliGrid
+from .conftest import state_before
 
 PATIENCE = Patience(
     queue_grace=60, queue_wait=600, avoid=1200, unreachable=900, unreachable_running=900, unreachable_tail=900
@@ -790,3 +791,44 @@ def test_a_strategy_sees_the_time_between_the_cycles_looks_at_each_cluster():
     grid.at(300)
     grid.at(420)
     assert timing.periods[-1] == {"busy": 120.0}
+
+
+def test_a_clusters_hazard_is_read_from_its_counters_and_a_black_holes_ends_are_taken_back():
+    """The run time under a cluster's hazard is the cluster's own sum, kept as jobs terminate (a pass reads a
+    row per cluster, never the figures of every campaign that ever ran there); the ends taken back from a
+    black hole leave it too."""
+    store = Store(":memory:")
+    try:
+        store.add_kills("a", 2)
+        store.add_durations([(1, "a", 30.0, 40.0), (2, "a", 50.0, 60.0), (2, "b", 10.0, 20.0)], 60.0)
+        assert store.hazards(20.0) == {"a": pytest.approx(2 / 100)}
+        store.remove_durations([(2, "a", 50.0, 60.0)], 60.0)
+        assert store.hazards(20.0) == {"a": pytest.approx(2 / 50)}
+        seen: list[str] = []
+        store.conn.set_trace_callback(seen.append)
+        store.hazards(20.0)
+        store.conn.set_trace_callback(None)
+        assert [sql for sql in seen if "cluster_stats" in sql] == []
+    finally:
+        store.close()
+
+
+def test_a_state_from_before_the_clusters_run_time_counters_gets_them_from_its_figures(tmp_path):
+    path = tmp_path / "state.db"
+    conn = state_before(path, "029_cluster_seconds")
+    try:
+        conn.execute("INSERT INTO cluster_kills (cluster, kills) VALUES ('a', 3)")
+        conn.executemany(
+            "INSERT INTO cluster_stats (campaign_id, cluster, duration_sum, duration_n) VALUES (?, ?, ?, 1)",
+            [(1, "a", 40.0), (2, "a", 60.0), (2, "b", 7.0)],
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    store = Store(path)
+    try:
+        assert store.hazards(0.0) == {"a": pytest.approx(3 / 100)}
+        store.add_kills("b", 1)
+        assert store.hazards(0.0) == {"a": pytest.approx(3 / 100), "b": pytest.approx(1 / 7)}
+    finally:
+        store.close()

@@ -63,7 +63,7 @@ def note(ctx: Context, cluster: str, ends: Sequence[tuple[int, int, float | None
     if not ends:
         return
     limit = config.black_holes(ctx.store.settings()).seconds
-    healthy = ctx.store.streak_health(cluster)
+    healthy = ctx.store.streak_health(cluster, {campaign_id for _, campaign_id, _, _ in ends})
     latest: dict[int, float] = {}  # campaign -> the latest start of its jobs that ran normally, in this pass
     for _, campaign_id, started, ended in ends:
         if started is not None and ended - started >= limit:

@@ -7,16 +7,24 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from ..model import EventCode, JobState
+from ._sql import _chunks, _marks
 
 
 class BlackHoles:
     conn: sqlite3.Connection
 
-    def streak_health(self, cluster: str) -> dict[int, float]:
+    def streak_health(self, cluster: str, campaigns: Iterable[int]) -> dict[int, float]:
         """Campaign -> the latest start of one of its jobs that ended normally (not within the black-hole
-        threshold) on ``cluster``."""
-        rows = self.conn.execute("SELECT campaign_id, healthy FROM blackhole_health WHERE cluster = ?", (cluster,))
-        return dict(rows.fetchall())
+        threshold) on ``cluster``, for these campaigns (a seek each: the table keeps every campaign's)."""
+        out: dict[int, float] = {}
+        for chunk in _chunks(sorted(set(campaigns))):
+            rows = self.conn.execute(
+                f"SELECT campaign_id, healthy FROM blackhole_health WHERE campaign_id IN ({_marks(len(chunk))}) "
+                "AND cluster = ?",
+                [*chunk, cluster],
+            )
+            out.update(rows.fetchall())
+        return out
 
     def note_health(self, rows: Sequence[tuple[int, str, float]]) -> None:
         """(campaign, cluster, started) of the latest start of its jobs that ended normally there in this pass:

@@ -95,12 +95,9 @@ class Clusters:
 
     def hazards(self, prior_seconds: float) -> dict[str, float]:
         """Each cluster's kills per second of cigri's jobs running there (the run time of the jobs that
-        terminated there, plus ``prior_seconds`` so that one early kill says little); clusters that never
-        killed one are absent."""
-        rows = self.conn.execute(
-            "SELECT k.cluster, k.kills, (SELECT coalesce(sum(s.duration_sum), 0) FROM cluster_stats s "
-            "WHERE s.cluster = k.cluster) FROM cluster_kills k WHERE k.kills > 0"
-        )
+        terminated there, kept by :meth:`~cigri.store.usage.Usage.add_durations`, plus ``prior_seconds`` so
+        that one early kill says little); clusters that never killed one are absent."""
+        rows = self.conn.execute("SELECT cluster, kills, seconds FROM cluster_kills WHERE kills > 0")
         return {cluster: kills / (seconds + prior_seconds) for cluster, kills, seconds in rows}
 
     # -- capacity readings

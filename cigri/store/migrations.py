@@ -621,6 +621,20 @@ def _m028_waiting_avoid(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m029_cluster_seconds(conn: sqlite3.Connection) -> None:
+    """Each cluster's run time of the jobs that terminated there, kept beside its kills (its hazard's
+    denominator), where each pass summed the figures of every campaign that ever ran there."""
+    _run_script(
+        conn,
+        """
+        ALTER TABLE cluster_kills ADD COLUMN seconds REAL NOT NULL DEFAULT 0;
+        INSERT INTO cluster_kills (cluster, kills, seconds)
+            SELECT cluster, 0, sum(duration_sum) FROM cluster_stats WHERE true GROUP BY cluster
+            ON CONFLICT (cluster) DO UPDATE SET seconds = excluded.seconds;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -649,6 +663,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("026_campaign_state_cover", _m026_campaign_state_cover),
     ("027_job_places", _m027_job_places),
     ("028_waiting_avoid", _m028_waiting_avoid),
+    ("029_cluster_seconds", _m029_cluster_seconds),
 ]
 
 

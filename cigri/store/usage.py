@@ -57,6 +57,14 @@ def _duration_sums(
     return sums, ends
 
 
+def _per_cluster(sums: Sequence[tuple]) -> list[tuple[str, float]]:
+    """(cluster, seconds) of the (campaign, cluster) sums of :func:`_duration_sums`, per cluster."""
+    seconds: dict[str, float] = {}
+    for total, *_, cluster in sums:
+        seconds[cluster] = seconds.get(cluster, 0.0) + total
+    return sorted(seconds.items())
+
+
 class Usage:
     conn: sqlite3.Connection
     _one: Callable[..., tuple | None]
@@ -65,8 +73,8 @@ class Usage:
 
     def add_durations(self, rows: Iterable[tuple[int, str, float, float]], bucket: float) -> None:
         """(campaign, cluster, seconds, ended at) of jobs that just terminated: added to the running sums of
-        their campaign and of (campaign, cluster), and counted in the termination bucket (``bucket`` seconds
-        wide) of their end. The cost grows with these rows only."""
+        their campaign, of (campaign, cluster) and of the cluster (its run time, under its hazard), and counted
+        in the termination bucket (``bucket`` seconds wide) of their end. The cost grows with these rows only."""
         sums, ends = _duration_sums(rows, bucket)
         self.conn.executemany(
             "UPDATE campaign_stats SET duration_sum = duration_sum + ?, duration_n = duration_n + ?, "
@@ -80,6 +88,11 @@ class Usage:
             "duration_sq = duration_sq + excluded.duration_sq, "
             "duration_max = max(coalesce(duration_max, 0), excluded.duration_max)",
             sums,
+        )
+        self.conn.executemany(
+            "INSERT INTO cluster_kills (cluster, kills, seconds) VALUES (?, 0, ?) "
+            "ON CONFLICT (cluster) DO UPDATE SET seconds = seconds + excluded.seconds",
+            _per_cluster(sums),
         )
         self.conn.executemany(
             "INSERT INTO spritz_ends (campaign_id, cluster, bucket, n) VALUES (?, ?, ?, ?) "
@@ -99,6 +112,10 @@ class Usage:
         self.conn.executemany(
             f"UPDATE cluster_stats SET {taken} WHERE campaign_id = ? AND cluster = ?",
             [(total, n, squares, cid, cluster) for total, n, squares, _, cid, cluster in sums],
+        )
+        self.conn.executemany(
+            "UPDATE cluster_kills SET seconds = seconds - ? WHERE cluster = ?",
+            [(seconds, cluster) for cluster, seconds in _per_cluster(sums)],
         )
         self.conn.executemany(
             "UPDATE spritz_ends SET n = n - ? WHERE campaign_id = ? AND cluster = ? AND bucket = ?",
