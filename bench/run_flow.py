@@ -6,16 +6,16 @@
     python bench/run_flow.py --save DIR             # keep each simulation's figures as it ends
     python bench/run_flow.py --render DIR           # write the section from kept figures, simulating nothing
 
-Each (scenario, strategy) pair is one simulation of the real cycle (fifo decides, the flow strategy sizes
-every cluster's queue) on the scenario's default seed. Local load fluctuates in every scenario: the scenarios'
-own random local jobs, and in ``flow.yaml`` steps of local load on both clusters, one of which does not
-preempt grid jobs. The sensor is the clusters' grid-waiting jobs (pi's and ip's reference: each cluster's
-queue_depth, what the constant strategy lets wait), with pi modelled as an integrator (a = 1, b = 1) and ip
-with alpha = 1, the tuning ``tests/test_flow_step.py`` checks. On a scenario with a file server, pi and ip run
-again with the file server's load as sensor on every cluster it serves (``load:HOST``), the reference 2.8 (a
-margin below the overload threshold of 3 the metric counts against), queue 16, pi with a = 1, b = 0.1 (one
-slot sent adds about 0.1 to the load within a pass), ip with alpha = 0.05, kp = 0.2. Every figure comes from
-the simulated clusters' records. Writes its section of docs/benchmarks.md.
+Each (scenario, strategy) pair is one simulation of the real cycle (the default strategy decides, the flow
+strategy sizes every cluster's queue) on the scenario's default seed. Local load fluctuates in every scenario:
+the scenarios' own random local jobs, and in ``flow.yaml`` steps of local load on both clusters, one of which
+does not preempt grid jobs. The sensor is the clusters' grid-waiting jobs (pi's and ip's reference: each
+cluster's queue_depth, what the constant strategy lets wait), with pi modelled as an integrator (a = 1, b = 1)
+and ip with alpha = 1, the tuning ``tests/test_flow_step.py`` checks. On a scenario with a file server, pi and
+ip run again with the file server's load as sensor on every cluster it serves (``load:HOST``), the reference
+2.8 (a margin below the overload threshold of 3 the metric counts against), queue 16, pi with a = 1, b = 0.1
+(one slot sent adds about 0.1 to the load within a pass), ip with alpha = 0.05, kp = 0.2. Every figure comes
+from the simulated clusters' records. Writes its section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ COLUMNS = [
     "scenario",
     "flow",
     "jobs done",
-    "makespan (x bound)",
+    "makespan (x bound, x reference)",
     "utilization",
     "queued slots mean / p99 (worst cluster)",
     "passes over allowance",
@@ -99,8 +99,11 @@ def row(scenario: str, label: str, r: dict, wall: float) -> str:
     above = percent(server["time_above_reference"]) if server else "-"
     lost = f" ({r['lost']:,} lost)" if r["lost"] else ""
     ratio = "-" if r["makespan_over_bound"] is None else f"{r['makespan_over_bound']:.2f}"
+    reference = r.get("makespan_over_reference")
+    against = "-" if reference is None else f"{reference:.2f}"
     return (
-        f"| {scenario} | {label} | {r['jobs_done']:,}/{r['jobs']:,}{lost} | {duration(r['makespan'])} ({ratio}x) | "
+        f"| {scenario} | {label} | {r['jobs_done']:,}/{r['jobs']:,}{lost} | {duration(r['makespan'])} "
+        f"({ratio}x, {against}x) | "
         f"{percent(r['utilization'])} | {mean:.1f} / {p99:.0f} | {percent(f['over_allowance'])} | "
         f"{r['cancelled_queued']:,} | {f['local_wait_core_seconds']:,.0f} | {above} | {wall:.0f} s |"
     )
@@ -152,20 +155,21 @@ def main() -> None:
     rows = result_rows([(s, label) for s, label, _, _ in tasks], results, walls, row, len(COLUMNS))
     skipped = [n for n in NAMES if n not in names]
     note = f"; not run: {', '.join(skipped)} (`--only NAME` runs it)" if skipped else ""
+    deciding = ", ".join(sorted({r["policy"] for r in results.values()}))
     body = f"""
 ## Flow strategies side by side (`bench/run_flow.py`)
 
-Every registered flow strategy on the bench scenarios, fifo deciding, one simulation each on the
-scenario's default seed ({total:,.0f} s of simulation wall time{note}). Run: {stamp()}.
+Every registered flow strategy on the bench scenarios, the default strategy ({deciding}) deciding, one
+simulation each on the scenario's default seed ({total:,.0f} s of simulation wall time{note}). Run: {stamp()}.
 Sensor: each cluster's grid-waiting jobs (pi's and ip's reference: its
 queue_depth); pi as an integrator (a = 1, b = 1), ip with alpha = 1; `(load)`: pi and ip on the file
 server's 1-minute load, reference {LOAD_REFERENCE} against the overload threshold the metric counts (the
 scenario's file_server reference); see the script's docstring. From the simulated world: makespan against
-the available-capacity bound; utilization of completed work over the slots the grid could use; grid slots
-queued per cluster sampled before each pass (the worst cluster's mean and p99); passes where a cluster's
-queue exceeded what its flow allowed at the previous pass; queued jobs the clusters were asked to cancel
-(take-backs and nikita's kills); core-seconds local jobs waited while grid jobs held cores; share of the
-time the file server's load spent above its reference.
+the available-capacity bound and the offline reference; utilization of completed work over the slots the grid
+could use; grid slots queued per cluster sampled before each pass (the worst cluster's mean and p99); passes
+where a cluster's queue exceeded what its flow allowed at the previous pass; queued jobs the clusters were
+asked to cancel (take-backs and nikita's kills); core-seconds local jobs waited while grid jobs held cores;
+share of the time the file server's load spent above its reference.
 
 {TABLE_HEADER}
 {chr(10).join(rows)}
