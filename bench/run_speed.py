@@ -119,8 +119,8 @@ def parts_table(shares: list[tuple[str, float, dict[str, float], int]]) -> str:
     columns = list(dict.fromkeys(columns))
     lines = [
         "",
-        "Where this checkout's CPU went, in microseconds per scenario job that ended (the run of median CPU): "
-        "each stage of the cycle (the simulated clusters' answers to it included), the simulated clusters' own "
+        "Where this checkout's CPU went, in microseconds per scenario job that ended (the run of median CPU):\n"
+        "each stage of the cycle (the simulated clusters' answers to it included), the simulated clusters' own\n"
         "time as the clock moves, the offline reference, and the rest (the simulator's loop and figures).",
         "",
         "| scenario | jobs | " + " | ".join(columns) + " | rest | all |",
