@@ -160,6 +160,26 @@ def test_a_normal_end_there_breaks_the_streak():
     assert not black_holes(grid, cid)
 
 
+def test_a_normal_run_seen_in_an_earlier_pass_still_clears_the_short_ends_of_jobs_started_before_it():
+    """The cluster's latest normal run is kept across passes: short ends reported later, of jobs started
+    before that run, are no suspects (the cluster ran a job normally after they started)."""
+    hole, good = FakeRM("hole", 12, queue_depth=0), FakeRM("good", 5, queue_depth=0)
+    grid, cid = Grid.placed(hole, good, jobs=60)
+    for cluster in (hole, good):
+        for job_id in cluster.holds(RemoteState.PENDING):
+            cluster.start(job_id, 0.0)
+    ten_minute_ends(grid, good, 600, 5)
+    grid.at(600)
+    first, *others = hole.holds(RemoteState.RUNNING)
+    hole.end(first, 700, started=650)  # a normal run, seen at the pass of 701
+    grid.at(701)
+    at_once(hole, others[:10], 640)  # short ends of jobs started before it, reported at the next pass
+    grid.at(760)
+    assert len(others) >= 10
+    assert not black_holes(grid, cid)
+    assert all(grid.job(j).state == JobState.TERMINATED for j in others[:10])
+
+
 def test_a_normal_end_of_a_job_started_before_the_streak_does_not_break_it():
     """A cluster turns into a black hole while jobs it started earlier still run: their normal ends say nothing
     of the cluster since, so they do not save the streak's suspects from running again."""
