@@ -26,9 +26,10 @@ def black_holes(grid: Grid, campaign_id: int):
     return [e for e in grid.store.events(campaign_id=campaign_id) if e.code == EventCode.BLACK_HOLE]
 
 
-def running_everywhere(jobs: int = 20) -> tuple[Grid, FakeRM, FakeRM, int]:
-    """A campaign of ``jobs`` jobs placed on two clusters of 5 slots each, every job running from t=0."""
-    hole, good = FakeRM("hole", 5, queue_depth=0), FakeRM("good", 5, queue_depth=0)
+def running_everywhere(jobs: int = 20, slots: int = 5) -> tuple[Grid, FakeRM, FakeRM, int]:
+    """A campaign of ``jobs`` jobs placed on two clusters, ``hole`` of ``slots`` slots and ``good`` of 5, every
+    job running from t=0."""
+    hole, good = FakeRM("hole", slots, queue_depth=0), FakeRM("good", 5, queue_depth=0)
     grid, cid = Grid.placed(hole, good, jobs=jobs)
     for cluster in (hole, good):
         for job_id in cluster.holds(RemoteState.PENDING):
@@ -163,11 +164,7 @@ def test_a_normal_end_there_breaks_the_streak():
 def test_a_normal_run_seen_in_an_earlier_pass_still_clears_the_short_ends_of_jobs_started_before_it():
     """The cluster's latest normal run is kept across passes: short ends reported later, of jobs started
     before that run, are no suspects (the cluster ran a job normally after they started)."""
-    hole, good = FakeRM("hole", 12, queue_depth=0), FakeRM("good", 5, queue_depth=0)
-    grid, cid = Grid.placed(hole, good, jobs=60)
-    for cluster in (hole, good):
-        for job_id in cluster.holds(RemoteState.PENDING):
-            cluster.start(job_id, 0.0)
+    grid, hole, good, cid = running_everywhere(60, slots=12)
     ten_minute_ends(grid, good, 600, 5)
     grid.at(600)
     first, *others = hole.holds(RemoteState.RUNNING)
