@@ -27,17 +27,23 @@ def test_the_longest_jobs_go_first_whatever_the_campaigns_age():
     assert launched(campaign(1, 5, 1200.0, at=0), campaign(2, 5, 1800.0, at=10), free=7) == {2: 5, 1: 2}
 
 
-def test_a_campaign_without_an_estimate_goes_first_its_jobs_may_be_the_longest():
-    assert launched(campaign(1, 5, 1800.0, at=0), campaign(2, 5, None, at=10), free=7) == {2: 5, 1: 2}
+def test_a_campaign_without_an_estimate_sends_a_probe_per_cluster_first_then_waits_behind_longer_work():
+    """trace.yaml: a campaign of 2,500-s jobs with no estimate yet took 177 of c1's 200 slots as they freed,
+    ahead of the last 175 jobs of a campaign of 17,300-s jobs, which then waited in the bag for a slower
+    cluster and set the makespan. Its probe jobs tell its duration; until then it ranks by what they show."""
+    known, unknown = campaign(1, 5, 1800.0, at=0), campaign(2, 5, None, at=10)
+    assert launched(known, unknown, free=7) == {2: 2, 1: 5}, "its probe, then what the longer work leaves"
+    assert launched(known, replace(unknown, active=1, ran_for=5.0), free=7) == {1: 5, 2: 2}, "probing already"
 
 
-def test_a_campaign_without_an_estimate_stays_first_while_its_jobs_run():
-    """How long its running jobs have run is a floor of its duration, not an estimate: small.yaml's long-b
-    (jobs of 600-1,800 s) lost its turn 15 s after its first jobs started, its floor 5 s, and its jobs started
-    over 2,400 s behind a sweep of 60-s jobs (the last one on beta when its outage came)."""
+def test_a_campaign_without_an_estimate_goes_first_once_its_probes_ran_longer_than_the_known_work():
+    """How long its running jobs have run is a floor of its duration: small.yaml's long-b (jobs of 600-1,800 s)
+    goes before a sweep of 60-s jobs once its probes ran over 60 s, so its jobs do not start 2,400 s behind
+    the sweep."""
     older = campaign(1, 1000, 60.0, at=0)
-    young = replace(campaign(2, 20, None, at=10), ran_for=5.0)
-    assert launched(older, young, free=20) == {2: 18, 1: 2}, "the older one's reserve left"
+    young = replace(campaign(2, 20, None, at=10), active=1)
+    assert launched(older, replace(young, ran_for=5.0), free=20) == {1: 20}
+    assert launched(older, replace(young, ran_for=65.0), free=20) == {2: 18, 1: 2}, "the older one's reserve left"
 
 
 def test_long_work_that_cannot_set_the_end_keeps_cigris_order():

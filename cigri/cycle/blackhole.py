@@ -50,7 +50,9 @@ from ..wording import counted
 from .context import Context, log
 
 LATEST = 1000  # the campaign's terminated jobs read for the reference: those of the highest ids
-MIN_SAMPLE = 5  # figures a cluster needs for its median to count
+# figures a cluster needs for its median to count: the lower median of three is no stuck job's. Not five: lpt's
+# probes left a campaign four jobs on the good cluster while the hole swallowed the other 26, never judged
+MIN_SAMPLE = 3
 BY = "a black hole's end: run again elsewhere"  # why their job events were closed
 
 
