@@ -61,21 +61,44 @@ def test_a_cluster_where_the_campaigns_jobs_run_faster_drains_faster():
     assert queued(fast, slow, waiting=9, estimates={"fast": 10.0, "slow": 20.0}) == {"fast": 6, "slow": 3}
 
 
-def test_a_slow_cluster_with_room_does_not_take_jobs_a_full_faster_one_would_start_sooner():
+def test_a_slow_cluster_with_room_does_not_take_jobs_a_full_faster_one_would_end_sooner():
     """Issue 21, never slower with more clusters: once every fast queue was full, a slow cluster added to the
     grid took whatever jobs were left, and they ended late. A full queue takes jobs again at its next pass;
-    the jobs it would start sooner wait in the bag for it. Fast: 8 slots, 2 jobs ahead, 10 s jobs, so its
-    next jobs start at 3.75 s, 5 s, 6.25 s, ... every 1.25 s. Slow: 4 slots, 40 s jobs, starts at 10 s, 20 s,
-    30 s, 40 s, ..."""
+    the jobs it would end :data:`SLOWER` times sooner wait in the bag for it. Fast: 8 slots, 2 jobs ahead,
+    10 s jobs, so its next jobs end at 13.75 s, 15 s, 16.25 s, ... every 1.25 s. Slow: 4 slots, 40 s jobs,
+    ends them at 50 s, 60 s, 70 s, ..."""
     fast = ClusterView("fast", 0, 0, slots=8, queued=2)
     slow = ClusterView("slow", 0, 50, slots=4)
     known = {"estimates": {"fast": 10.0, "slow": 40.0}, "estimate": 10.0}
-    assert queued(fast, slow, waiting=4, **known) == {}, "all four start sooner on the full cluster"
-    # of 60: fast starts 6 by 10 s, then 8 more every 10 s; slow one at 10, 20, ..., 60 s
-    assert queued(fast, slow, waiting=60, **known) == {"slow": 6}, "it holds back only what it starts in time"
+    assert queued(fast, slow, waiting=4, **known) == {}, "all four end sooner on the full cluster"
+    # of 60: slow ends five by 90 s; fast ends the other 55 by 81.25 s (its 55th starts at 57 / 0.8 s)
+    assert queued(fast, slow, waiting=60, **known) == {"slow": 5}, "it holds back only what ends sooner there"
     # of 40: the grid drains them in 40 x 10 / 12 = 33 s, and slow, 3 times slower than the grid's average
     # slot, would end its first at 50 s: too slow for them (too_slow)
     assert queued(fast, slow, waiting=40, **known) == {}
+
+
+def test_a_full_cluster_frees_its_slots_at_the_pace_of_the_jobs_it_runs():
+    """Issue 21, trace.yaml: c1 (200 slots, full, 50 of cigri's jobs queued) ran 137 jobs of a campaign of
+    2,500-s jobs and 63 of the campaign to place (17,340-s jobs); c2 (100 slots, slower: 21,126 s) had room.
+    c1 frees 137 / 2,500 + 63 / 17,340 = 0.058 slots a second: the next job starts there at 51 / 0.058 =
+    873 s and ends at 18,213 s, 1.17 times sooner than on c2 (211 + 21,126 s). Priced at the campaign's own
+    mean on every slot, c1 would start it at 51 x 17,340 / 200 = 4,421 s, end it later than c2 would, and
+    the last jobs went to c2, where they set the makespan."""
+    demands = {"c1": Demand(1, 10**6), "c2": Demand(1, 10**6)}
+    long_ = CampaignView(
+        1, CampaignType.DEFAULT, "u", 0.0, 10, demands, estimate=17340.0, estimates={"c1": 17340.0, "c2": 21126.0}
+    )
+    shorter = CampaignView(
+        2, CampaignType.DEFAULT, "u", 1.0, 0, demands, active=187, estimate=2500.0, estimates={"c1": 2500.0}
+    )
+    c1 = ClusterView("c1", 0, 0, slots=200, used=200, queued=50, running={2: 137, 1: 63})
+    c2 = ClusterView("c2", 0, 25, slots=100, used=100, running={1: 100})
+    decision = metascheduler("fifo").decide(Snapshot(0.0, (c1, c2), (long_, shorter)), {})
+    assert {a.cluster: a.jobs for a in decision.launches} == {}, "all ten wait in the bag for c1"
+    busy = replace(c1, running={1: 200})  # c1 all the campaign's own: 51 x 17,340 / 200 = 4,421 s there
+    decision = metascheduler("fifo").decide(Snapshot(0.0, (busy, c2), (long_, shorter)), {})
+    assert {a.cluster: a.jobs for a in decision.launches} == {"c2": 10}
 
 
 def test_a_full_queue_takes_jobs_again_at_its_next_pass_at_the_earliest():
@@ -150,7 +173,8 @@ def test_a_clusters_speed_learned_on_other_campaigns_prices_a_campaign_new_there
         return {a.cluster: a.jobs for a in decision.launches}
 
     assert launched(seen, new) == {}, "fast starts all four within 37.5 s; slow the first at 100 x 4 / 4 s"
-    assert launched(new) == {"slow": 4}, "alone, nothing says slow is slower"
+    # alone, nothing says slow is slower: on each, its next two end at 125 and 150 s (fast: 137.5 and 150 s)
+    assert launched(new) == {"slow": 2}, "alone, where they end first: two wait in the bag for fast"
     assert launched(seen, running) == {}, "its jobs last at least 50 s: 200 s at least on slow"
 
 

@@ -97,6 +97,7 @@ def test_the_snapshot_shows_each_cluster_with_cigris_jobs_there():
     assert cluster.jobs[0] == GridJob(queued[0], cid, 2, 0.0, 5.0)
     assert [j.job_id for j in cluster.jobs if not j.running] == queued[1:]
     assert cluster.grid_running == 2
+    assert cluster.running == {cid: 1}, "cigri's running jobs per campaign: the pace it frees slots at"
 
 
 def test_the_snapshot_shows_each_campaigns_keys_size_progress_and_estimate():

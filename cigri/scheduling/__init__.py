@@ -138,6 +138,7 @@ class ClusterView:
     others: int = 0  # slots busy with jobs that are not cigri's (the cluster's local users)
     hazard: float = 0.0  # kills of cigri's running jobs per second of their run time there (learned)
     period: float = 0.0  # seconds between cigri's last two looks at it (about its pass period; 0: the first look)
+    running: Mapping[int, int] = field(default_factory=dict)  # cigri's running jobs there per campaign id
 
     @property
     def drain_slots(self) -> int:
@@ -245,7 +246,8 @@ def decide(strategy: MetaScheduler, snapshot: Snapshot, state: State) -> Decisio
     return replace(decision, launches=(*tests, *decision.launches)) if tests else decision
 
 
-SLOWER = 1.25  # a full queue holds jobs back from a cluster with room where they would end this many times later
+SLOWER = 1.1  # a full queue holds jobs back from a cluster with room where they would end this many times later
+# (1.25 before the drain rates: trace.yaml 1.056x its reference, 1.15 1.054x, 1.1 1.033x; small.yaml 1.18x, 1.2x, 1.23x)
 RISKY = 1.5  # a job keeps off a cluster where it would take this many times its duration, restarts included,
 SAFE = 1.2  # when another of its clusters would take at most this many
 TOO_SLOW = 1.5  # a cluster whose slots run jobs this many times longer than the grid's average slot is slow
@@ -311,11 +313,34 @@ def fill(
                 budget -= _give(taken, waiting, campaign, cluster, budget)
     queues = {cluster.name: cluster.queue for cluster in clusters}
     ahead = {cluster.name: cluster.queued for cluster in clusters}
+    known = _drains(order, clusters, speeds)
     for campaign in order:
         kept = avoid.get(campaign.id, ())
         allowed = [c for c in clusters if c.name not in kept] if kept else clusters
-        _queue(taken, waiting, campaign, allowed, queues, ahead, speeds)
+        _queue(taken, waiting, campaign, allowed, queues, ahead, speeds, known)
     return taken
+
+
+def _drains(
+    campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView], speeds: Mapping[str, float]
+) -> dict[str, tuple[float, int]]:
+    """Per cluster, (slots freed per second, slots) of cigri's running jobs there whose campaign's mean there
+    is known: each campaign's running jobs over its mean there (Spritz's, else its mean anywhere times the
+    cluster's :func:`slowness`)."""
+    views = {c.id: c for c in campaigns}
+    out = {}
+    for cluster in clusters:
+        rate, slots = 0.0, 0
+        for campaign_id, n in cluster.running.items():
+            view = views.get(campaign_id)
+            if view is None or view.estimate is None:
+                continue
+            mean = view.estimates.get(cluster.name, view.estimate * speeds.get(cluster.name, 1.0))
+            if mean > 0:
+                rate += n / mean
+                slots += n
+        out[cluster.name] = (rate, slots)
+    return out
 
 
 def horizon(campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> float:
@@ -400,34 +425,55 @@ def _give(taken, waiting, campaign: CampaignView, cluster: ClusterView, budget: 
 
 
 def _queue(
-    taken, waiting, campaign: CampaignView, clusters: Sequence[ClusterView], queues, ahead, speeds: Mapping[str, float]
+    taken,
+    waiting,
+    campaign: CampaignView,
+    clusters: Sequence[ClusterView],
+    queues,
+    ahead,
+    speeds: Mapping[str, float],
+    drains: Mapping[str, tuple[float, int]] | None = None,
 ) -> None:
     """The campaign's jobs to queue, each on the cluster where it is expected to start first: the jobs ahead of
-    it there times the campaign's mean duration there over the cluster's slots. The cluster with the earliest
-    start takes jobs until its next start is later than the runner-up's (ties: list order).
+    it there over the rate the cluster frees slots. The cluster with the earliest start takes jobs until its
+    next start is later than the runner-up's (ties: list order).
 
     The campaign's mean on a cluster is Spritz's where some of its jobs ended there; else its mean anywhere
     (before any ended, how long its running jobs have run: they last at least that) times the cluster's
-    :func:`slowness`, the same everywhere when nothing is known.
+    :func:`slowness`, the same everywhere when nothing is known. A cluster frees slots at the pace of the jobs
+    it runs (``drains``, from :func:`_drains`): cigri's running jobs there over their campaigns' means there,
+    and its other slots at this campaign's mean. (On trace.yaml a 200-slot cluster running mostly 2,500-s jobs
+    was priced at the 17,300-s jobs of the campaign to place, a start 5 times too late: they went to a slower
+    cluster and set the makespan.)
 
     A full queue still counts once some of the campaign's jobs ran: it starts a job at its next pass at the
     earliest (its period), after the jobs ahead and those already held for it. A cluster with room where the
     campaign's next job would end :data:`SLOWER` times later (its expected start plus its mean there) than on
-    a full one loses to it the jobs the full one would start sooner: they wait in the bag for it. So a slow
-    cluster, or a small busy one, that has room does not take the jobs a full one would end much sooner, and
-    a full one holds back no more jobs than it would start in time. A full cluster the campaign may send no
-    more jobs to (its jobs there avoid it, its ``max_jobs``) holds none back."""
+    a full one loses that job to it, and the next ones that would still end that much sooner there: they wait
+    in the bag for it. A cluster with room takes jobs until they would end that much later than on a full one.
+    So a slow cluster, or a small busy one, that has room does not take the jobs a full one would end sooner.
+    A full cluster the campaign may send no more jobs to (its jobs there avoid it, its ``max_jobs``) holds
+    none back."""
 
     known = campaign.floor
     fallback = known if known is not None else 1.0
     means = {c.name: campaign.estimates.get(c.name, fallback * speeds.get(c.name, 1.0)) for c in clusters}
     held = dict.fromkeys(ahead, 0)  # the campaign's jobs left in the bag for each full cluster
+    # slots each cluster frees per second: its running jobs' over their campaigns' means, the rest at this one's
+    rates = {}
+    for c in clusters:
+        rate, slots = (drains or {}).get(c.name, (0.0, 0))
+        mean = max(means[c.name], 1e-6)
+        rates[c.name] = (rate + max(0, c.drain_slots - slots) / mean) or c.drain_slots / mean
 
     def behind(cluster: ClusterView) -> float:  # the start of its next job, queued behind the others
-        return (ahead[cluster.name] + held[cluster.name] + 1) * means[cluster.name] / cluster.drain_slots
+        return (ahead[cluster.name] + held[cluster.name] + 1) / rates[cluster.name]
 
     def start(cluster: ClusterView) -> float:
         return behind(cluster) if queues[cluster.name] > 0 else max(cluster.period, behind(cluster))
+
+    def end(cluster: ClusterView) -> float:  # the end of its next job
+        return start(cluster) + means[cluster.name]
 
     def counted(cluster: ClusterView) -> bool:  # room in its queue, or a full queue that moves, jobs that ran
         return queues[cluster.name] > 0 or (known is not None and ahead[cluster.name] > 0)
@@ -445,18 +491,20 @@ def _queue(
     left = waiting[campaign.id]  # the jobs neither given nor held yet
     while left > 0 and ranked:
         first, i, best = heapq.heappop(ranked)
-        faster = [c for c in full if first + means[best.name] >= SLOWER * (start(c) + means[c.name])]
-        rival = min(faster, key=start, default=None)  # the full queue it loses its next job to, if any
-        if rival is not None and start(rival) < first:  # that job waits in the bag for it, and those after
-            n = min(left, max(1, math.floor((first - behind(rival)) * rival.drain_slots / means[rival.name]) + 1))
+        finish = first + means[best.name]  # when its next job there would end
+        faster = [c for c in full if SLOWER * end(c) <= finish]
+        rival = min(faster, key=end, default=None)  # the full queue it loses its next job to, if any
+        if rival is not None:  # that job waits in the bag for it, and those after that still end sooner there
+            latest = finish / SLOWER - means[rival.name]  # the latest start there that ends sooner
+            n = min(left, max(1, math.floor((latest - behind(rival)) * rates[rival.name]) + 1))
             held[rival.name] += n
             left -= n
             heapq.heappush(ranked, (first, i, best))
             continue
-        limit = min(ranked[0][0] if ranked else math.inf, start(rival) if rival is not None else math.inf)
-        most = (
-            None if math.isinf(limit) else max(1, math.floor((limit - first) * best.drain_slots / means[best.name]) + 1)
-        )
+        # jobs there until their start passes the next cluster with room's, or their end a full one's
+        limit = min([ranked[0][0]] if ranked else [], default=math.inf)
+        limit = min([limit] + [SLOWER * end(c) - means[best.name] for c in full])
+        most = None if math.isinf(limit) else max(1, math.floor((limit - first) * rates[best.name]) + 1)
         before = waiting[campaign.id]
         used = _give(taken, waiting, campaign, best, queues[best.name], most)
         if used == 0:
