@@ -81,11 +81,15 @@ def nb_jobs(state: Path, campaign_id: int) -> int:
 
 
 def copy_state(template: Path, directory: Path) -> Path:
+    """A copy of the state, on disk before it is returned: else the first pass's commit (SQLite's fdatasync)
+    flushes the copy's own dirty pages, 0.45 s of a 0.67-s pass on a copy of a 10,000,000-job state (1 GB)."""
     directory.mkdir(parents=True)
     for suffix in ("", "-wal"):
         src = Path(str(template) + suffix)
         if src.exists():
             shutil.copyfile(src, directory / (template.name + suffix))
+            with open(directory / (template.name + suffix), "rb+") as copy:
+                os.fsync(copy.fileno())
     return directory / template.name
 
 
