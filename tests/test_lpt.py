@@ -31,9 +31,10 @@ def test_a_campaign_without_an_estimate_sends_a_probe_per_cluster_first_then_wai
     """trace.yaml: a campaign of 2,500-s jobs with no estimate yet took 177 of c1's 200 slots as they freed,
     ahead of the last 175 jobs of a campaign of 17,300-s jobs, which then waited in the bag for a slower
     cluster and set the makespan. Its probe jobs tell its duration; until then it ranks by what they show."""
-    known, unknown = campaign(1, 5, 1800.0, at=0), campaign(2, 5, None, at=10)
-    assert launched(known, unknown, free=7) == {2: 2, 1: 5}, "its probe, then what the longer work leaves"
-    assert launched(known, replace(unknown, active=1, ran_for=5.0), free=7) == {1: 5, 2: 2}, "probing already"
+    known, unknown = campaign(1, 10, 1800.0, at=0), campaign(2, 5, None, at=10)
+    assert launched(known, unknown, free=7) == {2: 1, 1: 6}, "its probe, then the longer work"
+    assert launched(known, replace(unknown, active=1, ran_for=5.0), free=7) == {1: 7}, "probing already"
+    assert launched(campaign(1, 5, 1800.0), unknown, free=7) == {2: 2, 1: 5}, "its probe, then what is left"
 
 
 def test_a_campaign_without_an_estimate_goes_first_once_its_probes_ran_longer_than_the_known_work():

@@ -80,6 +80,7 @@ class Context:
         self.periods: dict[str, float] = {}  # this pass: seconds since each cluster's last flow reading (0: first)
         self.flow_rows: dict[str, tuple[str, dict]] = {}  # this pass: each cluster's flow state, to keep
         self.started: dict[str, int] = defaultdict(int)  # this pass: slots of cigri's queued jobs seen starting
+        self.running: dict[str, dict[int, int]] = {}  # this pass: cigri's running jobs per cluster and campaign (flow)
         self.walltimes: dict[str, float] | None = None  # this pass: the shortest walltime on each cluster (nikita)
         self._settings: dict[int, dict[str, dict]] = {}
         self._users: dict[int, str] = {}
@@ -94,6 +95,7 @@ class Context:
         self.periods.clear()
         self.flow_rows.clear()
         self.started.clear()
+        self.running.clear()
         self.walltimes = None
         for adapter in self.adapters.values():
             adapter.reopen()

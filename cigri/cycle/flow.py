@@ -126,6 +126,7 @@ def _reading(
         if started:
             running[campaign_id] = started
             running_slots += started * slots
+    ctx.running[name] = running  # the metascheduler's drain rates read them too
     expected = 0.0
     for campaign_id, jobs in running.items():
         mean = _mean_duration(ctx, campaign_id)

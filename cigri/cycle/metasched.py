@@ -97,7 +97,7 @@ def _clusters(ctx: Context, campaigns: Sequence[Campaign]) -> list[ClusterView]:
                 hazard=hazards.get(name, 0.0),
                 period=ctx.periods.get(name, 0.0),
                 jobs=GridJobs(lambda name=name: _grid_jobs(ctx, name)),
-                running=ctx.store.running_counts(name),
+                running=ctx.running.get(name, {}),
             )
         )
     return views

@@ -311,13 +311,6 @@ class Jobs(JobStates):
             (cluster,),
         ).fetchall()
 
-    def running_counts(self, cluster: str) -> dict[int, int]:
-        """cigri's jobs running on the cluster per campaign (``job_places``: nothing counts them one by one)."""
-        rows = self.conn.execute(
-            "SELECT campaign_id, n FROM job_places WHERE cluster = ? AND state = 'running' AND n > 0", (cluster,)
-        )
-        return dict(rows.fetchall())
-
     def grid_counts(self, cluster: str) -> list[tuple[int, int, int]]:
         """(campaign, jobs queued, jobs running) of cigri's jobs on the cluster (queued: not started), the
         campaigns in the order of their first running job's id (those without one first).
