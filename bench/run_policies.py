@@ -11,9 +11,9 @@ fairshare's shares are the scenario's users' shares (run with its default 7-day 
 hour); classload has one class per user with its share as load
 percentage; affinity gives each user one home cluster (the scenario's clusters in turn); srpt's cutoff between
 short and long is the scenario's cutoff, run three times: with estimates learned online (the cycle's), with the
-scenario's true mean job durations (`--oracle`, what Eagle is handed), and with its short share lent to long
-jobs while no short work is around (`lend`). Every figure comes from the simulated
-clusters' records. Writes its section of docs/benchmarks.md.
+scenario's true mean job durations (`--oracle`, what Eagle is handed), and with Eagle's static short
+share (`lend: false`; by default srpt lends it to long jobs while no short work is around). Every figure
+comes from the simulated clusters' records. Writes its section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -72,13 +72,13 @@ HALF_LIFE = 3600.0  # fairshare's second run: a memory short against the scenari
 
 def variants() -> list[tuple[str, str, bool]]:
     """(label, strategy name, oracle estimates) for every registered strategy; srpt three times (learned and
-    oracle estimates, and lending its share), fairshare twice (its default 7-day half-life, and one hour)."""
+    oracle estimates, and Eagle's static share), fairshare twice (its default 7-day half-life, and one hour)."""
     out = []
     for name in sorted(registry(), key=lambda n: (n != "fifo", n)):
         out.append((name, name, False))
         if name == "srpt":
             out.append(("srpt (oracle)", name, True))
-            out.append(("srpt (lend)", name, False))
+            out.append(("srpt (no lend)", name, False))
         if name == "fairshare":
             out.append((f"fairshare (half-life {HALF_LIFE:g} s)", name, False))
     return out
@@ -92,8 +92,8 @@ def simulate(
     if label.startswith("fairshare (half-life"):
         chosen["half_life"] = HALF_LIFE  # the cycle decays usage by the state's configured half-life
         scenario = replace(scenario, config={**scenario.config, "metasched.fairshare.half_life": HALF_LIFE})
-    if label == "srpt (lend)":
-        chosen["lend"] = True
+    if label == "srpt (no lend)":
+        chosen["lend"] = False
     simulation = Simulation(scenario, policy=metascheduler(name, chosen), oracle=oracle)
     return measured(simulation, scenario_name, label, save)
 
@@ -121,7 +121,7 @@ def ratios(results: dict[tuple[str, str], dict]) -> list[str]:
     lines = []
     for scenario in dict.fromkeys(s for s, _ in results):
         fifo = results.get((scenario, "fifo"))
-        for label in ("srpt", "srpt (oracle)", "srpt (lend)", "lpt"):
+        for label in ("srpt", "srpt (oracle)", "srpt (no lend)", "lpt"):
             srpt = results.get((scenario, label))
             if not fifo or not srpt:
                 continue
@@ -154,14 +154,15 @@ Every registered metascheduler on every bench scenario, one simulation each, on 
 ({total:,.0f} s of simulation wall time{spread}). Run: {stamp()}.
 Options from the scenario (see the script's docstring): fairshare and classload follow the users' shares,
 affinity gives each user one home cluster, srpt's cutoff is the scenario's; `srpt (oracle)` is handed each
-campaign's true mean job duration, `srpt` learns it from completed jobs, `srpt (lend)` lends its short share
-to long jobs while no short work is around (`metasched.srpt.lend`). The metrics are those of the simulator
-section below (from the simulated clusters' records): completion from each campaign's submission, short/long by
-the scenario's cutoff on the true mean job duration; makespan against the available-capacity bound and the
-offline reference (longest first with true durations, where each job ends earliest, on the capacity the
-clusters really had: cigri/sim/reference.py); utilization
-of completed work; Jain's index of users' usage against their max-min fair shares; waste in slot-seconds;
-cancels per job: queued jobs the clusters saw cancelled (take-backs, flooding, timeouts) over the jobs.
+campaign's true mean job duration, `srpt` learns it from completed jobs and lends its short share to long
+jobs while no short work is around, `srpt (no lend)` keeps Eagle's static share (`metasched.srpt.lend:
+false`). The metrics are those of the simulator section below (from the simulated clusters' records):
+completion from each campaign's submission, short/long by the scenario's cutoff on the true mean job
+duration; makespan against the available-capacity bound and the offline reference (longest first with true
+durations, where each job ends earliest, on the capacity the clusters really had: cigri/sim/reference.py);
+utilization of completed work; Jain's index of users' usage against their max-min fair shares; waste in
+slot-seconds; cancels per job: queued jobs the clusters saw cancelled (take-backs, flooding, timeouts) over
+the jobs.
 
 {TABLE_HEADER}
 {chr(10).join(rows)}

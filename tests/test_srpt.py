@@ -411,20 +411,22 @@ def test_long_campaigns_stay_out_of_the_short_share():
     assert decide([long], [cluster(free=20, slots=100)])[0] == {("c0", 1): 10}
     assert decide([long], [cluster(free=20, slots=100)], short_share=0)[0] == {("c0", 1): 20}
     held = [GridJob(i, 1, 1, 900.0, 900.0) for i in range(85)]
-    assert decide([long], [cluster(free=15, slots=100, jobs=held)])[0] == {("c0", 1): 5}
+    assert decide([long], [cluster(free=15, slots=100, jobs=held)], lend=False)[0] == {("c0", 1): 5}
     assert decide([long], [cluster(free=0, queue=30, slots=100, jobs=held)])[0] == {("c0", 1): 5}
 
 
-def test_with_lend_and_no_short_work_around_the_share_goes_to_long_jobs_that_give_it_back_within_the_cutoff():
+def test_by_default_and_no_short_work_around_the_share_goes_to_long_jobs_that_give_it_back_within_the_cutoff():
     """Issue 21: on long-first.yaml the share idled 8 of 80 slots for hours while no short campaign was
     there (300 long jobs against 300 short ones of 30 s), and srpt's long p90 was 8 % over fifo's. With
     ``lend``, while every campaign is known to be long, long ones may take all but one slot of each cluster
     where their running jobs free the rest of the share within the cutoff as they end: a campaign that comes
-    starts at once on that slot, and once it (or one not known yet) is there, the share is kept again."""
+    starts at once on that slot, and once it (or one not known yet) is there, the share is kept again. It is
+    srpt's default (its long p90 on long-first.yaml within 5 % of fifo's); ``lend: false`` keeps Eagle's
+    static share."""
     long = campaign(1, 100, 1000)
     held = [GridJob(i, 1, 1, 900.0, 900.0) for i in range(85)]  # 85 jobs of 1,000 s free 9 slots in 106 s
-    assert decide([long], [cluster(free=15, slots=100, jobs=held)], lend=True)[0] == {("c0", 1): 14}
-    assert decide([long], [cluster(free=15, slots=100, jobs=held)])[0] == {("c0", 1): 5}, "Eagle's by default"
+    assert decide([long], [cluster(free=15, slots=100, jobs=held)])[0] == {("c0", 1): 14}, "lent by default"
+    assert decide([long], [cluster(free=15, slots=100, jobs=held)], lend=False)[0] == {("c0", 1): 5}, "Eagle's"
     queue = cluster(free=0, queue=30, slots=100, jobs=held)  # lent free slots only: nothing long queued there
     assert decide([long], [queue], lend=True)[0] == {("c0", 1): 5}
     longer = campaign(1, 100, 100_000)  # they would take 10,600 s: the share is kept
@@ -478,7 +480,7 @@ def test_bad_options_name_their_key(options, message):
 def test_options_are_read():
     strategy = metascheduler("srpt", {"cutoff": 60, "short_share": 0.25, "cap": 2, "default_estimate": 9})
     assert (strategy.cutoff, strategy.short_share, strategy.cap, strategy.default_estimate) == (60, 0.25, 2, 9)
-    assert (strategy.lend, metascheduler("srpt", {"lend": True}).lend) == (False, True)
+    assert (strategy.lend, metascheduler("srpt", {"lend": False}).lend) == (True, False)
 
 
 # --- no starvation over many decisions ----------------------------------------------------------------------
