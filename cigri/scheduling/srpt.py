@@ -23,11 +23,11 @@ cluster here, and a probe is a campaign being eligible on that cluster:
   the long campaigns as their jobs end. On ``long-first.yaml`` it brings srpt's long p90 from 1.10x to
   1.01x ``fifo``'s, its short p90 from 682 s to 1,671 s (fifo's: 9,134 s); on the trace short p90 grows
   56 %, still 39 times shorter than fifo's. Issue 21 asks both: short p90 at least twice shorter than
-  fifo's, long p90 within 5 % of it. A campaign with no estimate yet
-  (none of its jobs has ended or run past the cutoff) may be long: it holds what a long campaign may, or
-  :data:`PROBES` job on a cluster where a long one may hold none, whose end teaches its estimate. So long
-  campaigns that arrive first leave the share to the short ones behind them, and a short one starts at once
-  and takes the share once its first job has ended.
+  fifo's, long p90 within 5 % of it. A campaign with no estimate yet (none of its jobs has ended or run past
+  the cutoff) may be long: it holds what a long campaign may, or :data:`PROBES` job on a cluster where a
+  long one may hold none, whose end teaches its estimate. So long campaigns that arrive first leave the share
+  to the short ones behind them, and a short one starts at once and takes the share once its first job has
+  ended.
 - **LWL** (:func:`lwl`): long campaigns go, job by job, to the cluster with the least work left (estimated
   work of cigri's jobs there per slot); a long campaign at the head of a cluster's queue (older than every
   other campaign eligible there) runs there first.
