@@ -8,7 +8,17 @@ from dataclasses import replace
 import pytest
 
 from cigri.model import CampaignType
-from cigri.scheduling import CampaignView, ClusterView, Demand, GridJob, Snapshot, metascheduler, shunned, slowdown
+from cigri.scheduling import (
+    CampaignView,
+    ClusterView,
+    Demand,
+    GridJob,
+    Snapshot,
+    metascheduler,
+    shunned,
+    slowdown,
+    slowness,
+)
 
 
 def campaign(cid: int, waiting: int, *, at: float, priority: int = 0) -> CampaignView:
@@ -312,6 +322,30 @@ def test_a_cluster_looking_a_little_slower_is_not_kept_off():
     # 1.4 times slower on the 16-slot cluster: 1.33 times the average slot (80 / (64 + 16 / 1.4) = 1.06)
     learned = _learned({"fast": 10.0, "slow": 14.0})
     assert _placed(learned, _new(big, small), clusters=(big, small))["slow"] == 4
+
+
+def test_a_clusters_slowness_weighs_each_campaigns_means_by_the_work_they_stand_on():
+    """Issue 21, long-first.yaml with a half-speed cluster added: the slowness learned there was the mean of
+    the campaigns' ratios of their mean there to their mean anywhere, and fell from 1.6 to 1.2 once a short
+    campaign showed its two short draws there; the long campaign's last jobs then queued there and ended
+    2,100 s after the rest. The long campaign: 50 jobs of 100 s on the fast cluster and 10 of 200 s on the
+    slow one (mean 116.7 s); the short one: 100 of 10 s and 2 of 8 s. Averaged as ratios the slow cluster
+    looked 1.35 times slower (1.26 / 0.93); weighed by the seconds of work behind each mean, 1.9 times."""
+    demands = {"fast": Demand(1, 10**6), "slow": Demand(1, 10**6)}
+    long_ = CampaignView(
+        8, CampaignType.DEFAULT, "u", 0.0, 0, demands, estimate=7000 / 60,
+        estimates={"fast": 100.0, "slow": 200.0}, samples={"fast": 50, "slow": 10},
+    )  # fmt: skip
+    short = CampaignView(
+        9, CampaignType.DEFAULT, "u", 0.0, 0, demands, estimate=1016 / 102,
+        estimates={"fast": 10.0, "slow": 8.0}, samples={"fast": 100, "slow": 2},
+    )  # fmt: skip
+    speeds = slowness([long_.record, short.record])
+    assert 1.8 < speeds["slow"] / speeds["fast"] < 2.0
+    # so a campaign none of whose jobs ended keeps off it (1.5 times slower than the grid's average slot)
+    fast = ClusterView("fast", 2, 50, slots=8)
+    slow = ClusterView("slow", 4, 50, slots=4)
+    assert _placed(long_, short, _new(fast, slow), clusters=(fast, slow)) == {"fast": 6}
 
 
 def test_jobs_queued_on_a_cluster_too_slow_for_their_campaign_go_back_to_the_bag():

@@ -701,6 +701,33 @@ def test_a_small_slow_cluster_added_does_not_lengthen_the_campaigns():
     assert last <= 1.02 * max(t for _, t in alone.clusters["fast"].ledger.first_ends.values())
 
 
+def test_what_an_ended_campaign_taught_of_a_slow_cluster_is_remembered():
+    """Issue 21, never slower with more clusters: the clusters' speeds were learned from the pass's campaigns
+    only, so what a campaign taught left with it. Here the long campaign arrives after the short one ended:
+    nothing in the pass said the small cluster was slow, and its free slots took 4 of the long jobs, which
+    ran 2,400 s there. The latest ended campaigns still teach: the long jobs wait for the fast cluster.
+    Judged on the clusters' records."""
+    fast = {"name": "fast", "slots": 16, "delay": 2, "queue_depth": 0}
+    data = {
+        "name": "remembered",
+        "period": 10,
+        "max_time": 20000,
+        "clusters": [fast, {"name": "slowpoke", "slots": 4, "speed": 0.25, "delay": 2, "queue_depth": 0}],
+        "campaigns": [
+            {"name": "short", "arrival": 0, "jobs": 300, "duration": {"dist": "fixed", "value": 20}},
+            {"name": "long", "arrival": 1000, "jobs": 20, "duration": {"dist": "fixed", "value": 600}},
+        ],
+    }
+    simulation = Simulation(parse(data))
+    simulation.run()
+    ends = simulation.ledger.first_ends  # the world's: where and when each job first ended
+    short_ends = [t for work, (_, t) in ends.items() if work.startswith("c0")]
+    assert any(cluster == "slowpoke" for work, (cluster, _) in ends.items() if work.startswith("c0"))
+    assert max(short_ends) < 1000, "the short campaign ended before the long one arrived"
+    long_ends = [cluster for work, (cluster, _) in ends.items() if work.startswith("c1")]
+    assert long_ends == ["fast"] * 20
+
+
 def test_the_world_records_each_jobs_failed_and_killed_runs():
     """bench/run_monotone.py names a late failure as the cause of a longer makespan from these records: each
     scenario job's runs that exited non-zero and those killed while running, across the clusters. Checked

@@ -23,11 +23,13 @@ from ..scheduling import (
     Demand,
     GridJob,
     GridJobs,
+    Record,
     Snapshot,
     State,
     Stop,
     decide,
     slowdown,
+    slowness,
 )
 from . import flow, ondemand, picking, replicas
 from .context import Context, log
@@ -119,7 +121,25 @@ def _snapshot(ctx: Context, campaigns: Sequence[Campaign], clusters: Sequence[Cl
     paused = ctx.store.campaigns(states=[CampaignState.PAUSED])
     views = [view for c in (*campaigns, *paused) if (view := _campaign_view(ctx, c, open_clusters))]
     usage = ctx.store.usage(now, config.half_life(ctx.store.settings()))
+    speeds = _slowness(ctx, views)
+    clusters = [replace(c, slowness=speeds[c.name]) if c.name in speeds else c for c in clusters]
     return Snapshot(now, tuple(clusters), tuple(views), usage)
+
+
+REMEMBERED = 50  # the latest ended campaigns whose jobs' durations still teach the clusters' speeds
+
+
+def _slowness(ctx: Context, views: Sequence[CampaignView]) -> dict[str, float]:
+    """Each cluster's :func:`~cigri.scheduling.slowness`, learned from the pass's campaigns and the
+    :data:`REMEMBERED` that ended last: what a campaign taught stays when it ends (the campaigns left may not
+    have run anywhere slow yet). Those are read again only when one more ended. None with an oracle, whose
+    word is every campaign's duration anywhere."""
+    if ctx.oracle is not None:
+        return {}
+    last = ctx.store.last_end()
+    if last is not None and last != ctx.remembered[0]:
+        ctx.remembered = (last, [Record(mean, there) for mean, there in ctx.store.ended_durations(REMEMBERED)])
+    return slowness([*(record for view in views if (record := view.record) is not None), *ctx.remembered[1]])
 
 
 def _decide(ctx: Context, snapshot: Snapshot) -> tuple[list[Assignment], list[Stop], dict[str, State]]:
@@ -426,7 +446,8 @@ def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) ->
     """A campaign as the strategies see it, None when it has no job to launch nor on a cluster. Its demands
     name every cluster it may use now (limit 0 when it may send nothing more there); a paused campaign has
     none. Its estimate is Spritz's mean duration of its terminated jobs (kept as running sums when they end),
-    or the oracle's word; its estimates per cluster, Spritz's mean there (none with the oracle)."""
+    or the oracle's word; its estimates per cluster, Spritz's mean there and the jobs it stands on (none with
+    the oracle)."""
     counts = ctx.store.counts(campaign.id)
     running = campaign.state == CampaignState.IN_TREATMENT
     waiting = counts[JobState.TO_LAUNCH] if running else 0
@@ -459,14 +480,16 @@ def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) ->
                     on_clusters = {n: ctx.store.active_by_campaign(n).get(campaign.id, 0) for n in places}
                 limit = min(limit, settings["max_jobs"] - on_clusters[name])
             demands[name] = Demand(settings["_slots"], max(0, limit), failed.get(name, 0))
-    estimates = {}
+    estimates, samples = {}, {}
     ran_for = 0.0
     if ctx.oracle is not None:
         estimate, confidence = ctx.oracle(campaign.id), 0
     else:
         spread = Spread.kept(ctx.store.stats(campaign.id))
         estimate, confidence = spread.mean, spread.n
-        estimates = {name: there.mean for name, there in _cluster_spreads(ctx, campaign.id, {}).items()}
+        spreads = _cluster_spreads(ctx, campaign.id, {})
+        estimates = {name: there.mean for name, there in spreads.items()}
+        samples = {name: there.n for name, there in spreads.items()}
         if estimate is None and active:
             since = ctx.store.first_running(campaign.id)
             ran_for = 0.0 if since is None else max(0.0, ctx.clock.now() - since)
@@ -487,6 +510,7 @@ def _campaign_view(ctx: Context, campaign: Campaign, open_clusters: set[str]) ->
         estimates=estimates,
         finalize=jdl.get("finalize", False),
         ran_for=ran_for,
+        samples=samples,
     )
 
 

@@ -96,6 +96,15 @@ class GridJobs(Sequence[GridJob]):
 
 
 @dataclass(frozen=True)
+class Record:
+    """What a campaign's ended jobs say of the clusters' speeds (:func:`slowness`): their mean duration
+    anywhere, and per cluster where some ended, (their mean there, how many ended there)."""
+
+    mean: float
+    there: Mapping[str, tuple[float, int]]
+
+
+@dataclass(frozen=True)
 class CampaignView:
     id: int
     type: CampaignType
@@ -113,11 +122,19 @@ class CampaignView:
     # Spritz's mean job duration per cluster, where some of its jobs terminated (seconds; none with an oracle)
     estimates: Mapping[str, float] = field(default_factory=dict)
     ran_for: float = 0.0  # without an estimate: the longest its running jobs have run yet, a floor of its duration
+    samples: Mapping[str, int] = field(default_factory=dict)  # the ended jobs each of ``estimates`` stands on
 
     @property
     def floor(self) -> float | None:
         """Its estimate, else what its longest running job shows its jobs last at least (None: nothing)."""
         return self.estimate if self.estimate is not None else self.ran_for or None
+
+    @property
+    def record(self) -> Record | None:
+        """What its ended jobs say of the clusters' speeds (None: none ended, or an oracle's word)."""
+        if not self.estimate or not self.estimates:
+            return None
+        return Record(self.estimate, {name: (mean, self.samples.get(name, 1)) for name, mean in self.estimates.items()})
 
     @property
     def remaining_work(self) -> float | None:
@@ -139,6 +156,9 @@ class ClusterView:
     hazard: float = 0.0  # kills of cigri's running jobs per second of their run time there (learned)
     period: float = 0.0  # seconds between cigri's last two looks at it (about its pass period; 0: the first look)
     running: Mapping[int, int] = field(default_factory=dict)  # cigri's running jobs there per campaign id
+    # how many times a campaign's mean its jobs take there (:func:`slowness`, learned by the cycle from every
+    # campaign of the pass and the latest ended ones; None: not learned, strategies ask the campaigns shown)
+    slowness: float | None = None
 
     @property
     def drain_slots(self) -> int:
@@ -298,7 +318,7 @@ def fill(
     taken = {} if taken is None else taken
     waiting = {c.id: c.waiting - sum(n for (_, cid), n in taken.items() if cid == c.id) for c in order}
     avoid = {c.id: shunned(c, clusters) for c in order} if any(c.hazard for c in clusters) else {}
-    speeds = slowness(order)
+    speeds = learned(order, clusters)
     if speeds:
         drained = horizon(order, clusters)
         for campaign in order:
@@ -336,7 +356,7 @@ def _drains(
             view = views.get(campaign_id)
             if view is None or view.estimate is None:
                 continue
-            mean = view.estimates.get(cluster.name, view.estimate * speeds.get(cluster.name, 1.0))
+            mean = expected_mean(view, cluster.name, speeds, view.estimate)
             if mean > 0:
                 rate += n / mean
                 slots += n
@@ -378,7 +398,7 @@ def too_slow(
         speed = speeds.get(c.name, 1.0)
         if speed < TOO_SLOW * average:
             continue
-        mean = campaign.estimates.get(c.name, (estimate or 0.0) * speed)
+        mean = expected_mean(campaign, c.name, speeds, estimate or 0.0)
         if estimate is None or mean > horizon:
             slow.add(c.name)
     # the others must take jobs: room there, jobs queued, or cigri's jobs running there that will free their
@@ -391,7 +411,7 @@ def too_slow(
 def off_slow(snapshot: Snapshot) -> tuple[Stop, ...]:
     """The jobs queued (not started) on a cluster their campaign keeps off as too slow for it (:func:`too_slow`):
     they go back to the bag, to be placed again on a faster cluster (a queued job costs only its cancel)."""
-    speeds = slowness(snapshot.campaigns)
+    speeds = learned(snapshot.campaigns, snapshot.clusters)
     if not speeds:
         return ()
     drained = horizon(snapshot.campaigns, snapshot.clusters)
@@ -458,7 +478,7 @@ def _queue(
 
     known = campaign.floor
     fallback = known if known is not None else 1.0
-    means = {c.name: campaign.estimates.get(c.name, fallback * speeds.get(c.name, 1.0)) for c in clusters}
+    means = {c.name: expected_mean(campaign, c.name, speeds, fallback) for c in clusters}
     held = dict.fromkeys(ahead, 0)  # the campaign's jobs left in the bag for each full cluster
     # slots each cluster frees per second: its running jobs' over their campaigns' means, the rest at this one's
     rates = {}
@@ -519,16 +539,83 @@ def _queue(
             full.append(best)
 
 
-def slowness(campaigns: Sequence[CampaignView]) -> dict[str, float]:
-    """How many times a campaign's mean duration its jobs take on each cluster: the mean of that ratio over the
-    campaigns with jobs ended there. What a cluster's speed says of a campaign none of whose jobs ended
-    there yet."""
+def slowness(records: Iterable[Record]) -> dict[str, float]:
+    """How many times a campaign's mean duration its jobs take on each cluster: what a cluster's speed says of
+    a campaign none of whose jobs ended there yet (:func:`expected_mean`), from what campaigns' ended jobs
+    said (:class:`Record`: the cycle gives those of the pass's campaigns and of the latest ended ones).
+
+    Learned from each campaign's means on its clusters against one another, not against its mean anywhere: a
+    campaign whose jobs ran mostly on a slow cluster has a mean close to its mean there, and said that cluster
+    was about as fast as any (on long-first.yaml with a half-speed cluster added, the slowness learned there
+    fell from 1.6 to 1.2, and a long campaign's last jobs went there and ended 2,100 s after the rest).
+
+    In logarithms, each campaign's mean on a cluster is its own base plus the cluster's slowness, fitted by
+    least squares over the campaigns that ran on two clusters or more, each mean weighed by the seconds of
+    work it stands on (its jobs there times their mean: the few jobs that ended early on a slow cluster are
+    its short draws, and a short campaign's means say little of a long one's); then one shift for all, so that
+    the slowness is counted in the campaigns' means, as its name says. With one such campaign this is its mean
+    on each cluster over its mean anywhere. A cluster that only campaigns of one cluster ran on: their means
+    there over their means anywhere (about 1)."""
+    known = []  # (log of its mean anywhere, {cluster: (log of its mean there, weight)})
+    for record in records:
+        there = {name: (math.log(mean), n * mean) for name, (mean, n) in record.there.items() if mean > 0 and n > 0}
+        if there and record.mean > 0:
+            known.append((math.log(record.mean), there))
+    several = [there for _, there in known if len(there) > 1]
+    fitted: dict[str, float] = {}  # log slowness, up to one shift
+    for _ in range(FIT_ROUNDS if several else 0):
+        sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+        for there in several:
+            weight = sum(w for _, w in there.values())
+            base = sum(w * (value - fitted.get(name, 0.0)) for name, (value, w) in there.items()) / weight
+            for name, (value, w) in there.items():
+                sums[name][0] += w * (value - base)
+                sums[name][1] += w
+        fitted = {name: total / weight for name, (total, weight) in sums.items()}
+    out: dict[str, float] = {}
+    if fitted:
+        pairs = [
+            (w, value - overall - fitted[name])
+            for overall, there in known
+            for name, (value, w) in there.items()
+            if name in fitted
+        ]
+        shift = sum(w * gap for w, gap in pairs) / sum(w for w, _ in pairs)
+        out = {name: math.exp(value + shift) for name, value in fitted.items()}
     ratios: dict[str, list[float]] = defaultdict(list)
-    for campaign in campaigns:
-        if campaign.estimate:
-            for name, mean in campaign.estimates.items():
-                ratios[name].append(mean / campaign.estimate)
-    return {name: sum(r) / len(r) for name, r in ratios.items()}
+    for overall, there in known:
+        for name, (value, _) in there.items():
+            if name not in out:
+                ratios[name].append(math.exp(value - overall))
+    out.update({name: sum(r) / len(r) for name, r in ratios.items()})
+    return out
+
+
+FIT_ROUNDS = 8  # rounds of the slowness fit: enough to settle on a few dozen clusters, cheap on a thousand campaigns
+
+
+def learned(campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> dict[str, float]:
+    """The clusters' :func:`slowness`: the cycle's (:attr:`ClusterView.slowness`, from every campaign of the
+    pass and the latest ended ones), else what ``campaigns`` say (clusters shown without it)."""
+    kept = {c.name: c.slowness for c in clusters if c.slowness is not None}
+    return kept or slowness(record for c in campaigns if (record := c.record) is not None)
+
+
+def expected_mean(campaign: CampaignView, cluster: str, speeds: Mapping[str, float], fallback: float) -> float:
+    """The campaign's mean job duration on the cluster: Spritz's where some of its jobs ended there; else its
+    mean where they ended, each over that cluster's :func:`slowness` (weighed by the seconds of work it stands
+    on), times this one's; with none ended anywhere, ``fallback`` (its estimate or floor) times this cluster's."""
+    if cluster in campaign.estimates:
+        return campaign.estimates[cluster]
+    speed = speeds.get(cluster, 1.0)
+    weight = total = 0.0
+    for name, mean in campaign.estimates.items():
+        other = speeds.get(name)
+        if other and mean > 0:
+            w = max(1, campaign.samples.get(name, 1)) * mean
+            total += w * math.log(mean / other)
+            weight += w
+    return math.exp(total / weight) * speed if weight else fallback * speed
 
 
 def launches(taken: Mapping[tuple[str, int], int]) -> tuple[Assignment, ...]:

@@ -635,6 +635,12 @@ def _m029_cluster_seconds(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m030_campaigns_ended(conn: sqlite3.Connection) -> None:
+    """The ended campaigns by end time: the cycle remembers what the latest ones taught of the clusters'
+    speeds, and reads them again only when one more ended (the latest end, one seek)."""
+    _run_script(conn, "CREATE INDEX campaigns_ended ON campaigns(ended_at) WHERE ended_at IS NOT NULL;")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_unknown_since", _m002_unknown_since),
@@ -664,6 +670,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("027_job_places", _m027_job_places),
     ("028_waiting_avoid", _m028_waiting_avoid),
     ("029_cluster_seconds", _m029_cluster_seconds),
+    ("030_campaigns_ended", _m030_campaigns_ended),
 ]
 
 

@@ -137,6 +137,35 @@ class Usage:
         )
         return {row[0]: dict(zip(CLUSTER_STATS, row[1:], strict=True)) for row in rows}
 
+    def last_end(self) -> float | None:
+        """When the campaign that ended last ended (None: none ended yet)."""
+        row = self._one("SELECT max(ended_at) FROM campaigns WHERE ended_at IS NOT NULL")
+        return row[0] if row else None
+
+    def ended_durations(self, limit: int) -> list[tuple[float, dict[str, tuple[float, int]]]]:
+        """Of the ``limit`` campaigns that ended last (terminated or cancelled), those some of whose jobs
+        terminated: their jobs' mean duration, and per cluster where some terminated, (their mean there, how
+        many). Reads those campaigns only, through the index of ends."""
+        ids = [
+            campaign_id
+            for (campaign_id,) in self.conn.execute(
+                "SELECT id FROM campaigns WHERE ended_at IS NOT NULL ORDER BY ended_at DESC LIMIT ?", (limit,)
+            )
+        ]
+        if not ids:
+            return []
+        rows = self.conn.execute(
+            "SELECT s.campaign_id, s.duration_sum / s.duration_n, c.cluster, c.duration_sum / c.duration_n, "
+            "c.duration_n FROM campaign_stats s JOIN cluster_stats c ON c.campaign_id = s.campaign_id "
+            f"WHERE s.campaign_id IN ({_marks(len(ids))}) AND s.duration_n > 0 AND c.duration_n > 0 "
+            "ORDER BY s.campaign_id, c.cluster",
+            ids,
+        )
+        out: dict[int, tuple[float, dict[str, tuple[float, int]]]] = {}
+        for campaign_id, mean, cluster, there, n in rows:
+            out.setdefault(campaign_id, (mean, {}))[1][cluster] = (there, n)
+        return list(out.values())
+
     def set_forecast(
         self,
         campaign_id: int,
