@@ -8,7 +8,7 @@ import subprocess
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cigri.model import CampaignType, JobState
+from cigri.model import CampaignState, CampaignType, JobState
 from cigri.store import Store, default_state_path
 from cigri.store.migrations import MIGRATIONS
 
@@ -134,3 +134,25 @@ def test_grid_counts_and_launching_count_of_a_cluster():
     assert store.grid_counts("a") == [(first, 3, 0), (third, 2, 2), (second, 3, 1)]
     assert store.grid_counts("b") == []
     assert (store.launching_count("a"), store.launching_count("b")) == (1, 0)
+
+
+def test_the_ended_campaigns_remembered_are_those_that_ended_last(tmp_path):
+    """What the cycle remembers of the clusters' speeds (cigri.cycle.metasched._slowness): the mean durations
+    of the campaigns that ended last, terminated or cancelled, by their end time, not their id; a running
+    campaign's are the pass's own, and one none of whose jobs ended says nothing."""
+    store = Store(tmp_path / "state.db")
+    ids = [store.create_campaign(f"c{i}", "u", CampaignType.DEFAULT, {}, {}, float(i)) for i in range(5)]
+    for cid, (mean, slow) in zip(ids, [(10.0, 20.0), (30.0, 60.0), (50.0, 100.0), (70.0, 140.0)], strict=False):
+        store.add_durations([(cid, "fast", mean, 0.0), (cid, "slow", slow, 0.0), (cid, "slow", slow, 0.0)], 60.0)
+    assert store.last_end() is None and store.ended_durations(2) == []
+    store.set_campaign_state(ids[1], CampaignState.TERMINATED, now=300.0)
+    store.set_campaign_state(ids[0], CampaignState.CANCELLED, now=400.0)  # the latest end, the lowest id
+    store.set_campaign_state(ids[2], CampaignState.TERMINATED, now=100.0)
+    store.set_campaign_state(ids[4], CampaignState.TERMINATED, now=500.0)  # no job of it ended
+    assert store.last_end() == 500.0
+    assert sorted(store.ended_durations(3)) == [
+        (50.0 / 3, {"fast": (10.0, 1), "slow": (20.0, 2)}),
+        (50.0, {"fast": (30.0, 1), "slow": (60.0, 2)}),
+    ]
+    assert len(store.ended_durations(4)) == 3  # the fourth that ended last is ids[2]; ids[3] still runs
+    store.close()
