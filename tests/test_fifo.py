@@ -6,6 +6,8 @@ import math
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cigri.model import CampaignType
 from cigri.scheduling import (
@@ -13,6 +15,7 @@ from cigri.scheduling import (
     ClusterView,
     Demand,
     GridJob,
+    Record,
     Snapshot,
     metascheduler,
     shunned,
@@ -346,6 +349,47 @@ def test_a_clusters_slowness_weighs_each_campaigns_means_by_the_work_they_stand_
     fast = ClusterView("fast", 2, 50, slots=8)
     slow = ClusterView("slow", 4, 50, slots=4)
     assert _placed(long_, short, _new(fast, slow), clusters=(fast, slow)) == {"fast": 6}
+
+
+def test_the_slowness_fit_settles_however_each_campaigns_work_is_spread():
+    """Each campaign ran mostly on a different cluster: a fit by rounds (8 of them at b00a7ae) found the slow
+    cluster 1.12 times slower than the fast one, not 2 (the review of that commit). Solved exactly."""
+    demands = {"fast": Demand(1, 10**6), "slow": Demand(1, 10**6)}
+    here = CampaignView(
+        8, CampaignType.DEFAULT, "u", 0.0, 0, demands, estimate=100_200 / 1001,
+        estimates={"fast": 100.0, "slow": 200.0}, samples={"fast": 1000, "slow": 1},
+    )  # fmt: skip
+    there = CampaignView(
+        9, CampaignType.DEFAULT, "u", 0.0, 0, demands, estimate=10_010 / 501,
+        estimates={"fast": 10.0, "slow": 20.0}, samples={"fast": 1, "slow": 500},
+    )  # fmt: skip
+    speeds = slowness([here.record, there.record])
+    assert speeds["slow"] / speeds["fast"] == pytest.approx(2.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    factors=st.lists(st.floats(0.25, 4.0), min_size=2, max_size=6),
+    campaigns=st.lists(
+        st.tuples(st.floats(1.0, 1000.0), st.lists(st.integers(1, 1000), min_size=6, max_size=6)),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_the_slowness_fit_recovers_the_clusters_true_speeds(factors, campaigns):
+    """Durations with no noise (each campaign's base times each cluster's factor, any number of jobs on
+    each): whatever the spread of the work, the fitted slowness of every two clusters the campaigns link
+    stands in the ratio of their factors. A chain links every cluster: campaign i ran on clusters i and i+1."""
+    names = [f"c{i}" for i in range(len(factors))]
+    records = []
+    for i, (base, jobs) in enumerate(campaigns * len(names)):
+        k = i % (len(names) - 1)
+        there = {names[j]: (base * factors[j], jobs[j]) for j in (k, k + 1)}
+        total = sum(n for _, n in there.values())
+        records.append(Record(sum(mean * n for mean, n in there.values()) / total, there))
+    speeds = slowness(records)
+    for name, factor in zip(names[1:], factors[1:], strict=True):
+        assert speeds[name] / speeds[names[0]] == pytest.approx(factor / factors[0], rel=1e-6)
 
 
 def test_jobs_queued_on_a_cluster_too_slow_for_their_campaign_go_back_to_the_bag():

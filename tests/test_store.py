@@ -151,8 +151,8 @@ def test_the_ended_campaigns_remembered_are_those_that_ended_last(tmp_path):
     store.set_campaign_state(ids[4], CampaignState.TERMINATED, now=500.0)  # no job of it ended
     assert store.last_end() == 500.0
     assert sorted(store.ended_durations(3)) == [
-        (50.0 / 3, {"fast": (10.0, 1), "slow": (20.0, 2)}),
-        (50.0, {"fast": (30.0, 1), "slow": (60.0, 2)}),
+        (ids[0], 50.0 / 3, {"fast": (10.0, 1), "slow": (20.0, 2)}),
+        (ids[1], 50.0, {"fast": (30.0, 1), "slow": (60.0, 2)}),
     ]
     assert len(store.ended_durations(4)) == 3  # the fourth that ended last is ids[2]; ids[3] still runs
     store.close()

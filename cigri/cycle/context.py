@@ -82,9 +82,9 @@ class Context:
         self.started: dict[str, int] = defaultdict(int)  # this pass: slots of cigri's queued jobs seen starting
         self.running: dict[str, dict[int, int]] = {}  # this pass: cigri's running jobs per cluster and campaign (flow)
         self.walltimes: dict[str, float] | None = None  # this pass: the shortest walltime on each cluster (nikita)
-        # the latest end among the campaigns and what those that ended last taught of the clusters' speeds
-        # (metasched reads them again when one more ended)
-        self.remembered: tuple[float | None, list[Record]] = (None, [])
+        # the latest end among the campaigns, and what those that ended last taught of the clusters' speeds,
+        # per campaign (metasched reads them again when one more ended)
+        self.remembered: tuple[float | None, list[tuple[int, Record]]] = (None, [])
         self._settings: dict[int, dict[str, dict]] = {}
         self._users: dict[int, str] = {}
         self._attempts: dict[int, int | None] = {}

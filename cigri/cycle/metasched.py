@@ -132,14 +132,18 @@ REMEMBERED = 50  # the latest ended campaigns whose jobs' durations still teach 
 def _slowness(ctx: Context, views: Sequence[CampaignView]) -> dict[str, float]:
     """Each cluster's :func:`~cigri.scheduling.slowness`, learned from the pass's campaigns and the
     :data:`REMEMBERED` that ended last: what a campaign taught stays when it ends (the campaigns left may not
-    have run anywhere slow yet). Those are read again only when one more ended. None with an oracle, whose
-    word is every campaign's duration anywhere."""
+    have run anywhere slow yet). Those are read again only when one more ended; one of the pass's (reopened
+    since) counts once. Nothing learned with an oracle, whose word is every campaign's duration anywhere."""
     if ctx.oracle is not None:
         return {}
     last = ctx.store.last_end()
-    if last is not None and last != ctx.remembered[0]:
-        ctx.remembered = (last, [Record(mean, there) for mean, there in ctx.store.ended_durations(REMEMBERED)])
-    return slowness([*(record for view in views if (record := view.record) is not None), *ctx.remembered[1]])
+    if last != ctx.remembered[0]:
+        ended = ctx.store.ended_durations(REMEMBERED) if last is not None else []
+        ctx.remembered = (last, [(campaign_id, Record(mean, there)) for campaign_id, mean, there in ended])
+    shown = {view.id for view in views}
+    records = [record for view in views if (record := view.record) is not None]
+    records += [record for campaign_id, record in ctx.remembered[1] if campaign_id not in shown]
+    return slowness(records)
 
 
 def _decide(ctx: Context, snapshot: Snapshot) -> tuple[list[Assignment], list[Stop], dict[str, State]]:

@@ -157,7 +157,8 @@ class ClusterView:
     period: float = 0.0  # seconds between cigri's last two looks at it (about its pass period; 0: the first look)
     running: Mapping[int, int] = field(default_factory=dict)  # cigri's running jobs there per campaign id
     # how many times a campaign's mean its jobs take there (:func:`slowness`, learned by the cycle from every
-    # campaign of the pass and the latest ended ones; None: not learned, strategies ask the campaigns shown)
+    # campaign of the pass and the latest ended ones; None: not learned. With none on any cluster shown, the
+    # strategies learn it from the campaigns shown; a cluster left at None beside others counts as 1)
     slowness: float | None = None
 
     @property
@@ -346,8 +347,7 @@ def _drains(
     campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView], speeds: Mapping[str, float]
 ) -> dict[str, tuple[float, int]]:
     """Per cluster, (slots freed per second, slots) of cigri's running jobs there whose campaign's mean there
-    is known: each campaign's running jobs over its mean there (Spritz's, else its mean anywhere times the
-    cluster's :func:`slowness`)."""
+    is known: each campaign's running jobs over its mean there (:func:`expected_mean`)."""
     views = {c.id: c for c in campaigns}
     out = {}
     for cluster in clusters:
@@ -459,13 +459,13 @@ def _queue(
     it there over the rate the cluster frees slots. The cluster with the earliest start takes jobs until its
     next start is later than the runner-up's (ties: list order).
 
-    The campaign's mean on a cluster is Spritz's where some of its jobs ended there; else its mean anywhere
-    (before any ended, how long its running jobs have run: they last at least that) times the cluster's
-    :func:`slowness`, the same everywhere when nothing is known. A cluster frees slots at the pace of the jobs
-    it runs (``drains``, from :func:`_drains`): cigri's running jobs there over their campaigns' means there,
-    and its other slots at this campaign's mean. (On trace.yaml a 200-slot cluster running mostly 2,500-s jobs
-    was priced at the 17,300-s jobs of the campaign to place, a start 5 times too late: they went to a slower
-    cluster and set the makespan.)
+    The campaign's mean on a cluster is :func:`expected_mean`: Spritz's where some of its jobs ended there,
+    else from its means where they did and the clusters' :func:`slowness` (before any ended, how long its
+    running jobs have run, a floor: they last at least that), the same everywhere when nothing is known. A
+    cluster frees slots at the pace of the jobs it runs (``drains``, from :func:`_drains`): cigri's running
+    jobs there over their campaigns' means there, and its other slots at this campaign's mean. (On trace.yaml
+    a 200-slot cluster running mostly 2,500-s jobs was priced at the 17,300-s jobs of the campaign to place, a
+    start 5 times too late: they went to a slower cluster and set the makespan.)
 
     A full queue still counts once some of the campaign's jobs ran: it starts a job at its next pass at the
     earliest (its period), after the jobs ahead and those already held for it. A cluster with room where the
@@ -549,39 +549,29 @@ def slowness(records: Iterable[Record]) -> dict[str, float]:
     was about as fast as any (on long-first.yaml with a half-speed cluster added, the slowness learned there
     fell from 1.6 to 1.2, and a long campaign's last jobs went there and ended 2,100 s after the rest).
 
-    In logarithms, each campaign's mean on a cluster is its own base plus the cluster's slowness, fitted by
-    least squares over the campaigns that ran on two clusters or more, each mean weighed by the seconds of
-    work it stands on (its jobs there times their mean: the few jobs that ended early on a slow cluster are
-    its short draws, and a short campaign's means say little of a long one's); then one shift for all, so that
-    the slowness is counted in the campaigns' means, as its name says. With one such campaign this is its mean
-    on each cluster over its mean anywhere. A cluster that only campaigns of one cluster ran on: their means
-    there over their means anywhere (about 1)."""
+    In logarithms, each campaign's mean on a cluster is its own base plus the cluster's slowness, solved by
+    weighed least squares (:func:`_fit`) over the campaigns that ran on two clusters or more, each mean
+    weighed by the seconds of work it stands on (its jobs there times their mean: the few jobs that ended early
+    on a slow cluster are its short draws, and a short campaign's means say little of a long one's). That
+    fixes the slowness of the clusters such campaigns link up to one factor per linked group, set so that
+    the group's slowness is counted in the campaigns' means anywhere (weighed the same way), as its name
+    says. A cluster that only campaigns of one cluster ran on: their means there over their means anywhere
+    (about 1)."""
     known = []  # (log of its mean anywhere, {cluster: (log of its mean there, weight)})
     for record in records:
         there = {name: (math.log(mean), n * mean) for name, (mean, n) in record.there.items() if mean > 0 and n > 0}
         if there and record.mean > 0:
             known.append((math.log(record.mean), there))
-    several = [there for _, there in known if len(there) > 1]
-    fitted: dict[str, float] = {}  # log slowness, up to one shift
-    for _ in range(FIT_ROUNDS if several else 0):
-        sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
-        for there in several:
-            weight = sum(w for _, w in there.values())
-            base = sum(w * (value - fitted.get(name, 0.0)) for name, (value, w) in there.items()) / weight
-            for name, (value, w) in there.items():
-                sums[name][0] += w * (value - base)
-                sums[name][1] += w
-        fitted = {name: total / weight for name, (total, weight) in sums.items()}
     out: dict[str, float] = {}
-    if fitted:
+    for group, fitted in _fit([there for _, there in known if len(there) > 1]):
         pairs = [
             (w, value - overall - fitted[name])
             for overall, there in known
             for name, (value, w) in there.items()
-            if name in fitted
+            if name in group
         ]
         shift = sum(w * gap for w, gap in pairs) / sum(w for w, _ in pairs)
-        out = {name: math.exp(value + shift) for name, value in fitted.items()}
+        out.update((name, math.exp(value + shift)) for name, value in fitted.items())
     ratios: dict[str, list[float]] = defaultdict(list)
     for overall, there in known:
         for name, (value, _) in there.items():
@@ -591,7 +581,73 @@ def slowness(records: Iterable[Record]) -> dict[str, float]:
     return out
 
 
-FIT_ROUNDS = 8  # rounds of the slowness fit: enough to settle on a few dozen clusters, cheap on a thousand campaigns
+def _fit(campaigns: Sequence[Mapping[str, tuple[float, float]]]) -> list[tuple[set[str], dict[str, float]]]:
+    """The log slowness s of each cluster minimizing the sum over campaigns c and their clusters k of
+    w_ck (v_ck - b_c - s_k)^2, ``campaigns`` giving each one's {cluster: (v, w)}. Each base b_c taken out,
+    the normal equations are L s = r with L_kl = sum_c w_ck (delta_kl - w_cl / W_c) and r_k = sum_c w_ck
+    (v_ck - the campaign's weighed mean of v), W_c its weights' sum. L fixes s only up to one constant per
+    group of clusters the campaigns link: each group is solved with its first cluster at 0. Returns (the
+    group's clusters, their s) per group."""
+    parent: dict[str, str] = {}
+
+    def root(name: str) -> str:
+        while parent.setdefault(name, name) != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    for there in campaigns:
+        first, *rest = there
+        for name in rest:
+            parent[root(name)] = root(first)
+    groups: dict[str, list[str]] = defaultdict(list)
+    for name in sorted(parent):
+        groups[root(name)].append(name)
+    out = []
+    for names in groups.values():
+        index = {name: i for i, name in enumerate(names[1:])}  # the first is fixed at 0
+        size = len(index)
+        lhs = [[0.0] * size for _ in range(size)]
+        rhs = [0.0] * size
+        for there in campaigns:
+            if names[0] not in there and not index.keys() & there.keys():
+                continue
+            total = sum(w for _, w in there.values())
+            mean = sum(w * v for v, w in there.values()) / total
+            for name, (value, weight) in there.items():
+                if name not in index:
+                    continue
+                i = index[name]
+                rhs[i] += weight * (value - mean)
+                lhs[i][i] += weight
+                for other, (_, w) in there.items():
+                    if other in index:
+                        lhs[i][index[other]] -= weight * w / total
+        solved = _solve(lhs, rhs)
+        out.append((set(names), {names[0]: 0.0, **{name: solved[i] for name, i in index.items()}}))
+    return out
+
+
+def _solve(lhs: list[list[float]], rhs: list[float]) -> list[float]:
+    """x with lhs x = rhs, by Gauss elimination with partial pivoting (a few dozen clusters at most)."""
+    size = len(rhs)
+    rows = [[*row, value] for row, value in zip(lhs, rhs, strict=True)]
+    for col in range(size):
+        pivot = max(range(col, size), key=lambda r: abs(rows[r][col]))
+        rows[col], rows[pivot] = rows[pivot], rows[col]
+        head = rows[col][col]
+        if head == 0:
+            continue
+        for r in range(col + 1, size):
+            factor = rows[r][col] / head
+            if factor:
+                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[col], strict=True)]
+    x = [0.0] * size
+    for col in reversed(range(size)):
+        head = rows[col][col]
+        tail = sum(rows[col][k] * x[k] for k in range(col + 1, size))
+        x[col] = (rows[col][size] - tail) / head if head else 0.0
+    return x
 
 
 def learned(campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) -> dict[str, float]:
@@ -604,7 +660,8 @@ def learned(campaigns: Sequence[CampaignView], clusters: Sequence[ClusterView]) 
 def expected_mean(campaign: CampaignView, cluster: str, speeds: Mapping[str, float], fallback: float) -> float:
     """The campaign's mean job duration on the cluster: Spritz's where some of its jobs ended there; else its
     mean where they ended, each over that cluster's :func:`slowness` (weighed by the seconds of work it stands
-    on), times this one's; with none ended anywhere, ``fallback`` (its estimate or floor) times this cluster's."""
+    on), times this one's; with none ended on a cluster of known slowness, ``fallback`` (its estimate or
+    floor) times this cluster's."""
     if cluster in campaign.estimates:
         return campaign.estimates[cluster]
     speed = speeds.get(cluster, 1.0)

@@ -142,10 +142,10 @@ class Usage:
         row = self._one("SELECT max(ended_at) FROM campaigns WHERE ended_at IS NOT NULL")
         return row[0] if row else None
 
-    def ended_durations(self, limit: int) -> list[tuple[float, dict[str, tuple[float, int]]]]:
+    def ended_durations(self, limit: int) -> list[tuple[int, float, dict[str, tuple[float, int]]]]:
         """Of the ``limit`` campaigns that ended last (terminated or cancelled), those some of whose jobs
-        terminated: their jobs' mean duration, and per cluster where some terminated, (their mean there, how
-        many). Reads those campaigns only, through the index of ends."""
+        terminated: (campaign, their jobs' mean duration, per cluster where some terminated (their mean there,
+        how many)). Reads those campaigns only, through the index of ends."""
         ids = [
             campaign_id
             for (campaign_id,) in self.conn.execute(
@@ -161,9 +161,9 @@ class Usage:
             "ORDER BY s.campaign_id, c.cluster",
             ids,
         )
-        out: dict[int, tuple[float, dict[str, tuple[float, int]]]] = {}
+        out: dict[int, tuple[int, float, dict[str, tuple[float, int]]]] = {}
         for campaign_id, mean, cluster, there, n in rows:
-            out.setdefault(campaign_id, (mean, {}))[1][cluster] = (there, n)
+            out.setdefault(campaign_id, (campaign_id, mean, {}))[2][cluster] = (there, n)
         return list(out.values())
 
     def set_forecast(
