@@ -17,6 +17,7 @@ from cigri.scheduling import (
     GridJob,
     Record,
     Snapshot,
+    expected_mean,
     metascheduler,
     shunned,
     slowdown,
@@ -327,6 +328,18 @@ def test_a_cluster_looking_a_little_slower_is_not_kept_off():
     assert _placed(learned, _new(big, small), clusters=(big, small))["slow"] == 4
 
 
+def _ran(cid: int, **clusters: tuple[float, int]) -> CampaignView:
+    """A campaign with nothing left to launch whose jobs ended on each named cluster: (their mean there, how
+    many); its estimate is their mean anywhere."""
+    jobs = sum(n for _, n in clusters.values())
+    return CampaignView(
+        cid, CampaignType.DEFAULT, "u", 0.0, 0, {name: Demand(1, 10**6) for name in clusters},
+        estimate=sum(mean * n for mean, n in clusters.values()) / jobs,
+        estimates={name: mean for name, (mean, _) in clusters.items()},
+        samples={name: n for name, (_, n) in clusters.items()},
+    )  # fmt: skip
+
+
 def test_a_clusters_slowness_weighs_each_campaigns_means_by_the_work_they_stand_on():
     """Issue 21, long-first.yaml with a half-speed cluster added: the slowness learned there was the mean of
     the campaigns' ratios of their mean there to their mean anywhere, and fell from 1.6 to 1.2 once a short
@@ -334,15 +347,8 @@ def test_a_clusters_slowness_weighs_each_campaigns_means_by_the_work_they_stand_
     2,100 s after the rest. The long campaign: 50 jobs of 100 s on the fast cluster and 10 of 200 s on the
     slow one (mean 116.7 s); the short one: 100 of 10 s and 2 of 8 s. Averaged as ratios the slow cluster
     looked 1.35 times slower (1.26 / 0.93); weighed by the seconds of work behind each mean, 1.9 times."""
-    demands = {"fast": Demand(1, 10**6), "slow": Demand(1, 10**6)}
-    long_ = CampaignView(
-        8, CampaignType.DEFAULT, "u", 0.0, 0, demands, estimate=7000 / 60,
-        estimates={"fast": 100.0, "slow": 200.0}, samples={"fast": 50, "slow": 10},
-    )  # fmt: skip
-    short = CampaignView(
-        9, CampaignType.DEFAULT, "u", 0.0, 0, demands, estimate=1016 / 102,
-        estimates={"fast": 10.0, "slow": 8.0}, samples={"fast": 100, "slow": 2},
-    )  # fmt: skip
+    long_ = _ran(8, fast=(100.0, 50), slow=(200.0, 10))
+    short = _ran(9, fast=(10.0, 100), slow=(8.0, 2))
     speeds = slowness([long_.record, short.record])
     assert 1.8 < speeds["slow"] / speeds["fast"] < 2.0
     # so a campaign none of whose jobs ended keeps off it (1.5 times slower than the grid's average slot)
@@ -351,18 +357,25 @@ def test_a_clusters_slowness_weighs_each_campaigns_means_by_the_work_they_stand_
     assert _placed(long_, short, _new(fast, slow), clusters=(fast, slow)) == {"fast": 6}
 
 
+def test_a_campaigns_mean_where_none_of_its_jobs_ended_comes_from_its_means_where_they_did():
+    """Its mean on each cluster over that cluster's slowness, weighed by the seconds of work behind it, times
+    the new cluster's: 10 jobs of 100 s on a cluster of slowness 1 (1,000 s of work, base 100 s) and 1 of
+    300 s on one of slowness 2 (300 s, base 150 s) put it at exp((1000 ln 100 + 300 ln 150) / 1300) x 4 on a
+    cluster of slowness 4, 436 s. Its mean anywhere (118 s) times 4 would be 473 s. Where it ran, Spritz's
+    mean; with nothing known of the clusters where it ran, the fallback times the cluster's slowness."""
+    campaign = _ran(1, fast=(100.0, 10), medium=(300.0, 1))
+    speeds = {"fast": 1.0, "medium": 2.0, "slow": 4.0}
+    base = math.exp((1000 * math.log(100) + 300 * math.log(150)) / 1300)
+    assert expected_mean(campaign, "slow", speeds, 118.0) == pytest.approx(4 * base)
+    assert expected_mean(campaign, "medium", speeds, 118.0) == 300.0
+    assert expected_mean(campaign, "slow", {"slow": 4.0}, 118.0) == pytest.approx(472.0)
+
+
 def test_the_slowness_fit_settles_however_each_campaigns_work_is_spread():
     """Each campaign ran mostly on a different cluster: a fit by rounds (8 of them at b00a7ae) found the slow
     cluster 1.12 times slower than the fast one, not 2 (the review of that commit). Solved exactly."""
-    demands = {"fast": Demand(1, 10**6), "slow": Demand(1, 10**6)}
-    here = CampaignView(
-        8, CampaignType.DEFAULT, "u", 0.0, 0, demands, estimate=100_200 / 1001,
-        estimates={"fast": 100.0, "slow": 200.0}, samples={"fast": 1000, "slow": 1},
-    )  # fmt: skip
-    there = CampaignView(
-        9, CampaignType.DEFAULT, "u", 0.0, 0, demands, estimate=10_010 / 501,
-        estimates={"fast": 10.0, "slow": 20.0}, samples={"fast": 1, "slow": 500},
-    )  # fmt: skip
+    here = _ran(8, fast=(100.0, 1000), slow=(200.0, 1))
+    there = _ran(9, fast=(10.0, 1), slow=(20.0, 500))
     speeds = slowness([here.record, there.record])
     assert speeds["slow"] / speeds["fast"] == pytest.approx(2.0)
 

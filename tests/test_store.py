@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import stat
 import subprocess
+from types import SimpleNamespace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cigri.cycle.metasched import _slowness
 from cigri.model import CampaignState, CampaignType, JobState
+from cigri.scheduling import CampaignView, Record, slowness
 from cigri.store import Store, default_state_path
 from cigri.store.migrations import MIGRATIONS
 
@@ -155,4 +158,29 @@ def test_the_ended_campaigns_remembered_are_those_that_ended_last(tmp_path):
         (ids[1], 50.0, {"fast": (30.0, 1), "slow": (60.0, 2)}),
     ]
     assert len(store.ended_durations(4)) == 3  # the fourth that ended last is ids[2]; ids[3] still runs
+    store.close()
+
+
+def test_a_campaign_reopened_after_it_ended_teaches_the_speeds_once(tmp_path):
+    """The cycle learns the speeds from the pass's campaigns and the remembered ended ones: a campaign reopened
+    since (its end cleared) but still remembered counts once, not twice; with no end left, nothing is
+    remembered; with an oracle (true durations handed to the strategies) nothing is learned."""
+    store = Store(tmp_path / "state.db")
+    ids = [store.create_campaign(f"c{i}", "u", CampaignType.DEFAULT, {}, {}, float(i)) for i in range(2)]
+    store.add_durations([(ids[0], "fast", 10.0, 0.0), (ids[0], "slow", 30.0, 0.0)], 60.0)
+    store.add_durations([(ids[1], "fast", 10.0, 0.0), (ids[1], "slow", 10.0, 0.0)], 60.0)
+    for cid in ids:
+        store.set_campaign_state(cid, CampaignState.TERMINATED, now=100.0 + cid)
+    ctx = SimpleNamespace(oracle=None, store=store, remembered=(None, []))
+    both = [Record(20.0, {"fast": (10.0, 1), "slow": (30.0, 1)}), Record(10.0, {"fast": (10.0, 1), "slow": (10.0, 1)})]
+    assert _slowness(ctx, []) == slowness(both)
+    assert _slowness(SimpleNamespace(oracle=lambda _: 20.0, store=store, remembered=(None, [])), []) == {}
+    reopened = CampaignView(
+        ids[0], CampaignType.DEFAULT, "u", 0.0, 1, {}, estimate=20.0,
+        estimates={"fast": 10.0, "slow": 30.0}, samples={"fast": 1, "slow": 1},
+    )  # fmt: skip
+    assert _slowness(ctx, [reopened]) == slowness(both)
+    assert _slowness(ctx, [reopened]) != slowness([both[0], *both])  # counted twice, it would weigh more
+    store.conn.execute("UPDATE campaigns SET ended_at = NULL, state = 'in_treatment'")
+    assert _slowness(ctx, []) == {} and ctx.remembered == (None, [])
     store.close()
