@@ -87,8 +87,8 @@ FIELDS: dict[str, tuple[str, type]] = {
 # the environment of the jobs: slurmrestd requires one, and passes nothing of the caller's
 PATH = "/bin:/usr/bin:/usr/local/bin"
 INVALID_JOB = 2017  # "Invalid job id specified": the job is gone, which a cancel does not mind
-# a task update's answers that are no error: 22.05 tells of a task update that worked with an error
-# without a number; then the task gone, already done (2021) or finished (2084)
+# a task update's or kill's answers that are no error: 22.05 tells of a task update that worked with an
+# error without a number; then the task gone, already done (2021) or finished (2084)
 UPDATED_OR_GONE = {None, INVALID_JOB, 2021, 2084}
 KEEP_ENDED = 86400  # seconds the memory keeps a batch whose tasks all ended (find_batch still knows it)
 _COMMENT = re.compile(r"cigri batch of ([0-9]{1,7}) tasks")
@@ -759,7 +759,11 @@ class SlurmRest(RemotePackFiles, RemoteFiles):
             going = live.get(array_id, set())
             whole = going and going <= indices
             for target in [str(array_id)] if whole else [f"{array_id}_{i}" for i in sorted(going & indices)]:
-                self._slurm("DELETE", f"job/{target}", refused=AdapterError, what=f"to cancel {target}", gone_ok=True)
+                answer = self._slurm(
+                    "DELETE", f"job/{target}", refused=AdapterError, what=f"to cancel {target}", gone_ok=True
+                )
+                if error_numbers(answer) - UPDATED_OR_GONE:  # a refusal inside an HTTP 200 answer
+                    raise AdapterError(f"{self.name} refused to cancel {target}: {error_text(answer)}")
 
     def hold(self, remote_ids: Sequence[str]) -> None:
         """One update per task, ``{"hold": true}`` (priority 0, Reason=JobHeldUser): slurmrestd takes no
