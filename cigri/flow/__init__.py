@@ -133,4 +133,4 @@ def flow(name: str = Constant.name, options: Mapping[str, Any] | None = None) ->
 
 
 # the strategies register themselves when their module is imported
-from . import ip, pi, ratio, taps  # noqa: E402, F401
+from . import drain, ip, pi, ratio, taps  # noqa: E402, F401
