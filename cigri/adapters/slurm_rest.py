@@ -759,11 +759,7 @@ class SlurmRest(RemotePackFiles, RemoteFiles):
             going = live.get(array_id, set())
             whole = going and going <= indices
             for target in [str(array_id)] if whole else [f"{array_id}_{i}" for i in sorted(going & indices)]:
-                answer = self._slurm(
-                    "DELETE", f"job/{target}", refused=AdapterError, what=f"to cancel {target}", gone_ok=True
-                )
-                if error_numbers(answer) - UPDATED_OR_GONE:  # a refusal inside an HTTP 200 answer
-                    raise AdapterError(f"{self.name} refused to cancel {target}: {error_text(answer)}")
+                self._change("DELETE", target, None, f"to cancel {target}")
 
     def hold(self, remote_ids: Sequence[str]) -> None:
         """One update per task, ``{"hold": true}`` (priority 0, Reason=JobHeldUser): slurmrestd takes no
@@ -777,11 +773,14 @@ class SlurmRest(RemotePackFiles, RemoteFiles):
         what = "to hold" if hold else "to release"
         for rid in remote_ids:
             self._reads.pop(array_of(rid), None)  # changed by what follows
-            answer = self._slurm(
-                "POST", f"job/{rid}", {"hold": hold}, refused=AdapterError, what=f"{what} {rid}", gone_ok=True
-            )
-            if error_numbers(answer) - UPDATED_OR_GONE:
-                raise AdapterError(f"{self.name} refused {what} {rid}: {error_text(answer)}")
+            self._change("POST", rid, {"hold": hold}, f"{what} {rid}")
+
+    def _change(self, method: str, target: str, payload: dict | None, what: str) -> None:
+        """A kill or an update of ``job/<target>``: a job gone is no error, and neither is an error without
+        a number (22.05 tells of an update that worked so); any other is, inside an HTTP 200 answer too."""
+        answer = self._slurm(method, f"job/{target}", payload, refused=AdapterError, what=what, gone_ok=True)
+        if error_numbers(answer) - UPDATED_OR_GONE:
+            raise AdapterError(f"{self.name} refused {what}: {error_text(answer)}")
 
     # packing (cigri.adapters.packing): packed jobs' files beside the RM jobs' outputs, read through ssh
     def pack_dir(self) -> str:

@@ -20,9 +20,10 @@ what it is sent). The sensor is not used.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ConfigError
+from ..scheduling import inputs
 from . import Allowance, Reading, State, register, within_depth
 from .ratio import one_pass_starts
 
@@ -37,14 +38,10 @@ class Drain:
         self.passes = passes
 
     @classmethod
-    def configure(cls, options: dict[str, Any]) -> Drain:
-        unknown = sorted(set(options) - {"passes"})
-        if unknown:
-            raise ConfigError(f"flow.{cls.name}.{unknown[0]}: {cls.name} has no such option")
-        passes = options.get("passes", PASSES)
-        if isinstance(passes, bool) or not isinstance(passes, int | float) or not 0 < passes < math.inf:
-            raise ConfigError(f"flow.{cls.name}.passes: expected a number > 0, got {passes!r}")
-        return cls(float(passes))
+    def configure(cls, options: Mapping[str, Any]) -> Drain:
+        path = f"flow.{cls.name}"
+        inputs.known(options, ("passes",), path, "option")
+        return cls(inputs.positive(options, "passes", path, PASSES))
 
     def allow(self, reading: Reading, state: State) -> tuple[Allowance, State]:
         if reading.stalled:
