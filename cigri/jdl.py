@@ -145,7 +145,7 @@ MAX_VALUES = 1_000_000
 
 RESOURCE_NAMES = ("nodes", "node", "host", "network_address", "cpu", "core", "resource_id")
 # numbers in ASCII digits, not too many for int(): \d would take other scripts' digits and any length
-_RESOURCE = re.compile(r"^(?:/?[a-z_]+=[0-9]{1,9})+$")
+_RESOURCE = re.compile(r"^/?[a-z_]+=[0-9]{1,9}(?:/[a-z_]+=[0-9]{1,9})*$")  # levels apart by /
 # OAR's own syntax (oarsub -l): groups joined by +, each a hierarchy of any resource types, with {SQL} filters
 # before its levels (here each filter stands as {}: what is inside is OAR's, taken as written)
 _FILTER = re.compile(r"\{[^{}]*\}")
