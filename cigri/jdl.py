@@ -149,7 +149,8 @@ _RESOURCE = re.compile(r"^/?[a-z_]+=[0-9]{1,9}(?:/[a-z_]+=[0-9]{1,9})*$")  # lev
 # OAR's own syntax (oarsub -l): groups joined by +, each a hierarchy of any resource types, with {SQL} filters
 # before its levels (here each filter stands as {}: what is inside is OAR's, taken as written)
 _FILTER = re.compile(r"\{[^{}]*\}")
-_OAR_GROUP = re.compile(r"^(?:(?:\{\})?/?[a-z_][a-z0-9_]*=[0-9]{1,9})+$")
+_OAR_LEVEL = r"(?:\{\})?[a-z_][a-z0-9_]*=[0-9]{1,9}"  # a filter may come before a level or its /
+_OAR_GROUP = re.compile(rf"^(?:\{{\}})?/?{_OAR_LEVEL}(?:(?:\{{\}})?/{_OAR_LEVEL})*$")  # levels apart by /
 _WALLTIME = re.compile(r"^([0-9]{1,9})(?::([0-9]{1,9}))?(?::([0-9]{1,9}))?$")
 _WHOLE = re.compile(r"\s*(-?[0-9]{1,18})\s*")
 # param lines: one without quotes or backslashes needs no shell-like parsing, its words are its runs of

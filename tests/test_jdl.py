@@ -88,6 +88,10 @@ def test_walltime_forms(text, seconds):
             {"name": "n", "exec_file": "x", "clusters": {"a": {"resources": "core=1core=1"}}, "nb_jobs": 1},
             "clusters.a.resources",
         ),
+        (  # the same in OAR's own syntax
+            {"name": "n", "exec_file": "x", "clusters": {"a": {"resources": "core=1core=1+nodes=1"}}, "nb_jobs": 1},
+            "clusters.a.resources",
+        ),
         ({"name": "n", "exec_file": "x", "clusters": {"a": {"max_jobs": "0"}}, "nb_jobs": 1}, "clusters.a.max_jobs"),
         ({"name": "n", "exec_file": "x", "clusters": {"a": {}}, "nb_jobs": 1, "params": ["a"]}, "params"),
         ({"name": "n", "exec_file": "x", "clusters": {"a": {}}, "params": "a b"}, "params"),
